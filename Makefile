@@ -1,0 +1,68 @@
+# The course's two commands: `make lab` (install, open the course) and `make test` (install, run
+# every test and every notebook in quick mode). Both install into .venv from nothing and are
+# idempotent: the install step reruns only when pyproject.toml changes or .venv is missing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.convs2s-installed
+# The CPU build of torch that some machines keep on local disk. Installing it first means the
+# package's range (torch>=2.2) is already met, so pip does not pull a multi-GB CUDA build.
+TORCH_PIN ?= torch==2.13.0
+PORT ?= 8888
+# Jupyter refuses to run as root without this flag (containers, Colab-like VMs).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+# pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
+QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
+
+.PHONY: help install test unit notebooks lint lab badges images bench clean
+
+help:
+	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
+	@echo "make test   install into $(VENV), run ruff, unit tests and every notebook (quick mode)"
+	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
+	@echo "make images regenerate the figures in images/"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	@if $(PY) -m pip download -q --no-index --no-deps -d $(VENV)/.probe "$(TORCH_PIN)" >/dev/null 2>&1; then \
+		echo "installing $(TORCH_PIN) (CPU build from local disk) first"; \
+		$(PY) -m pip install -q "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
+	else \
+		echo "no local $(TORCH_PIN) wheel here: torch comes from the index with the package"; \
+	fi
+	rm -rf $(VENV)/.probe
+	$(PY) -m pip install -q -e ".[dev]" 2>&1 | $(QUIET_PIP)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+unit: $(STAMP)
+	CONVS2S_QUICK=1 $(PY) -m pytest tests -q -rs
+
+notebooks: $(STAMP)
+	CONVS2S_QUICK=1 MPLBACKEND=Agg $(PY) -m pytest --nbval-lax --nbval-current-env \
+		-p no:cacheprovider notebooks -q
+
+test: lint unit notebooks
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
+
+badges: $(STAMP)
+	$(PY) -m convs2s.badges
+
+images: $(STAMP)
+	MPLBACKEND=Agg $(PY) -m convs2s.images
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info

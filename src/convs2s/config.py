@@ -1,0 +1,88 @@
+"""Where the course finds its data, whether it runs in quick mode, and which device it uses.
+
+Three environment variables steer the whole course:
+
+- ``CONVS2S_QUICK=1`` -- quick mode: every notebook runs in seconds to a minute on a laptop CPU
+  (small data slice, tiny model, few steps). The code path is the same; only sizes change.
+- ``CONVS2S_DATA_DIR`` -- a folder holding the Multi30k files. CI and tests point it at a local
+  copy so nothing is downloaded; learners usually leave it unset.
+- ``CONVS2S_DEVICE`` -- force a device (``cpu``, ``cuda``, ``cuda:1``, ``mps``) instead of the
+  automatic choice.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+def quick_mode() -> bool:
+    """True when ``CONVS2S_QUICK`` is set to a true value (``1``, ``true``, ``yes``, ``on``)."""
+    value = os.environ.get("CONVS2S_QUICK", "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(
+        f"CONVS2S_QUICK={value!r} is not understood; set it to 1 (quick mode) or 0 (full mode)."
+    )
+
+
+def data_dir() -> Path:
+    """The folder for the Multi30k files.
+
+    ``CONVS2S_DATA_DIR`` wins when set; otherwise the XDG cache,
+    ``$XDG_CACHE_HOME/convs2s/multi30k`` (``~/.cache/convs2s/multi30k`` by default).
+    The folder is not created here: the loader creates it only when it downloads.
+    """
+    env = os.environ.get("CONVS2S_DATA_DIR", "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "convs2s" / "multi30k"
+
+
+def device(verbose: bool = False):
+    """The best available ``torch.device``: CUDA, then Apple's MPS, then the CPU.
+
+    ``CONVS2S_DEVICE`` overrides the choice. With ``verbose=True`` it prints which device was
+    picked and why, so a notebook's stored output says where it ran.
+    """
+    import torch
+
+    forced = os.environ.get("CONVS2S_DEVICE", "").strip()
+    if forced:
+        try:
+            dev = torch.device(forced)
+        except RuntimeError as e:
+            raise ValueError(
+                f"CONVS2S_DEVICE={forced!r} is not a device torch knows "
+                "(try 'cpu', 'cuda', 'cuda:0' or 'mps')."
+            ) from e
+        reason = "forced by CONVS2S_DEVICE"
+    elif torch.cuda.is_available():
+        dev, reason = torch.device("cuda"), f"CUDA GPU: {torch.cuda.get_device_name(0)}"
+    elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        dev, reason = torch.device("mps"), "Apple GPU (MPS)"
+    else:
+        dev, reason = torch.device("cpu"), f"no GPU found; CPU with {os.cpu_count()} cores"
+    if verbose:
+        print(f"device: {dev} ({reason})")
+    return dev
+
+
+def describe_device(dev=None) -> str:
+    """A one-line human description of a device, for stored notebook outputs and results tables."""
+    import platform
+
+    import torch
+
+    dev = torch.device(dev) if dev is not None else device()
+    if dev.type == "cuda":
+        return f"{torch.cuda.get_device_name(dev)} (CUDA {torch.version.cuda})"
+    if dev.type == "mps":
+        return f"Apple MPS ({platform.machine()})"
+    return f"CPU, {os.cpu_count()} cores ({platform.machine()})"
