@@ -1,0 +1,52 @@
+"""Shared fixtures: a tiny invented German-English corpus laid out like Multi30k."""
+
+import gzip
+from pathlib import Path
+
+import pytest
+import torch
+
+# Unit tests use tiny models, for which one thread is fastest; two threads on a busy 2-core
+# machine (another process holding a core) can be ten times slower from OpenMP spin-waiting.
+torch.set_num_threads(1)
+
+# Invented sentence pairs (not from Multi30k). Some words repeat so that min_freq=2 keeps them.
+TINY_PAIRS = [
+    ("Ein Hund läuft.", "A dog runs."),
+    ("Eine Katze schläft.", "A cat sleeps."),
+    ("Ein Mann liest ein Buch.", "A man reads a book."),
+    ("Zwei Kinder spielen im Park.", "Two children play in the park."),
+    ("Eine Frau trinkt Kaffee.", "A woman drinks coffee."),
+    ("Der Hund spielt mit einem Ball.", "The dog plays with a ball."),
+    ("Ein Junge fährt Fahrrad.", "A boy rides a bike."),
+    ("Die Katze sitzt auf dem Dach.", "The cat sits on the roof."),
+    ("Ein Mädchen singt ein Lied.", "A girl sings a song."),
+    ("Zwei Männer arbeiten draußen.", "Two men work outside."),
+    ("Ein alter Mann geht über die Straße.", "An old man walks across the street."),
+    ("Kinder lachen und rennen am Strand.", "Children laugh and run on the beach."),
+]
+
+# Multi30k file stem -> the slice of TINY_PAIRS it holds.
+TINY_SPLITS = {"train": slice(0, 8), "val": slice(8, 10), "test_2016_flickr": slice(10, 12)}
+
+
+def write_gz(path: Path, lines) -> Path:
+    """Write lines as UTF-8, one per line, gzip-compressed with a fixed mtime (stable sha256)."""
+    path.write_bytes(gzip.compress("".join(f"{s}\n" for s in lines).encode("utf-8"), mtime=0))
+    return path
+
+
+@pytest.fixture
+def tiny_pairs():
+    return list(TINY_PAIRS)
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path) -> Path:
+    """A folder with the six Multi30k file names, each holding a slice of TINY_PAIRS."""
+    root = tmp_path / "tiny_multi30k"
+    root.mkdir()
+    for stem, part in TINY_SPLITS.items():
+        write_gz(root / f"{stem}.de.gz", [de for de, _ in TINY_PAIRS[part]])
+        write_gz(root / f"{stem}.en.gz", [en for _, en in TINY_PAIRS[part]])
+    return root
