@@ -19,13 +19,12 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
 QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
-.PHONY: help install test unit notebooks lint lab badges images bench clean
+.PHONY: help install test unit notebooks lint lab badges clean
 
 help:
 	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
 	@echo "make test   install into $(VENV), run ruff, unit tests and every notebook (quick mode)"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
-	@echo "make images regenerate the figures in images/"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -60,9 +59,6 @@ lab: $(STAMP)
 
 badges: $(STAMP)
 	$(PY) -m convs2s.badges
-
-images: $(STAMP)
-	MPLBACKEND=Agg $(PY) -m convs2s.images
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info

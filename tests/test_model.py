@@ -1,0 +1,436 @@
+"""Behavioural tests of the ConvS2S model: causality, padding, incremental decoding, errors,
+gradient scaling, initialisation and the parameter count."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from convs2s.decoder import Decoder
+from convs2s.encoder import Encoder
+from convs2s.layers import ConvGLUBlock, grad_multiply, make_conv1d, make_linear
+from convs2s.model import ConvS2S, count_parameters
+
+PAD, BOS, EOS = 0, 1, 2
+VOCAB = 20
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: one intra-op thread is fastest, and on a busy 2-core machine a second
+    spinning OpenMP thread makes these tests up to 30x slower."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def tiny_model(seed: int = 0, **overrides) -> ConvS2S:
+    torch.manual_seed(seed)
+    kwargs = dict(
+        emb_dim=16,
+        hid_dim=32,
+        enc_layers=3,
+        dec_layers=3,
+        kernel_size=3,
+        dropout=0.1,
+        max_positions=32,
+        src_pad_idx=PAD,
+        trg_pad_idx=PAD,
+    )
+    kwargs.update(overrides)
+    return ConvS2S(VOCAB, VOCAB, **kwargs).eval()
+
+
+def random_tokens(batch: int, length: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, VOCAB, (batch, length), generator=g)
+
+
+# ------------------------------------------------------------------------------------------
+# ConvGLUBlock and the initialisation helpers
+# ------------------------------------------------------------------------------------------
+
+
+def test_conv_glu_block_matches_its_definition():
+    torch.manual_seed(0)
+    block = ConvGLUBlock(8, 3, padding="same", residual=True).eval()
+    x = torch.randn(2, 8, 5)
+    conv = block.conv
+    a_b = F.conv1d(F.pad(x, (1, 1)), conv.weight, conv.bias)
+    a, b = a_b[:, :8], a_b[:, 8:]
+    expected = (a * torch.sigmoid(b) + x) * math.sqrt(0.5)
+    torch.testing.assert_close(block(x), expected)
+
+
+def test_causal_block_output_depends_only_on_past():
+    torch.manual_seed(0)
+    x = torch.randn(1, 4, 6)
+    y = x.clone()
+    y[:, :, 4:] += 1.0  # change positions >= 4
+    causal = ConvGLUBlock(4, 3, padding="causal", residual=False).eval()
+    same = ConvGLUBlock(4, 3, padding="same", residual=False).eval()
+    torch.testing.assert_close(causal(x)[..., :4], causal(y)[..., :4], rtol=0, atol=0)
+    assert not torch.allclose(same(x)[..., :4], same(y)[..., :4])  # position 3 sees 4
+
+
+def test_even_kernel_rejected_for_same_padding_only():
+    with pytest.raises(ValueError, match="kernel_size=4 is even"):
+        ConvGLUBlock(8, 4, padding="same")
+    ConvGLUBlock(8, 4, padding="causal")  # causal padding works for any k
+    with pytest.raises(ValueError, match="kernel_size=2 is even"):
+        ConvS2S(VOCAB, VOCAB, kernel_size=2, src_pad_idx=PAD, trg_pad_idx=PAD)
+
+
+def test_paper_initialisation_statistics():
+    torch.manual_seed(0)
+    p_drop, k, c_in = 0.2, 3, 256
+    conv = make_conv1d(c_in, 512, k, dropout=p_drop)
+    expected = math.sqrt(4 * (1 - p_drop) / (k * c_in))
+    assert conv.weight.std().item() == pytest.approx(expected, rel=0.02)
+    assert conv.bias.abs().max().item() == 0.0
+    lin = make_linear(400, 300)
+    assert lin.weight.std().item() == pytest.approx(math.sqrt(1 / 400), rel=0.02)
+    model = tiny_model()
+    emb = model.encoder.tok_embedding.weight
+    assert emb[PAD].abs().max().item() == 0.0
+    assert emb[1:].std().item() == pytest.approx(0.1, rel=0.15)
+
+
+def test_weight_norm_keeps_initial_weights_and_adds_g():
+    torch.manual_seed(0)
+    plain = make_linear(10, 6)
+    torch.manual_seed(0)
+    normed = make_linear(10, 6, weight_norm=True)
+    torch.testing.assert_close(normed.weight, plain.weight)
+    assert count_parameters(normed) == count_parameters(plain) + 6  # one g per output unit
+
+
+# ------------------------------------------------------------------------------------------
+# The whole model
+# ------------------------------------------------------------------------------------------
+
+
+def test_shapes_and_attention_is_a_distribution_over_real_source_tokens():
+    model = tiny_model()
+    src = random_tokens(3, 7)
+    src[1, 4:] = PAD
+    trg = random_tokens(3, 5, seed=2)
+    logits, attention = model(src, trg)
+    assert logits.shape == (3, 5, VOCAB)
+    assert attention.shape == (3, 3, 5, 7)  # [batch, dec_layers, trg_len, src_len]
+    torch.testing.assert_close(attention.sum(-1), torch.ones(3, 3, 5))
+    assert torch.all(attention[1, :, :, 4:] == 0)  # exactly zero on padding
+    assert torch.all(attention[1, :, :, :4] > 0)
+
+
+@pytest.mark.parametrize("t", [1, 3, 5])
+def test_causal_decoder_does_not_see_the_future(t):
+    model = tiny_model()
+    src = random_tokens(2, 6)
+    trg = random_tokens(2, 7, seed=2)
+    changed = trg.clone()
+    changed[:, t:] = random_tokens(2, 7 - t, seed=3)
+    before, _ = model(src, trg)
+    after, _ = model(src, changed)
+    torch.testing.assert_close(before[:, :t], after[:, :t], rtol=0, atol=1e-6)
+    assert not torch.allclose(before[:, t:], after[:, t:])
+
+
+def test_same_padding_decoder_cheats():
+    model = tiny_model(decoder_padding="same")
+    src = random_tokens(2, 6)
+    trg = random_tokens(2, 7, seed=2)
+    changed = trg.clone()
+    changed[:, 4:] = random_tokens(2, 3, seed=3)
+    before, _ = model(src, trg)
+    after, _ = model(src, changed)
+    # Position 3 sees position 4 in the first layer already: the future leaks into the past.
+    assert (before[:, :4] - after[:, :4]).abs().max() > 1e-3
+
+
+def test_appended_source_padding_changes_nothing():
+    model = tiny_model()
+    src = random_tokens(1, 5)
+    trg = random_tokens(1, 4, seed=2)
+    padded = torch.cat([src, torch.full((1, 3), PAD)], dim=1)
+    logits, attention = model(src, trg)
+    logits_p, attention_p = model(padded, trg)
+    torch.testing.assert_close(logits_p, logits)
+    torch.testing.assert_close(attention_p[..., :5], attention)
+    assert torch.all(attention_p[..., 5:] == 0)
+    # The same sentence inside a batch with a longer one.
+    other = random_tokens(1, 8, seed=4)
+    batch = torch.cat([torch.cat([src, torch.full((1, 3), PAD)], 1), other])
+    logits_b, _ = model(batch, torch.cat([trg, trg]))
+    torch.testing.assert_close(logits_b[:1], logits)
+
+
+def test_encoder_real_positions_ignore_appended_pads():
+    torch.manual_seed(0)
+    encoder = Encoder(
+        VOCAB,
+        emb_dim=16,
+        hid_dim=32,
+        n_layers=4,
+        kernel_size=5,
+        dropout=0.0,
+        max_positions=32,
+        pad_idx=PAD,
+    ).eval()
+    src = random_tokens(2, 6)
+    src[0, :] = torch.where(torch.arange(6) < 4, src[0], PAD)  # example 0: 4 real tokens
+    out = encoder(src)
+    longer = encoder(torch.cat([src, torch.full((2, 5), PAD)], dim=1))
+    for b, n in ((0, 4), (1, 6)):
+        torch.testing.assert_close(longer.conved[b, :n], out.conved[b, :n])
+        torch.testing.assert_close(longer.combined[b, :n], out.combined[b, :n])
+    assert torch.all(longer.conved[0, 4:] == 0)
+    assert longer.src_mask[0].tolist() == [True] * 4 + [False] * 7
+
+
+def test_forward_equals_decode_of_encode():
+    model = tiny_model()
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    logits, attention = model(src, trg)
+    logits2, attention2 = model.decode(trg, model.encode(src))
+    torch.testing.assert_close(logits2, logits, rtol=0, atol=0)
+    torch.testing.assert_close(attention2, attention, rtol=0, atol=0)
+
+
+def assert_incremental_matches_full(decoder, encoded, trg, chunks):
+    full_logits, full_attention = decoder(trg, encoded)
+    state: dict = {}
+    pieces, attn_pieces, start = [], [], 0
+    for n in chunks:
+        logits, attention = decoder(trg[:, start : start + n], encoded, state)
+        pieces.append(logits)
+        attn_pieces.append(attention)
+        start += n
+    assert state["steps"] == trg.size(1)
+    torch.testing.assert_close(torch.cat(pieces, 1), full_logits)
+    torch.testing.assert_close(torch.cat(attn_pieces, 2), full_attention)
+
+
+@pytest.mark.parametrize(
+    "kernel_size, weight_norm, chunks",
+    [(3, True, [1] * 7), (5, False, [1] * 7), (1, True, [1] * 7), (3, True, [2, 1, 3, 1])],
+)
+def test_incremental_decoding_equals_full_decoding(kernel_size, weight_norm, chunks):
+    model = tiny_model(kernel_size=kernel_size, weight_norm=weight_norm)
+    src = random_tokens(3, 6)
+    src[2, 3:] = PAD
+    trg = random_tokens(3, sum(chunks), seed=2)
+    with torch.no_grad():
+        assert_incremental_matches_full(model.decoder, model.encode(src), trg, chunks)
+        # and through the model's own API
+        torch.testing.assert_close(model.decode(trg, model.encode(src))[0], model(src, trg)[0])
+
+
+def test_incremental_decoding_with_an_even_causal_kernel():
+    # An even k is fine in a causal decoder (only the encoder's "same" padding needs odd k).
+    model = tiny_model()
+    torch.manual_seed(3)
+    decoder = Decoder(
+        VOCAB,
+        emb_dim=16,
+        hid_dim=32,
+        n_layers=3,
+        kernel_size=4,
+        dropout=0.1,
+        max_positions=32,
+        pad_idx=PAD,
+    ).eval()
+    with torch.no_grad():
+        encoded = model.encode(random_tokens(2, 5))
+        assert_incremental_matches_full(decoder, encoded, random_tokens(2, 7, seed=2), [3, 1, 3])
+
+
+def test_reorder_incremental_state_follows_rows():
+    model = tiny_model()
+    src = random_tokens(3, 6)
+    trg = random_tokens(3, 4, seed=2)
+    encoded = model.encode(src)
+    state: dict = {}
+    model.decode(trg[:, :2], encoded, state)
+    order = torch.tensor([2, 0, 1])
+    model.decoder.reorder_incremental_state(state, order)
+    logits, _ = model.decode(trg[order, 2:], encoded.index_select(order), state)
+    full, _ = model(src[order], trg[order])
+    torch.testing.assert_close(logits, full[:, 2:])
+
+
+def test_config_rebuilds_the_same_model():
+    model = tiny_model(weight_norm=True)
+    clone = ConvS2S(**model.config).eval()
+    clone.load_state_dict(model.state_dict())
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    torch.testing.assert_close(clone(src, trg)[0], model(src, trg)[0])
+
+
+def test_dropout_only_in_training_mode():
+    model = tiny_model(dropout=0.5)
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    torch.testing.assert_close(model(src, trg)[0], model(src, trg)[0], rtol=0, atol=0)
+    model.train()
+    assert not torch.allclose(model(src, trg)[0], model(src, trg)[0])
+
+
+# ------------------------------------------------------------------------------------------
+# Clear errors
+# ------------------------------------------------------------------------------------------
+
+
+def test_too_long_inputs_raise_clear_errors():
+    model = tiny_model(max_positions=8)
+    with pytest.raises(ValueError, match=r"source sentence needs 9 positions.*max_positions=8"):
+        model(random_tokens(1, 9), random_tokens(1, 3))
+    with pytest.raises(ValueError, match=r"target sequence needs 9 positions.*max_positions=8"):
+        model(random_tokens(1, 4), random_tokens(1, 9))
+    encoded = model.encode(random_tokens(1, 4))
+    state: dict = {}
+    model.decode(random_tokens(1, 8), encoded, state)  # positions 0..7: fine
+    with pytest.raises(ValueError, match=r"target sequence needs 9 positions.*max_positions >= 9"):
+        model.decode(random_tokens(1, 1), encoded, state)
+
+
+def test_incremental_with_same_padding_raises():
+    model = tiny_model(decoder_padding="same")
+    encoded = model.encode(random_tokens(1, 4))
+    with pytest.raises(ValueError, match="Incremental decoding needs padding='causal'"):
+        model.decode(random_tokens(1, 1), encoded, {})
+
+
+def test_bad_inputs_raise_clear_errors():
+    model = tiny_model()
+    src, trg = random_tokens(2, 5), random_tokens(2, 4, seed=2)
+    with pytest.raises(TypeError, match="integer token ids"):
+        model(src.float(), trg)
+    with pytest.raises(ValueError, match=r"2-D \[batch, seq_len\]"):
+        model(src[0], trg)
+    with pytest.raises(ValueError, match="vocabulary has 20 entries"):
+        model(src, trg + 100)
+    with pytest.raises(ValueError, match="batch size"):
+        model(src, trg[:1])
+    with pytest.raises(ValueError, match="at least one non-pad token"):
+        model(torch.full((1, 3), PAD), trg[:1])
+    with pytest.raises(ValueError, match="decoder_padding='sideways'"):
+        tiny_model(decoder_padding="sideways")
+    with pytest.raises(ValueError, match="init='xavier'"):
+        tiny_model(init="xavier")
+
+
+# ------------------------------------------------------------------------------------------
+# Gradient scaling
+# ------------------------------------------------------------------------------------------
+
+
+def test_grad_multiply_is_identity_forward_and_scales_backward():
+    x = torch.randn(3, requires_grad=True)
+    y = grad_multiply(x, 0.25)
+    torch.testing.assert_close(y, x)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((3,), 0.25))
+
+
+def test_encoder_gradient_scaling_scales_encoder_gradients():
+    dec_layers = 3
+    scaled = tiny_model(encoder_grad_scale=True, dec_layers=dec_layers).train()
+    plain = tiny_model(encoder_grad_scale=False, dec_layers=dec_layers).train()
+    plain.load_state_dict(scaled.state_dict())
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    for model in (scaled, plain):
+        torch.manual_seed(7)  # the same dropout masks in both
+        logits, _ = model(src, trg)
+        F.cross_entropy(logits.reshape(-1, VOCAB), trg.reshape(-1)).backward()
+    scale = 1.0 / (2 * dec_layers)
+    grads_s = dict(scaled.named_parameters())
+    grads_p = dict(plain.named_parameters())
+    for name, p in grads_p.items():
+        g_s, g_p = grads_s[name].grad, p.grad
+        if name.startswith("encoder.") and "embedding" not in name:
+            # everything between the embeddings and z only gets gradient through z
+            torch.testing.assert_close(g_s, g_p * scale)
+        elif name.startswith("decoder."):
+            torch.testing.assert_close(g_s, g_p)
+    # Embeddings also get the unscaled gradient through e in (z + e): neither equal nor scaled.
+    g_s = grads_s["encoder.tok_embedding.weight"].grad
+    g_p = grads_p["encoder.tok_embedding.weight"].grad
+    assert not torch.allclose(g_s, g_p) and not torch.allclose(g_s, g_p * scale)
+
+
+# ------------------------------------------------------------------------------------------
+# Parameter count
+# ------------------------------------------------------------------------------------------
+
+
+def expected_parameter_count(
+    src_vocab, trg_vocab, emb, hid, enc_layers, dec_layers, k, max_positions, weight_norm
+) -> int:
+    """The parameter count derived from the architecture, layer by layer.
+
+    linear(a, b) has a·b weights + b biases (+ b weight-norm gains g);
+    a conv block's Conv1d(hid -> 2·hid, k) has hid·2hid·k weights + 2hid biases (+ 2hid g).
+    """
+    g = 1 if weight_norm else 0
+
+    def linear(a, b):
+        return a * b + b + g * b
+
+    conv_block = hid * 2 * hid * k + 2 * hid + g * 2 * hid
+    encoder = (
+        src_vocab * emb
+        + max_positions * emb  # token + position embeddings
+        + linear(emb, hid)
+        + enc_layers * conv_block
+        + linear(hid, emb)
+    )
+    attention = linear(hid, emb) + linear(emb, hid)  # one per decoder layer
+    decoder = (
+        trg_vocab * emb
+        + max_positions * emb
+        + linear(emb, hid)
+        + dec_layers * (conv_block + attention)
+        + linear(hid, emb)
+        + linear(emb, trg_vocab)
+    )
+    return encoder + decoder
+
+
+# The PyTorch tutorial (bentrevett/pytorch-seq2seq, "5 - Convolutional Sequence to Sequence
+# Learning") reports 37,351,173 parameters for src/trg vocabularies 7,853/5,893, emb 256,
+# hid 512, 10+10 layers, kernel 3, 100 positions, no weight norm. Its decoder shares ONE pair of
+# attention projections (attn_hid2emb, attn_emb2hid) across all 10 layers; the paper and
+# fairseq give every layer its own. With weight_norm=False, max_positions=100 this model has
+# exactly 9 more pairs, 9·(512·256+256 + 256·512+512) = 2,366,208 parameters more:
+# 39,717,381. max_positions=128 adds 2·28·256 = 14,336 (39,731,717) and weight norm adds one
+# g per output unit of every linear/conv layer: 35,589 more (39,767,306 with the defaults).
+TUTORIAL_CONFIG = dict(
+    emb_dim=256,
+    hid_dim=512,
+    enc_layers=10,
+    dec_layers=10,
+    kernel_size=3,
+    src_pad_idx=1,
+    trg_pad_idx=1,
+)
+TUTORIAL_REPORTED = 37_351_173
+
+
+@pytest.mark.parametrize("weight_norm, max_positions", [(True, 128), (False, 100)])
+def test_parameter_count_matches_the_architecture(weight_norm, max_positions):
+    with torch.device("meta"):  # no memory, no init cost: only shapes matter here
+        model = ConvS2S(
+            7853, 5893, weight_norm=weight_norm, max_positions=max_positions, **TUTORIAL_CONFIG
+        )
+    n = count_parameters(model)
+    print(f"weight_norm={weight_norm}, max_positions={max_positions}: {n:,} parameters")
+    assert n == expected_parameter_count(
+        7853, 5893, 256, 512, 10, 10, 3, max_positions, weight_norm
+    )
+    if not weight_norm and max_positions == 100:
+        shared_attention_pair = (512 * 256 + 256) + (256 * 512 + 512)
+        assert n - 9 * shared_attention_pair == TUTORIAL_REPORTED
