@@ -82,6 +82,8 @@ class Preset:
     kernel_size: int = 3
     dropout: float = 0.25
     max_positions: int = 100
+    init: str = "paper"  # "paper" (fairseq's fconv) or "pytorch" (PyTorch's defaults)
+    weight_norm: bool = True
     # data
     src_lang: str = "de"
     trg_lang: str = "en"
@@ -109,7 +111,7 @@ class Preset:
 
     def model_kwargs(self) -> dict:
         keys = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kernel_size", "dropout",
-                "max_positions")
+                "max_positions", "init", "weight_norm")
         return {k: getattr(self, k) for k in keys}
 
 
