@@ -204,6 +204,16 @@ def test_corpus_bleu_both_scores():
     assert lower.tutorial == pytest.approx(scores.tutorial) and lower.sacrebleu < scores.sacrebleu
 
 
+def test_corpus_bleu_scores_given_tokens_as_they_are():
+    refs = ["A man rides a bike."]
+    tokens = [["a", "<unk>", "rides", "a", "bike", "."]]
+    text = [detokenize(tokens[0])]
+    given = corpus_bleu(text, refs, hyp_tokens=tokens)
+    assert given.tutorial == pytest.approx(tutorial_bleu(tokens, [["a", "man", "rides", "a",
+                                                                    "bike", "."]]))
+    assert corpus_bleu(text, refs).tutorial != pytest.approx(given.tutorial)  # "<unk>" split
+
+
 def test_corpus_bleu_errors():
     with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
         corpus_bleu(["a", "b"], ["a"])

@@ -49,7 +49,7 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
         t0 = time.perf_counter()
         tokens = translator.translate_tokens(sources, beam_size=beam)
         seconds = time.perf_counter() - t0
-        scores = corpus_bleu([detokenize(t) for t in tokens], refs)
+        scores = corpus_bleu([detokenize(t) for t in tokens], refs, hyp_tokens=tokens)
         result[f"beam{beam}"] = {"sacrebleu": scores.sacrebleu, "tutorial_bleu": scores.tutorial,
                                  "signature": scores.signature, "seconds": seconds,
                                  "sentences_per_s": len(sources) / max(seconds, 1e-9)}

@@ -41,9 +41,15 @@ def tutorial_bleu(
     return metric.corpus_score(hyps, [refs]).score
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *,
-                lang: str = "en") -> BleuScores:
-    """Both BLEU scores of detokenized ``hypotheses`` against raw ``references`` (one each)."""
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, lang: str = "en",
+                hyp_tokens: Sequence[Sequence[str]] | None = None) -> BleuScores:
+    """Both BLEU scores of detokenized ``hypotheses`` against raw ``references`` (one each).
+
+    ``hyp_tokens``: the model's output token lists, when you have them. The tutorial score then
+    uses them as they are, as the classic tutorials did; otherwise the hypotheses are
+    re-tokenized, which splits a ``<unk>`` the model produced into ``<``, ``unk``, ``>`` and
+    so changes the score slightly.
+    """
     if isinstance(hypotheses, str) or isinstance(references, str):
         raise TypeError("corpus_bleu takes lists of sentences, not a single string.")
     if len(hypotheses) != len(references):
@@ -54,5 +60,9 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *,
     standard = sacrebleu.metrics.BLEU()
     score = standard.corpus_score(list(hypotheses), [list(references)])
     tok = make_tokenizer(lang, lower=True)
-    tutorial = tutorial_bleu([tok(h) for h in hypotheses], [tok(r) for r in references])
+    if hyp_tokens is None:
+        hyp_tokens = [tok(h) for h in hypotheses]
+    elif len(hyp_tokens) != len(hypotheses):
+        raise ValueError(f"{len(hyp_tokens)} token lists for {len(hypotheses)} hypotheses.")
+    tutorial = tutorial_bleu(hyp_tokens, [tok(r) for r in references])
     return BleuScores(score.score, tutorial, str(standard.get_signature()), len(hypotheses))

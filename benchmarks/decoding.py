@@ -1,0 +1,106 @@
+"""Decoding speed: incremental vs full-recompute greedy decoding, and beam 1 vs beam 5.
+
+    python benchmarks/decoding.py [--checkpoint runs/05_cpu/best.pt] [--json out.json]
+
+Incremental decoding feeds the decoder one token per step and keeps the last k-1 inputs of
+every convolution in a cache; full recompute runs the decoder over the whole prefix at every
+step. Both produce the same tokens (tests/test_decode.py checks it); this measures what the
+cache buys. To time a fixed number of steps, the end-of-sentence token is set to an id the
+model never produces, so every sentence runs exactly ``length`` steps.
+
+Without ``--checkpoint`` a randomly initialised model of the ``cpu`` preset's size is used
+(speed does not depend on the weights). Each figure is the median of ``--repeats`` runs, the
+variants interleaved in one process, so the ratios compare like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import torch
+
+from convs2s import config
+from convs2s.decode import beam_search, greedy_decode
+from convs2s.model import ConvS2S, count_parameters
+from convs2s.train import PRESETS
+
+
+def _model(checkpoint: Path | None) -> ConvS2S:
+    if checkpoint is not None:
+        from convs2s.checkpoint import load_checkpoint
+
+        data = load_checkpoint(checkpoint)
+        model = ConvS2S(**data["model_config"])
+        model.load_state_dict(data["model"])
+        return model
+    preset = PRESETS["cpu"]
+    torch.manual_seed(0)
+    return ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **preset.model_kwargs())
+
+
+def _time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path)
+    parser.add_argument("--batch", type=int, default=32, help="sentences per batch")
+    parser.add_argument("--src-len", type=int, default=14, help="source length (tokens)")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 40])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    device = torch.device(args.device) if args.device else config.device()
+    model = _model(args.checkpoint).to(device).eval()
+    vocab = model.config["src_vocab_size"]
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, vocab, (args.batch, args.src_len), generator=g).to(device)
+    never = -1  # an eos id no argmax returns: every sentence runs the full length
+    bos = 2
+    rows = []
+    print(f"{count_parameters(model):,} parameters, batch {args.batch}, device "
+          f"{config.describe_device(device)}")
+    print(f"{'length':>6} {'incremental s/s':>16} {'full s/s':>10} {'ratio':>6} "
+          f"{'beam1 s/s':>10} {'beam5 s/s':>10} {'ratio':>6}")
+    for length in args.lengths:
+        kw = dict(max_len=length, bos_idx=bos, eos_idx=never)
+        greedy_decode(model, src, **kw)  # warm-up
+        inc = _time(lambda kw=kw: greedy_decode(model, src, incremental=True, **kw), args.repeats)
+        full = _time(lambda kw=kw: greedy_decode(model, src, incremental=False, **kw),
+                     args.repeats)
+        b1 = _time(lambda kw=kw: beam_search(model, src, beam_size=1, **kw), args.repeats)
+        b5 = _time(lambda kw=kw: beam_search(model, src, beam_size=5, **kw), args.repeats)
+        row = {"length": length, "incremental_sent_per_s": args.batch / inc,
+               "full_sent_per_s": args.batch / full, "incremental_speedup": full / inc,
+               "beam1_sent_per_s": args.batch / b1, "beam5_sent_per_s": args.batch / b5,
+               "beam5_slowdown": b5 / b1}
+        rows.append(row)
+        print(f"{length:>6} {row['incremental_sent_per_s']:>16.1f} {row['full_sent_per_s']:>10.1f} "
+              f"{row['incremental_speedup']:>5.1f}x {row['beam1_sent_per_s']:>10.1f} "
+              f"{row['beam5_sent_per_s']:>10.1f} {row['beam5_slowdown']:>5.1f}x", flush=True)
+    report = {"benchmark": "decoding", "device": config.describe_device(device),
+              "threads": torch.get_num_threads(), "parameters": count_parameters(model),
+              "batch": args.batch, "src_len": args.src_len, "date": date.today().isoformat(),
+              "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
