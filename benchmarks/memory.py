@@ -1,0 +1,78 @@
+"""Peak memory of training: resident memory on the CPU, allocated memory on a GPU.
+
+    python benchmarks/memory.py [--preset cpu] [--steps 60] [--device cpu|cuda] [--json out.json]
+
+Builds the preset's model and data exactly as `convs2s.train.train` does and runs training
+steps on the largest batches of an epoch first (peak memory comes from the longest batch), then
+reports the process's peak resident set size (CPU) or `torch.cuda.max_memory_allocated` (GPU).
+Targets: the `cpu` preset within 3 GB of RAM; the `gpu` preset within 12 GB of GPU memory, so
+it fits the 16 GB GPU a free Colab gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shlex
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import torch
+
+from convs2s import config
+from convs2s.data import load_multi30k, make_loader
+from convs2s.model import count_parameters
+from convs2s.train import PRESETS, build_model, make_optimizer, prepare_data, sequence_loss
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--device")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    device = torch.device(args.device) if args.device else config.device()
+    preset = PRESETS[args.preset]
+    train_ds, _, src_vocab, trg_vocab = prepare_data(preset, load_multi30k())
+    model = build_model(preset, src_vocab, trg_vocab).to(device)
+    optimizer = make_optimizer(model, preset)
+    loader = make_loader(train_ds, max_tokens=preset.max_tokens, seed=preset.seed)
+    batches = list(loader)
+    batches.sort(key=lambda b: -(b[0].numel() + b[1].numel()))  # the largest first
+    amp = device.type == "cuda" and preset.amp
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    t0 = time.perf_counter()
+    for src, trg in batches[: args.steps]:
+        src, trg = src.to(device), trg.to(device)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            logits, _ = model(src, trg[:, :-1])
+        loss = sequence_loss(logits, trg[:, 1:], trg_vocab.pad_idx, preset.label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    seconds = time.perf_counter() - t0
+    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
+    report = {"benchmark": "memory", "preset": args.preset,
+              "device": config.describe_device(device),
+              "parameters": count_parameters(model), "steps": min(args.steps, len(batches)),
+              "peak_rss_gb": rss_gb, "seconds": seconds, "date": date.today().isoformat(),
+              "command": "python " + " ".join(shlex.quote(a) for a in sys.argv)}
+    if device.type == "cuda":
+        report["peak_gpu_gb"] = torch.cuda.max_memory_allocated(device) / 1024**3
+    target = "3 GB RAM" if device.type != "cuda" else "12 GB GPU"
+    print(f"preset {args.preset}: {report['parameters']:,} parameters, peak RSS {rss_gb:.2f} GB"
+          + (f", peak GPU {report['peak_gpu_gb']:.2f} GB" if "peak_gpu_gb" in report else "")
+          + f" (target within {target}); {report['steps']} largest batches in {seconds:.0f} s")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
