@@ -19,7 +19,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
 QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
-.PHONY: help install test unit notebooks lint lab badges clean
+.PHONY: help install test unit notebooks lint lab badges bench clean
 
 help:
 	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
@@ -59,6 +59,15 @@ lab: $(STAMP)
 
 badges: $(STAMP)
 	$(PY) -m convs2s.badges
+
+# The CPU-sized benchmarks (about 10 minutes on 2 cores; needs CONVS2S_DATA_DIR or the cache).
+# benchmarks/train_choices.py (18 min) and the GPU sizes are run by hand.
+bench: $(STAMP)
+	mkdir -p benchmarks/results
+	$(PY) benchmarks/padding_ratio.py --batch-size 128 --json benchmarks/results/padding_ratio.json
+	$(PY) benchmarks/decoding.py --json benchmarks/results/decoding_cpu.json
+	$(PY) benchmarks/memory.py --preset cpu --json benchmarks/results/memory_cpu.json
+	$(PY) benchmarks/ci_time.py --json benchmarks/results/ci_time.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info
