@@ -19,11 +19,12 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
 QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
-.PHONY: help install test unit notebooks lint lab badges bench clean
+.PHONY: help install test unit notebooks lint lab student badges bench clean
 
 help:
 	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
 	@echo "make test   install into $(VENV), run ruff, unit tests and every notebook (quick mode)"
+	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
 
 $(PY):
@@ -56,6 +57,18 @@ test: lint unit notebooks
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
+
+COURSEWORK := coursework
+# nbgrader runs `alembic` (gradebook migrations) from PATH, so the venv's bin goes first.
+NBGRADER := PATH="$(abspath $(VENV))/bin:$$PATH" $(abspath $(VENV))/bin/nbgrader
+
+# The student versions: course notebooks -> coursework/source (instructor versions, solutions
+# in) -> nbgrader generate_assignment -> coursework/release (+ coursework/gradebook.db).
+student: $(STAMP)
+	$(PY) -m convs2s.coursework --clean --out $(COURSEWORK)/source --notebooks notebooks
+	rm -rf $(COURSEWORK)/release
+	cd $(COURSEWORK) && $(NBGRADER) generate_assignment "*" --force --log-level=WARN
+	@echo "student versions: $(COURSEWORK)/release/ (see $(COURSEWORK)/README.md)"
 
 badges: $(STAMP)
 	$(PY) -m convs2s.badges
