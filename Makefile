@@ -19,12 +19,13 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
 QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
-.PHONY: help install test unit notebooks lint lab student badges bench clean
+.PHONY: help install test unit notebooks lint lab student images badges bench clean
 
 help:
 	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
 	@echo "make test   install into $(VENV), run ruff, unit tests and every notebook (quick mode)"
 	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
+	@echo "make images screenshots of the widgets into images/ (needs chromium)"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
 
 $(PY):
@@ -69,6 +70,10 @@ student: $(STAMP)
 	rm -rf $(COURSEWORK)/release
 	cd $(COURSEWORK) && $(NBGRADER) generate_assignment "*" --force --log-level=WARN
 	@echo "student versions: $(COURSEWORK)/release/ (see $(COURSEWORK)/README.md)"
+
+# Screenshots of the three widgets (notebooks 01, 03, 06) in JupyterLab in headless Chromium.
+images: $(STAMP)
+	$(PY) -m convs2s.screenshots --out images
 
 badges: $(STAMP)
 	$(PY) -m convs2s.badges

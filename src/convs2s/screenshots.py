@@ -1,0 +1,584 @@
+"""Use the course's widgets as a learner would: a real JupyterLab in a real (headless) browser.
+
+Kernel-side tests cannot see a widget that fails in the browser ("Error displaying widget", a
+missing JupyterLab extension that leaves only ``interactive(children=...)`` text, a figure that
+never redraws). This module drives the real thing: it starts JupyterLab on a free localhost port
+with a token, opens a notebook in headless Chromium through Playwright, runs all cells from the
+*Run* menu, finds a widget by its controls' labels and moves them.
+
+``tests/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and 06, and
+
+    python -m convs2s.screenshots --out images/        (``make images``)
+
+saves a PNG screenshot of each of those widgets for the README. Both work on a temporary copy
+of the notebooks, so the stored outputs in ``notebooks/`` are never touched.
+
+Needs the ``playwright`` Python package (a dev dependency) and a Chromium binary: Debian's
+``/usr/bin/chromium`` (``apt-get install chromium``), or any Chromium/Chrome named by
+``CONVS2S_CHROMIUM``. Playwright's own browser download is not used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+)
+VIEWPORT = {"width": 1280, "height": 1000}
+
+# What a learner must never see in a widget's place.
+WIDGET_ERROR_TEXT = "Error displaying widget"
+# JupyterLab's plain-text fallback for a widget whose front end did not load.
+_TEXT_FALLBACK = re.compile(r"^\s*(interactive|VBox|HBox|IntSlider|Dropdown|Text)\(")
+
+
+def chromium_path() -> Path:
+    """The browser to drive: ``CONVS2S_CHROMIUM`` when set, else Debian's /usr/bin/chromium."""
+    return Path(os.environ.get("CONVS2S_CHROMIUM", "").strip() or DEFAULT_CHROMIUM)
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser checks cannot run here (a message saying how to enable them), or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return ("browser tests need the playwright Python package: `make install` "
+                "(or pip install -e '.[dev]')")
+    path = chromium_path()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return (f"browser tests need Chromium at {path}: install it with "
+                "`sudo apt-get install chromium` (Debian/Ubuntu), or point CONVS2S_CHROMIUM at "
+                "a Chromium or Chrome binary, then rerun")
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The widgets under test
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WidgetSpec:
+    """Where a notebook's widget is and how to find it: by its controls' ``description``s."""
+
+    notebook: str
+    box: str  # CSS class of the widget's outer box: ".widget-interact" or ".widget-vbox"
+    labels: tuple[str, ...]  # control labels that together identify the widget
+    image: str  # screenshot file name
+
+
+WIDGETS: dict[str, WidgetSpec] = {
+    "padding": WidgetSpec("01_glu_and_padding.ipynb", ".widget-interact",
+                          ("padding", "kernel size k"), "widget_01_padding.png"),
+    "decoder": WidgetSpec("03_causal_decoder.ipynb", ".widget-interact",
+                          ("padding", "kernel size"), "widget_03_decoder.png"),
+    "translator": WidgetSpec("06_inference_beam_search_bleu.ipynb", ".widget-vbox",
+                             ("German", "beam size"), "widget_06_translator.png"),
+}
+
+
+def copy_notebooks(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
+    """Copy the notebooks folder without training runs or checkpoints; returns ``dst``.
+
+    Running all cells in the browser re-executes the notebooks, and JupyterLab autosaves: the
+    copy keeps the repository's stored outputs untouched. ``runs/`` stays behind so notebook 06
+    behaves as on a fresh clone (it trains the quick preset itself).
+    """
+    dst = Path(dst)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(
+        "runs", ".ipynb_checkpoints", "__pycache__"))
+    return dst
+
+
+# --------------------------------------------------------------------------------------------
+# JupyterLab
+# --------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_settings(settings_dir: Path) -> None:
+    """User settings for a quiet lab: no news/update toasts over the widgets."""
+    path = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False,
+                                "doNotDisturbMode": True}))
+
+
+class JupyterLab:
+    """JupyterLab from this Python's environment on a free localhost port, with a token.
+
+    The same start as ``make lab`` (``--allow-root`` when root, the token from
+    ``JUPYTER_TOKEN``), with the lab's config, data, runtime, settings and workspace folders
+    under ``work_dir`` so a learner's own JupyterLab settings or kernels cannot change what runs.
+    Kernels inherit ``env`` on top of this process's environment, minus ``MPLBACKEND`` (the
+    notebooks need the inline backend to show figures).
+    """
+
+    def __init__(self, notebook_dir: str | os.PathLike, work_dir: str | os.PathLike, *,
+                 env: dict[str, str] | None = None, start_timeout: float = 120.0):
+        self.notebook_dir = Path(notebook_dir)
+        self.work_dir = Path(work_dir)
+        self.extra_env = dict(env or {})
+        self.start_timeout = start_timeout
+        self.port = free_port()
+        self.token = f"convs2s-{os.getpid()}-{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.work_dir / "jupyterlab.log"
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/{path.lstrip('/')}?token={self.token}"
+
+    def log_tail(self, n: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def start(self) -> JupyterLab:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        dirs = {name: self.work_dir / name for name in
+                ("config", "data", "runtime", "settings", "workspaces", "ipython")}
+        for d in dirs.values():
+            d.mkdir(exist_ok=True)
+        _write_settings(dirs["settings"])
+        env = dict(os.environ)
+        env.pop("MPLBACKEND", None)
+        env.update(self.extra_env)
+        env.update(
+            JUPYTER_TOKEN=self.token,
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+            IPYTHONDIR=str(dirs["ipython"]),
+        )
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+               f"--port={self.port}", f"--notebook-dir={self.notebook_dir}"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")  # as `make lab`: containers and CI run as root
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.notebook_dir, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n"
+                                   f"{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url("lab"), timeout=5) as r:
+                    if r.status == 200:
+                        return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer on {self.base}/lab within "
+                           f"{self.start_timeout:.0f} s:\n{self.log_tail()}")
+
+    def _api(self, method: str, path: str):
+        req = urllib.request.Request(self.url(path), method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel the lab started (a closed browser tab leaves its kernel running)."""
+        for session in self._api("GET", "api/sessions") or []:
+            with contextlib.suppress(urllib.error.URLError):
+                self._api("DELETE", f"api/sessions/{session['id']}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(urllib.error.URLError, OSError, ValueError):
+            self.shutdown_kernels()
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def __enter__(self) -> JupyterLab:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# The browser
+# --------------------------------------------------------------------------------------------
+
+
+class Browser:
+    """Headless Chromium (``chromium_path()``) driven by Playwright; one per session."""
+
+    def __init__(self):
+        self._pw = None
+        self.browser = None
+
+    def __enter__(self) -> Browser:
+        from playwright.sync_api import sync_playwright
+
+        self._pw = sync_playwright().start()
+        try:
+            self.browser = self._pw.chromium.launch(
+                executable_path=str(chromium_path()), headless=True, args=list(CHROMIUM_FLAGS))
+        except Exception:
+            self._pw.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self.browser is not None:
+                self.browser.close()
+        finally:
+            if self._pw is not None:
+                self._pw.stop()
+
+    @contextlib.contextmanager
+    def notebook(self, lab: JupyterLab, name: str) -> Iterator[NotebookPage]:
+        """Open ``name`` in a fresh browser tab; on leaving, close it and stop its kernel."""
+        context = self.browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+        page = context.new_page()
+        nb = NotebookPage(page, name)
+        try:
+            nb.open(lab)
+            yield nb
+        finally:
+            context.close()
+            with contextlib.suppress(urllib.error.URLError, OSError, ValueError):
+                lab.shutdown_kernels()
+
+
+def _poll(check: Callable[[], object], timeout: float, what: str, interval: float = 0.25):
+    """Call ``check`` until it returns something truthy; TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+_WORKSPACES = itertools.count(1)
+
+# The state of a notebook's cells, read in the page: prompts, stale outputs, tracebacks.
+_CELL_STATE_JS = """() => {
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+  const prompts = cells.map(c => {
+    const p = c.querySelector('.jp-InputArea-prompt');
+    return p ? p.textContent.trim() : '';
+  });
+  const status = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const errors = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .map(o => o.textContent)
+    .filter(t => t.includes('Traceback (most recent call last)'))
+    .map(t => t.slice(-1500));
+  return {
+    prompts,
+    status: status ? status.getAttribute('data-status') : null,
+    stale: document.querySelectorAll('[data-convs2s-stale]').length,
+    errors,
+  };
+}"""
+
+
+class NotebookPage:
+    """One notebook open in JupyterLab: run it, find its widgets, use them, check for errors."""
+
+    def __init__(self, page, name: str):
+        self.page = page
+        self.name = name
+        self.console_errors: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        page.on("pageerror", lambda e: self.console_errors.append(str(e)))
+
+    # -- opening and running -------------------------------------------------------------
+
+    def open(self, lab: JupyterLab, timeout: float = 90.0) -> None:
+        # A workspace of its own: JupyterLab would otherwise reopen (and start kernels for)
+        # the notebooks an earlier tab had open.
+        workspace = f"convs2s-{next(_WORKSPACES)}"
+        self.page.goto(lab.url(f"lab/workspaces/{workspace}/tree/{self.name}"),
+                       timeout=timeout * 1000)
+        self.page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=timeout * 1000)
+        self.wait_idle(timeout, what=f"the kernel of {self.name} to start")
+
+    def state(self) -> dict:
+        return self.page.evaluate(_CELL_STATE_JS)
+
+    def wait_idle(self, timeout: float = 120.0, what: str = "the kernel to go idle") -> None:
+        _poll(lambda: self.state()["status"] == "idle", timeout, what)
+
+    def run_all(self, timeout: float = 300.0) -> float:
+        """Run > Run All Cells, as a learner would; wait until every cell ran. Returns seconds.
+
+        Raises AssertionError with the traceback when a cell fails, or when cells still show
+        the outputs stored in the file (they never ran).
+        """
+        # Mark the stored outputs: after the run, none of them may be left.
+        self.page.evaluate("""() => document.querySelectorAll(
+            '.jp-CodeCell .jp-OutputArea-child').forEach(e => e.setAttribute(
+            'data-convs2s-stale', '1'))""")
+        t0 = time.monotonic()
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        self.page.locator(".lm-Menu-itemLabel",
+                          has_text=re.compile(r"^Run All Cells$")).click()
+        _poll(lambda: (s := self.state())["status"] == "busy" or "[*]:" in s["prompts"],
+              60, f"{self.name} to start running")
+
+        def finished():
+            s = self.state()
+            if s["errors"]:
+                return s
+            return s if s["status"] == "idle" and "[*]:" not in s["prompts"] else None
+
+        s = _poll(finished, timeout, f"Run All Cells to finish in {self.name}", interval=0.5)
+        if s["errors"]:
+            raise AssertionError(f"a cell of {self.name} failed in JupyterLab:\n"
+                                 + "\n---\n".join(s["errors"]))
+        not_run = [i for i, p in enumerate(s["prompts"]) if not re.fullmatch(r"\[\d+\]:", p)]
+        assert not not_run, f"{self.name}: code cells {not_run} did not run ({s['prompts']})"
+        assert s["stale"] == 0, f"{self.name}: {s['stale']} stored outputs were not replaced"
+        return time.monotonic() - t0
+
+    # -- widgets ---------------------------------------------------------------------------
+
+    def widget(self, spec: WidgetSpec, timeout: float = 30.0):
+        """The widget's outer box: the ``spec.box`` element holding all of ``spec.labels``."""
+        loc = self.page.locator(spec.box)
+        for label in spec.labels:
+            loc = loc.filter(has=self._label(label))
+        loc = loc.last  # the innermost match comes last in document order
+        loc.wait_for(state="visible", timeout=timeout * 1000)
+        return loc
+
+    def _label(self, label: str):
+        return self.page.locator(".widget-label", has_text=re.compile(f"^{re.escape(label)}$"))
+
+    def control(self, widget, label: str):
+        """The control row (label + input) whose ``description`` is ``label``."""
+        return widget.locator(".widget-inline-hbox", has=self._label(label)).first
+
+    def select(self, widget, label: str, option: str) -> None:
+        self.control(widget, label).locator("select").select_option(label=option)
+
+    def selected(self, widget, label: str) -> str:
+        return self.control(widget, label).locator("select").evaluate(
+            "s => s.options[s.selectedIndex].textContent")
+
+    def nudge_slider(self, widget, label: str, steps: int) -> None:
+        """Move a slider by ``steps`` with the arrow keys on its handle."""
+        handle = self.control(widget, label).locator(".noUi-handle")
+        handle.focus()
+        for _ in range(abs(steps)):
+            handle.press("ArrowRight" if steps > 0 else "ArrowLeft")
+
+    def slider_value(self, widget, label: str) -> str:
+        readout = self.control(widget, label).locator(".widget-readout")
+        return (readout.text_content() or "").strip()
+
+    def enter_text(self, widget, label: str, text: str) -> None:
+        box = self.control(widget, label).locator("input")
+        box.fill(text)
+        box.press("Enter")
+
+    def text_value(self, widget, label: str) -> str:
+        return self.control(widget, label).locator("input").input_value()
+
+    def figure(self, widget):
+        return widget.locator(".widget-output img").last
+
+    def figure_src(self, widget, timeout: float = 60.0) -> str:
+        """The ``src`` (a data URL) of the widget's figure, once it has one."""
+        img = self.figure(widget)
+        img.wait_for(state="visible", timeout=timeout * 1000)
+        return img.get_attribute("src") or ""
+
+    def mark_figure(self, widget) -> None:
+        """Tag the figure's current <img> node: :meth:`wait_redrawn` waits for a new one."""
+        self.figure(widget).evaluate("e => e.setAttribute('data-convs2s-old', '1')")
+
+    def wait_redrawn(self, widget, timeout: float = 60.0) -> str:
+        """Wait until the kernel drew the figure anew and went idle; returns the new ``src``.
+
+        A figure counts as redrawn when the <img> tagged by :meth:`mark_figure` is gone and a
+        new one is shown (even if its pixels happen to be equal).
+        """
+        new = widget.locator(".widget-output img:not([data-convs2s-old])")
+        _poll(lambda: new.count() > 0 and widget.locator("img[data-convs2s-old]").count() == 0,
+              timeout, f"the widget's figure in {self.name} to redraw")
+        self.wait_idle(timeout)
+        return self.figure_src(widget)
+
+    def problems(self) -> list[str]:
+        """What a learner would see go wrong with the notebook's widgets, as messages."""
+        found = self.page.evaluate(
+            """([errText]) => {
+              const out = [];
+              document.querySelectorAll('.jp-OutputArea-output').forEach(o => {
+                const t = o.textContent;
+                if (t.includes(errText)) out.push('widget error: ' + t.trim().slice(0, 300));
+                if (t.trim() === 'Loading widget...') out.push('a widget never loaded');
+                if (o.closest('.jupyter-widgets') && t.includes('Traceback (most recent'))
+                  out.push('error inside a widget: ' + t.slice(-1500));
+              });
+              document.querySelectorAll(
+                '.jp-OutputArea-output[data-mime-type="text/plain"]').forEach(o => {
+                  if (!o.closest('.jupyter-widgets')) out.push('TEXT:' + o.textContent);
+              });
+              return out;
+            }""", [WIDGET_ERROR_TEXT])
+        messages = []
+        for item in found:
+            if item.startswith("TEXT:"):
+                if _TEXT_FALLBACK.match(item[5:]):
+                    messages.append("a widget is shown as plain text (is the ipywidgets "
+                                    f"JupyterLab extension missing?): {item[5:200]}")
+            else:
+                messages.append(item)
+        return messages
+
+    def screenshot(self, widget, margin: int = 10) -> bytes:
+        """A PNG of the widget (controls and figure) with a white margin, mouse out of the way."""
+        self.page.mouse.move(0, 0)
+        widget.scroll_into_view_if_needed()
+        time.sleep(0.3)  # let the scroll and any hover styles settle
+        box = widget.bounding_box()
+        if box is None:
+            raise RuntimeError(f"{self.name}: the widget is not visible")
+        x, y = max(box["x"] - margin, 0), max(box["y"] - margin, 0)
+        clip = {"x": x, "y": y, "width": box["x"] + box["width"] + margin - x,
+                "height": box["y"] + box["height"] + margin - y}
+        return self.page.screenshot(clip=clip, animations="disabled")
+
+
+# --------------------------------------------------------------------------------------------
+# Screenshots for the README
+# --------------------------------------------------------------------------------------------
+
+
+def _stage_padding(nb: NotebookPage, w) -> None:
+    """Causal padding with k = 3 over 2 layers: the one-sided cone the decoder needs."""
+    nb.mark_figure(w)
+    nb.select(w, "padding", "causal")
+    nb.wait_redrawn(w)
+
+
+def _stage_decoder(nb: NotebookPage, w) -> None:
+    """As the notebook leaves it: causal padding, no look at future tokens."""
+
+
+def _stage_translator(nb: NotebookPage, w) -> None:
+    """As the notebook leaves it: its example sentence, beam size 5."""
+
+
+STAGES: dict[str, Callable[[NotebookPage, object], None]] = {
+    "padding": _stage_padding, "decoder": _stage_decoder, "translator": _stage_translator,
+}
+
+
+def capture(names: list[str], notebooks: Path, work_dir: Path,
+            log: Callable[[str], None] = print) -> dict[str, bytes]:
+    """Run each named widget's notebook in JupyterLab and screenshot the widget: {name: PNG}."""
+    shots: dict[str, bytes] = {}
+    copy = copy_notebooks(notebooks, work_dir / "notebooks")
+    with JupyterLab(copy, work_dir / "lab") as lab, Browser() as browser:
+        for name in names:
+            spec = WIDGETS[name]
+            with browser.notebook(lab, spec.notebook) as nb:
+                seconds = nb.run_all()
+                w = nb.widget(spec)
+                nb.figure_src(w)
+                STAGES[name](nb, w)
+                problems = nb.problems()
+                if problems:
+                    raise RuntimeError(f"{spec.notebook}: " + "; ".join(problems))
+                shots[name] = nb.screenshot(w)
+                log(f"{spec.notebook}: ran in {seconds:.0f} s, captured {spec.image}")
+    return shots
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the image from others
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m convs2s.screenshots",
+        description="Screenshot the course's widgets (notebooks 01, 03, 06) in JupyterLab in "
+                    "headless Chromium, for the README. Set CONVS2S_QUICK=1 for the quick "
+                    "models (what `make images` does).")
+    parser.add_argument("--out", default="images", help="folder for the PNGs (default: images)")
+    parser.add_argument("--notebooks", default="notebooks", help="the course's notebooks folder")
+    parser.add_argument("--only", action="append", choices=sorted(WIDGETS),
+                        help="capture only this widget (repeatable)")
+    args = parser.parse_args(argv)
+    reason = browser_unavailable()
+    if reason:
+        print(f"error: {reason}", file=sys.stderr)
+        return 2
+    names = args.only or list(WIDGETS)
+    notebooks, out = Path(args.notebooks), Path(args.out)
+    missing = [WIDGETS[n].notebook for n in names if not (notebooks / WIDGETS[n].notebook).exists()]
+    if missing:
+        print(f"error: not in {notebooks}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="convs2s-screenshots-") as tmp:
+        shots = capture(names, notebooks, Path(tmp))
+    # Only now, with every screenshot taken, replace the old images (each atomically).
+    for name, png in shots.items():
+        write_atomically(out / WIDGETS[name].image, png)
+        print(f"wrote {out / WIDGETS[name].image}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
