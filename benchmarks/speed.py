@@ -1,0 +1,177 @@
+"""ConvS2S vs an attentional GRU (Bahdanau et al., 2015): training and decoding speed.
+
+    python benchmarks/speed.py [--preset cpu] [--device cpu|cuda] [--steps 30]
+                               [--sentences 200] [--json benchmarks/results/speed_cpu.json]
+
+One process, both models, identical conditions:
+
+- **Models.** ConvS2S with the sizes of a training preset of :mod:`convs2s.train` (``cpu`` by
+  default: 256/256, 4+4 layers), and :class:`convs2s.baselines.RNNAttentionSeq2Seq` with the
+  same embedding size and the hidden size whose parameter count is closest
+  (:func:`convs2s.baselines.matched_rnn_config`). Both counts are printed.
+- **Training tokens/s.** Both train on the *same* Multi30k batches (the preset's
+  ``max_tokens``), with the same optimizer settings, their steps interleaved so that both see
+  the same machine load (:func:`convs2s.baselines.train_side_by_side`); a few warm-up steps are
+  not timed. Tokens are real (non-pad) target tokens.
+- **Decoding sentences/s.** Greedy decoding and beam search (beam 5), incremental, on the same
+  validation sentences in the same batches. <eos> is switched off, so both models produce
+  exactly ``--out-len`` tokens per sentence (default: the mean length of the references, with
+  <eos>): after a few training steps the two models would otherwise stop at very different
+  lengths, and a model that stops earlier does less work per sentence.
+
+It prints the ratios ConvS2S / RNN and the targets they are reported against (training at
+least 2x the RNN's tokens/s on a CPU, at least 5x on a GPU; reported, not enforced), and writes
+everything (device, date, command) as JSON. Pin it to a core on a shared machine, e.g.
+``taskset -c 1 env OMP_NUM_THREADS=1 python benchmarks/speed.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shlex
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+
+TARGETS = {"cpu": 2.0, "cuda": 5.0}  # ConvS2S / RNN training tokens/s
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from convs2s import config
+    from convs2s.baselines import (
+        RNNAttentionSeq2Seq,
+        decoding_speed,
+        matched_rnn_config,
+        train_side_by_side,
+    )
+    from convs2s.data import load_multi30k, make_loader
+    from convs2s.model import count_parameters
+    from convs2s.train import PRESETS, build_model, prepare_data
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
+                        help="ConvS2S sizes and batch size (default: cpu)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: the best)")
+    parser.add_argument("--steps", type=int, default=30, help="timed training steps per model")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per model first")
+    parser.add_argument("--sentences", type=int, default=200, help="validation sentences decoded")
+    parser.add_argument("--batch-size", type=int, default=50, help="sentences per decoding batch")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--out-len", type=int, default=None,
+                        help="output tokens per decoded sentence (default: mean reference "
+                             "length, counting <eos>)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device) if args.device else config.device()
+    torch.manual_seed(args.seed)
+    preset = PRESETS[args.preset]
+    t0 = time.perf_counter()
+    data = load_multi30k()
+    train_ds, valid_ds, src_vocab, trg_vocab = prepare_data(preset, data)
+    pad, bos = trg_vocab.pad_idx, trg_vocab.bos_idx
+    print(f"data ready in {time.perf_counter() - t0:.0f} s: {len(train_ds):,} training pairs, "
+          f"vocabularies {len(src_vocab):,}/{len(trg_vocab):,}", flush=True)
+
+    torch.manual_seed(args.seed)
+    conv = build_model(preset, src_vocab, trg_vocab)
+    rnn_config = matched_rnn_config(
+        count_parameters(conv), len(src_vocab), len(trg_vocab), src_pad_idx=src_vocab.pad_idx,
+        trg_pad_idx=pad, emb_dim=preset.emb_dim, dropout=preset.dropout,
+        max_positions=preset.max_positions)
+    rnn = RNNAttentionSeq2Seq(**rnn_config)
+    params = {"convs2s": count_parameters(conv), "rnn": count_parameters(rnn)}
+    print(f"ConvS2S ({preset.emb_dim}/{preset.hid_dim}, {preset.enc_layers}+{preset.dec_layers} "
+          f"layers, k={preset.kernel_size}): {params['convs2s']:,} parameters")
+    print(f"GRU + attention (emb {preset.emb_dim}, hidden {rnn_config['dec_hid_dim']}): "
+          f"{params['rnn']:,} parameters", flush=True)
+
+    loader = make_loader(train_ds, max_tokens=preset.max_tokens, shuffle=True, seed=args.seed)
+    batches = []
+    for src, trg in loader:
+        batches.append((src, trg))
+        if len(batches) == args.warmup + args.steps:
+            break
+    models = {"convs2s": conv, "rnn": rnn}
+    common = dict(pad_idx=pad, lr=preset.lr, clip_norm=preset.clip_norm,
+                  label_smoothing=preset.label_smoothing, device=device, amp=preset.amp)
+    if args.warmup:
+        train_side_by_side(models, batches[: args.warmup], steps=args.warmup, **common)
+    t0 = time.perf_counter()
+    logs = train_side_by_side(models, batches[args.warmup:], steps=args.steps, **common)
+    train_wall = time.perf_counter() - t0
+    training = {name: {"steps": run.steps, "seconds": run.seconds, "tokens": run.tokens,
+                       "tokens_per_s": run.tokens_per_s} for name, run in logs.items()}
+    ratio = training["convs2s"]["tokens_per_s"] / training["rnn"]["tokens_per_s"]
+    target = TARGETS.get(device.type, TARGETS["cpu"])
+    print(f"\ntraining ({args.steps} steps each on the same batches, {train_wall:.0f} s):")
+    for name, row in training.items():
+        print(f"  {name:>8}: {row['tokens_per_s']:9,.0f} target tokens/s")
+    print(f"  ratio ConvS2S / RNN: {ratio:.2f}x  (target >= {target:g}x on {device.type}: "
+          f"{'met' if ratio >= target else 'NOT met'})", flush=True)
+
+    order = sorted(range(min(args.sentences, len(valid_ds))),
+                   key=lambda i: len(valid_ds.src[i]))  # similar lengths together
+    src_batches = [
+        torch.nn.utils.rnn.pad_sequence([valid_ds.src[i] for i in order[j:j + args.batch_size]],
+                                        batch_first=True, padding_value=src_vocab.pad_idx)
+        for j in range(0, len(order), args.batch_size)
+    ]
+    out_len = args.out_len or round(sum(valid_ds.trg_lengths[i] - 1 for i in order) / len(order))
+    print(f"\ndecoding {len(order)} validation sentences, exactly {out_len} output tokens each",
+          flush=True)
+    decoding = {}
+    for beam in (1, args.beam):
+        label = "greedy" if beam == 1 else f"beam{beam}"
+        decoding[label] = {}
+        for name, model in models.items():
+            # a copy per measurement: both models decode with identical, frozen weights
+            result = decoding_speed(copy.deepcopy(model), src_batches, bos_idx=bos,
+                                    eos_idx=None, max_len=out_len, beam_size=beam,
+                                    device=device)
+            result.pop("outputs")
+            result["mean_output_tokens"] = result["output_tokens"] / result["sentences"]
+            decoding[label][name] = result
+        d = decoding[label]
+        d["ratio"] = d["convs2s"]["sentences_per_s"] / d["rnn"]["sentences_per_s"]
+        print(f"\ndecoding, {label} ({d['convs2s']['sentences']} sentences):")
+        for name in models:
+            r = d[name]
+            print(f"  {name:>8}: {r['sentences_per_s']:8.1f} sentences/s "
+                  f"(mean output {r['mean_output_tokens']:.1f} tokens)")
+        print(f"  ratio ConvS2S / RNN: {d['ratio']:.2f}x", flush=True)
+
+    report = {
+        "benchmark": "speed",
+        "device": config.describe_device(device),
+        "device_type": device.type,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+        "preset": args.preset,
+        "parameters": params,
+        "rnn_config": rnn_config,
+        "training": {**training, "ratio": ratio, "target_ratio": target,
+                     "target_met": ratio >= target, "steps": args.steps,
+                     "warmup_steps": args.warmup, "max_tokens": preset.max_tokens,
+                     "bf16_autocast": preset.amp and device.type == "cuda"},
+        "decoding": {**decoding, "output_tokens_per_sentence": out_len, "eos": "disabled",
+                     "batch_size": args.batch_size},
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
