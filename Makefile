@@ -73,7 +73,7 @@ student: $(STAMP)
 
 # Screenshots of the three widgets (notebooks 01, 03, 06) in JupyterLab in headless Chromium.
 images: $(STAMP)
-	$(PY) -m convs2s.screenshots --out images
+	CONVS2S_QUICK=1 $(PY) -m convs2s.screenshots --out images
 
 badges: $(STAMP)
 	$(PY) -m convs2s.badges

@@ -134,6 +134,39 @@ def test_translator_widget(lab):
         assert int(nb.slider_value(w, "beam size")) == beam - 3
         assert nb.text_value(w, "German") == "Eine Katze schläft neben dem Blumfelder."
         _assert_clean(nb)
+        _assert_screenshot_shows_figure(nb, w)
+
+
+def _png_pixels(data: bytes):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.int16)
+
+
+def _assert_screenshot_shows_figure(nb, w, margin: int = 10) -> None:
+    """`make images` captures the widget itself: its figure's pixels sit where the page has them.
+
+    (A screenshot of the wrong part of the page, which JupyterLab's scrolling once caused for
+    this tall widget, has the right size but other pixels.)
+    """
+    import base64
+
+    shot = _png_pixels(nb.screenshot(w, margin=margin))
+    box, img = w.bounding_box(), nb.figure(w)  # the screenshot leaves the page as it was
+    figure = _png_pixels(base64.b64decode(img.get_attribute("src").split(",", 1)[1]))
+    shown = img.evaluate("e => [e.clientWidth, e.clientHeight]")
+    assert list(shown) == [figure.shape[1], figure.shape[0]], "figure drawn scaled"
+    left, top = max(box["x"] - margin, 0), max(box["y"] - margin, 0)
+    assert abs(shot.shape[0] - (box["y"] + box["height"] + margin - top)) <= 1
+    assert abs(shot.shape[1] - (box["x"] + box["width"] + margin - left)) <= 1
+    ib = img.bounding_box()
+    top, left = round(ib["y"] - top), round(ib["x"] - left)
+    crop = shot[top:top + figure.shape[0], left:left + figure.shape[1]]
+    assert crop.shape == figure.shape, "the figure is cut off in the screenshot"
+    assert abs(crop - figure).mean() < 2.0, "the screenshot does not show the widget's figure"
 
 
 def test_missing_browser_says_how_to_enable_it(monkeypatch, tmp_path):

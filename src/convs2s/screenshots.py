@@ -122,11 +122,21 @@ def free_port() -> int:
 
 
 def _write_settings(settings_dir: Path) -> None:
-    """User settings for a quiet lab: no news/update toasts over the widgets."""
-    path = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False,
-                                "doNotDisturbMode": True}))
+    """User settings for a quiet, predictable lab.
+
+    No news/update toasts over the widgets; and every cell kept in the page (windowing off):
+    JupyterLab 4 otherwise detaches cells scrolled out of view, so a widget's box moves under
+    the screenshot while the notebook scrolls to it.
+    """
+    settings = {
+        ("apputils-extension", "notification"): {
+            "fetchNews": "false", "checkForUpdates": False, "doNotDisturbMode": True},
+        ("notebook-extension", "tracker"): {"windowingMode": "none"},
+    }
+    for (extension, plugin), values in settings.items():
+        path = settings_dir / "@jupyterlab" / extension / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
 
 
 class JupyterLab:
@@ -474,8 +484,15 @@ class NotebookPage:
         return messages
 
     def screenshot(self, widget, margin: int = 10) -> bytes:
-        """A PNG of the widget (controls and figure) with a white margin, mouse out of the way."""
+        """A PNG of the widget (controls and figure) and ``margin`` pixels of page around it.
+
+        A widget taller than the window gets a taller window first: a clip must lie inside it.
+        """
         self.page.mouse.move(0, 0)
+        height = widget.evaluate("e => e.getBoundingClientRect().height")
+        if height + 4 * margin > self.page.viewport_size["height"]:
+            self.page.set_viewport_size({"width": self.page.viewport_size["width"],
+                                         "height": int(height) + 8 * margin})
         widget.scroll_into_view_if_needed()
         time.sleep(0.3)  # let the scroll and any hover styles settle
         box = widget.bounding_box()
