@@ -19,7 +19,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
 QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
-.PHONY: help install test unit notebooks lint lab student images badges bench clean
+.PHONY: help install test unit notebooks lint lab student images badges bench bench-gpu clean
 
 help:
 	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
@@ -27,6 +27,7 @@ help:
 	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
 	@echo "make images screenshots of the widgets into images/ (needs chromium)"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
+	@echo "make bench  the CPU-sized benchmarks (~15 min), then the GPU ones if there is a GPU"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -78,14 +79,32 @@ images: $(STAMP)
 badges: $(STAMP)
 	$(PY) -m convs2s.badges
 
-# The CPU-sized benchmarks (about 10 minutes on 2 cores; needs CONVS2S_DATA_DIR or the cache).
-# benchmarks/train_choices.py (18 min) and the GPU sizes are run by hand.
+# The CPU-sized benchmarks (about 15 minutes on 2 cores; needs CONVS2S_DATA_DIR or the cache),
+# then the GPU-sized ones where torch sees a GPU. By hand: benchmarks/quality.py --preset cpu
+# (27 min) and benchmarks/train_choices.py (18 min). Each prints a table and writes JSON.
+RESULTS := benchmarks/results
+HAS_GPU = $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"
+
 bench: $(STAMP)
-	mkdir -p benchmarks/results
-	$(PY) benchmarks/padding_ratio.py --batch-size 128 --json benchmarks/results/padding_ratio.json
-	$(PY) benchmarks/decoding.py --json benchmarks/results/decoding_cpu.json
-	$(PY) benchmarks/memory.py --preset cpu --json benchmarks/results/memory_cpu.json
-	$(PY) benchmarks/ci_time.py --json benchmarks/results/ci_time.json
+	mkdir -p $(RESULTS)
+	$(PY) benchmarks/padding_ratio.py --batch-size 128 --json $(RESULTS)/padding_ratio.json
+	$(PY) benchmarks/decoding.py --device cpu --json $(RESULTS)/decoding_cpu.json
+	$(PY) benchmarks/memory.py --preset cpu --device cpu --json $(RESULTS)/memory_cpu.json
+	$(PY) benchmarks/speed.py --preset cpu --device cpu --json $(RESULTS)/speed_cpu.json
+	$(PY) benchmarks/quality.py --preset quick --device cpu --overwrite --out runs/bench_quick \
+		--json $(RESULTS)/quality_quick.json
+	$(PY) benchmarks/ci_time.py --json $(RESULTS)/ci_time.json
+	@if $(HAS_GPU); then $(MAKE) --no-print-directory bench-gpu; \
+	else echo "no GPU here: the GPU rows stay 'not yet measured on a GPU'"; fi
+
+# One GPU: the gpu preset's memory (must fit a free Colab's 16 GB) and speed, decoding, quality.
+bench-gpu: $(STAMP)
+	mkdir -p $(RESULTS)
+	$(PY) benchmarks/memory.py --preset gpu --device cuda --json $(RESULTS)/memory_gpu.json
+	$(PY) benchmarks/speed.py --preset gpu --device cuda --json $(RESULTS)/speed_gpu.json
+	$(PY) benchmarks/decoding.py --device cuda --json $(RESULTS)/decoding_gpu.json
+	$(PY) benchmarks/quality.py --preset gpu --device cuda --overwrite --out runs/bench_gpu \
+		--json $(RESULTS)/quality_gpu.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info

@@ -10,7 +10,6 @@ notebook must stay within the course's budget: 90 s for 01-04, 3 min for 05-08.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -18,6 +17,8 @@ import sys
 import time
 from datetime import date
 from pathlib import Path
+
+from common import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,9 +64,7 @@ def main(argv=None) -> int:
     report = {"benchmark": "ci_time", "device": describe_device("cpu"),
               "date": date.today().isoformat(), "total_seconds": total,
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0 if all(r["ok"] for r in rows) else 1
 
 

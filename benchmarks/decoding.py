@@ -16,7 +16,6 @@ variants interleaved in one process, so the ratios compare like with like.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import statistics
 import sys
@@ -25,6 +24,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
+from common import write_report
 
 from convs2s import config
 from convs2s.decode import beam_search, greedy_decode
@@ -96,9 +96,7 @@ def main(argv=None) -> int:
               "threads": torch.get_num_threads(), "parameters": count_parameters(model),
               "batch": args.batch, "src_len": args.src_len, "date": date.today().isoformat(),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0
 
 

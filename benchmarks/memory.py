@@ -12,7 +12,6 @@ it fits the 16 GB GPU a free Colab gives.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import shlex
 import sys
@@ -21,6 +20,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
+from common import write_report
 
 from convs2s import config
 from convs2s.data import load_multi30k, make_loader
@@ -68,9 +68,7 @@ def main(argv=None) -> int:
     print(f"preset {args.preset}: {report['parameters']:,} parameters, peak RSS {rss_gb:.2f} GB"
           + (f", peak GPU {report['peak_gpu_gb']:.2f} GB" if "peak_gpu_gb" in report else "")
           + f" (target within {target}); {report['steps']} largest batches in {seconds:.0f} s")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0
 
 

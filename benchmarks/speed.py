@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import shlex
 import sys
 import time
@@ -37,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
+from common import write_report
 
 TARGETS = {"cpu": 2.0, "cuda": 5.0}  # ConvS2S / RNN training tokens/s
 
@@ -165,10 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
         "decoding": {**decoding, "output_tokens_per_sentence": out_len, "eos": "disabled",
                      "batch_size": args.batch_size},
     }
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
+    write_report(args.json, report)
     return report
 
 

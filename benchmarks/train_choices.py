@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import shlex
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import torch
+from common import write_report
 
 from convs2s import config
 from convs2s.data import load_multi30k, make_loader
@@ -73,9 +73,7 @@ def main(argv=None) -> int:
               "threads": torch.get_num_threads(), "device": config.describe_device("cpu"),
               "date": date.today().isoformat(),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0
 
 

@@ -1,0 +1,76 @@
+"""The benchmark scripts run end to end and report what they say (tiny corpus, quick preset).
+
+Figures themselves are not checked here (timed tests are not allowed): only that the scripts
+produce complete, consistent reports and refuse bad input with a clear message. They run in
+this process, with the loader told to expect the tiny corpus's checksums.
+"""
+
+import hashlib
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from convs2s import data
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def quality(tiny_corpus, monkeypatch):
+    """benchmarks/quality.py as a module, reading the tiny corpus; run(*args) -> exit code."""
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
+    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = importlib.import_module("quality")
+
+    def run(*args):
+        args = [*args, "--device", "cpu"]
+        monkeypatch.setattr(sys, "argv", ["benchmarks/quality.py", *args])
+        return module.main(args)
+
+    return run
+
+
+@pytest.mark.slow
+def test_quality_trains_evaluates_and_reports(quality, tmp_path, capsys):
+    out, report = tmp_path / "run", tmp_path / "results" / "quality.json"
+    assert quality("--preset", "quick", "--out", str(out), "--json", str(report)) == 0
+    printed = capsys.readouterr().out
+    r = json.loads(report.read_text())
+    assert r["benchmark"] == "quality" and r["preset"] == "quick" and r["split"] == "test"
+    assert r["sentences"] + r["skipped"] == 2  # the tiny corpus's test split
+    assert r["perplexity"] > 1 and r["parameters"] > 0 and r["train_seconds"] > 0
+    assert r["epochs"] >= r["best_epoch"] >= 1
+    for beam in ("beam1", "beam5"):
+        assert 0 <= r[beam]["sacrebleu"] <= 100 and 0 <= r[beam]["tutorial_bleu"] <= 100
+        assert "tok:13a" in r[beam]["signature"]
+    assert r["device"].startswith("CPU") and r["date"] and "quality.py" in r["command"]
+    assert "sacreBLEU" in printed and "greedy" in printed and "beam 5" in printed
+    assert not list(report.parent.glob("*.tmp")), "a temporary file was left behind"
+
+    # Scoring the run's checkpoint again gives the same figures (decoding is deterministic).
+    again = tmp_path / "again.json"
+    assert quality("--checkpoint", str(out / "best.pt"), "--json", str(again)) == 0
+    r2 = json.loads(again.read_text())
+    assert r2["beam5"]["sacrebleu"] == r["beam5"]["sacrebleu"]
+    assert r2["perplexity"] == pytest.approx(r["perplexity"])
+    assert r2["train_seconds"] == r["train_seconds"] and r2["wall_seconds_train_call"] is None
+
+    # A second training run into the same folder is refused, not silently mixed or overwritten.
+    capsys.readouterr()
+    assert quality("--preset", "quick", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--overwrite" in err
+    # ... unless asked: --overwrite trains afresh.
+    assert quality("--preset", "quick", "--out", str(out), "--overwrite") == 0
+
+
+def test_quality_rejects_a_checkpoint_that_is_not_one(quality, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        quality("--checkpoint", str(tmp_path / "metrics.json"))
+    assert exit_.value.code == 2
+    assert "expected a .pt file" in capsys.readouterr().err
