@@ -27,6 +27,8 @@ from convs2s.data import load_multi30k, make_loader
 from convs2s.model import count_parameters
 from convs2s.train import PRESETS, build_model, make_optimizer, prepare_data, sequence_loss
 
+TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset, device type)
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -64,10 +66,14 @@ def main(argv=None) -> int:
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv)}
     if device.type == "cuda":
         report["peak_gpu_gb"] = torch.cuda.max_memory_allocated(device) / 1024**3
-    target = "3 GB RAM" if device.type != "cuda" else "12 GB GPU"
+    # The targets belong to a preset on its own kind of device (TARGETS); anything else, such as
+    # the gpu preset trained on a CPU in float32, is reported as a proxy with no target.
+    target = TARGETS.get((args.preset, device.type))
+    report["target"] = target
+    note = f"target within {target}" if target else "no target for this preset on this device"
     print(f"preset {args.preset}: {report['parameters']:,} parameters, peak RSS {rss_gb:.2f} GB"
           + (f", peak GPU {report['peak_gpu_gb']:.2f} GB" if "peak_gpu_gb" in report else "")
-          + f" (target within {target}); {report['steps']} largest batches in {seconds:.0f} s")
+          + f" ({note}); {report['steps']} largest batches in {seconds:.0f} s")
     write_report(args.json, report)
     return 0
 
