@@ -102,7 +102,7 @@ bench-gpu: $(STAMP)
 	mkdir -p $(RESULTS)
 	$(PY) benchmarks/memory.py --preset gpu --device cuda --json $(RESULTS)/memory_gpu.json
 	$(PY) benchmarks/speed.py --preset gpu --device cuda --json $(RESULTS)/speed_gpu.json
-	$(PY) benchmarks/decoding.py --device cuda --json $(RESULTS)/decoding_gpu.json
+	$(PY) benchmarks/decoding.py --preset gpu --device cuda --json $(RESULTS)/decoding_gpu.json
 	$(PY) benchmarks/quality.py --preset gpu --device cuda --overwrite --out runs/bench_gpu \
 		--json $(RESULTS)/quality_gpu.json
 

@@ -8,8 +8,8 @@ step. Both produce the same tokens (tests/test_decode.py checks it); this measur
 cache buys. To time a fixed number of steps, the end-of-sentence token is set to an id the
 model never produces, so every sentence runs exactly ``length`` steps.
 
-Without ``--checkpoint`` a randomly initialised model of the ``cpu`` preset's size is used
-(speed does not depend on the weights). Each figure is the median of ``--repeats`` runs, the
+Without ``--checkpoint`` a randomly initialised model of a preset's size is used (``--preset``,
+``cpu`` by default; speed does not depend on the weights). Each figure is the median of ``--repeats`` runs, the
 variants interleaved in one process, so the ratios compare like with like.
 """
 
@@ -32,7 +32,7 @@ from convs2s.model import ConvS2S, count_parameters
 from convs2s.train import PRESETS
 
 
-def _model(checkpoint: Path | None) -> ConvS2S:
+def _model(checkpoint: Path | None, preset_name: str = "cpu") -> ConvS2S:
     if checkpoint is not None:
         from convs2s.checkpoint import load_checkpoint
 
@@ -40,7 +40,7 @@ def _model(checkpoint: Path | None) -> ConvS2S:
         model = ConvS2S(**data["model_config"])
         model.load_state_dict(data["model"])
         return model
-    preset = PRESETS["cpu"]
+    preset = PRESETS[preset_name]
     torch.manual_seed(0)
     return ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **preset.model_kwargs())
 
@@ -56,7 +56,10 @@ def _time(fn, repeats: int) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", type=Path)
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--checkpoint", type=Path, help="a trained model (default: random weights)")
+    what.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
+                      help="sizes of the randomly initialised model (default: cpu)")
     parser.add_argument("--batch", type=int, default=32, help="sentences per batch")
     parser.add_argument("--src-len", type=int, default=14, help="source length (tokens)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 40])
@@ -65,7 +68,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     device = torch.device(args.device) if args.device else config.device()
-    model = _model(args.checkpoint).to(device).eval()
+    model = _model(args.checkpoint, args.preset).to(device).eval()
     vocab = model.config["src_vocab_size"]
     g = torch.Generator().manual_seed(0)
     src = torch.randint(4, vocab, (args.batch, args.src_len), generator=g).to(device)
@@ -94,6 +97,7 @@ def main(argv=None) -> int:
               f"{row['beam5_sent_per_s']:>10.1f} {row['beam5_slowdown']:>5.1f}x", flush=True)
     report = {"benchmark": "decoding", "device": config.describe_device(device),
               "threads": torch.get_num_threads(), "parameters": count_parameters(model),
+              "model": str(args.checkpoint) if args.checkpoint else f"preset {args.preset}",
               "batch": args.batch, "src_len": args.src_len, "date": date.today().isoformat(),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
     write_report(args.json, report)

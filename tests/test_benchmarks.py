@@ -74,3 +74,56 @@ def test_quality_rejects_a_checkpoint_that_is_not_one(quality, tmp_path, capsys)
         quality("--checkpoint", str(tmp_path / "metrics.json"))
     assert exit_.value.code == 2
     assert "expected a .pt file" in capsys.readouterr().err
+
+
+def _script(name, monkeypatch):
+    """benchmarks/<name>.py as a module; run(*args) calls its main with those arguments."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = importlib.import_module(name)
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", [f"benchmarks/{name}.py", *args])
+        return module.main(list(args))
+
+    return run
+
+
+def test_decoding_times_the_model_of_the_preset_asked_for(monkeypatch, tmp_path, capsys):
+    from convs2s.model import ConvS2S, count_parameters
+    from convs2s.train import PRESETS
+
+    decoding = _script("decoding", monkeypatch)
+    report = tmp_path / "decoding.json"
+    assert decoding("--preset", "quick", "--device", "cpu", "--batch", "2", "--lengths", "2", "3",
+                    "--repeats", "1", "--json", str(report)) == 0
+    r = json.loads(report.read_text())
+    quick = ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **PRESETS["quick"].model_kwargs())
+    assert r["model"] == "preset quick" and r["parameters"] == count_parameters(quick)
+    assert [row["length"] for row in r["rows"]] == [2, 3]
+    for row in r["rows"]:
+        assert row["incremental_speedup"] == pytest.approx(
+            row["incremental_sent_per_s"] / row["full_sent_per_s"])
+    assert f"{count_parameters(quick):,} parameters" in capsys.readouterr().out
+
+    # A checkpoint and a preset at once is ambiguous: refused by the argument parser.
+    with pytest.raises(SystemExit) as exit_:
+        decoding("--preset", "quick", "--checkpoint", str(tmp_path / "best.pt"))
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("preset, target", [("cpu", "3 GB RAM"), ("quick", None)])
+def test_memory_reports_a_target_only_for_the_presets_own_device(
+        preset, target, tiny_corpus, monkeypatch, tmp_path, capsys):
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
+    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    memory = _script("memory", monkeypatch)
+    report = tmp_path / "memory.json"
+    assert memory("--preset", preset, "--device", "cpu", "--steps", "1", "--json",
+                  str(report)) == 0
+    r = json.loads(report.read_text())
+    assert r["preset"] == preset and r["steps"] == 1 and r["peak_rss_gb"] > 0
+    assert r["target"] == target
+    printed = capsys.readouterr().out
+    assert (f"target within {target}" if target else "no target for this preset") in printed
