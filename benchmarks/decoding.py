@@ -8,9 +8,10 @@ step. Both produce the same tokens (tests/test_decode.py checks it); this measur
 cache buys. To time a fixed number of steps, the end-of-sentence token is set to an id the
 model never produces, so every sentence runs exactly ``length`` steps.
 
-Without ``--checkpoint`` a randomly initialised model of a preset's size is used (``--preset``,
-``cpu`` by default; speed does not depend on the weights). Each figure is the median of ``--repeats`` runs, the
-variants interleaved in one process, so the ratios compare like with like.
+Without ``--checkpoint`` a randomly initialised model of a preset's size is used
+(``--preset``, ``cpu`` by default; speed does not depend on the weights). Each figure is the
+median of ``--repeats`` runs, the variants interleaved in one process, so the ratios compare
+like with like.
 """
 
 from __future__ import annotations
