@@ -19,6 +19,13 @@ One process, both models, identical conditions:
   <eos>): after a few training steps the two models would otherwise stop at very different
   lengths, and a model that stops earlier does less work per sentence.
 
+- **Arithmetic.** The floating-point operations per target token of one training step of each
+  model (:func:`convs2s.baselines.training_flops`), and the rate each reached (GFLOP/s). At
+  matched parameter counts the two models do about the same arithmetic per token; a device
+  that is already kept busy by the batch (a CPU) then runs them at about the same speed, and
+  only a device with parallelism to spare over positions (a GPU) can reward ConvS2S for not
+  having a loop over time.
+
 It prints the ratios ConvS2S / RNN and the targets they are reported against (training at
 least 2x the RNN's tokens/s on a CPU, at least 5x on a GPU; reported, not enforced), and writes
 everything (device, date, command) as JSON. Pin it to a core on a shared machine, e.g.
@@ -48,6 +55,7 @@ def main(argv: list[str] | None = None) -> dict:
         decoding_speed,
         matched_rnn_config,
         train_side_by_side,
+        training_flops,
     )
     from convs2s.data import load_multi30k, make_loader
     from convs2s.model import count_parameters
@@ -110,11 +118,24 @@ def main(argv: list[str] | None = None) -> dict:
                        "tokens_per_s": run.tokens_per_s} for name, run in logs.items()}
     ratio = training["convs2s"]["tokens_per_s"] / training["rnn"]["tokens_per_s"]
     target = TARGETS.get(device.type, TARGETS["cpu"])
+    # Why the ratio is what it is: the arithmetic each model does per target token (one step on
+    # the first timed batch, counted, not timed) and the arithmetic rate each one reached.
+    src0, trg0 = batches[args.warmup]
+    for name, model in models.items():
+        counted = training_flops(model, src0, trg0, pad_idx=pad,
+                                 label_smoothing=preset.label_smoothing)
+        training[name]["flops_per_token"] = counted["flops_per_token"]
+        training[name]["gflops_per_s"] = (counted["flops_per_token"]
+                                          * training[name]["tokens_per_s"] / 1e9)
+    flop_ratio = training["convs2s"]["flops_per_token"] / training["rnn"]["flops_per_token"]
     print(f"\ntraining ({args.steps} steps each on the same batches, {train_wall:.0f} s):")
     for name, row in training.items():
-        print(f"  {name:>8}: {row['tokens_per_s']:9,.0f} target tokens/s")
+        print(f"  {name:>8}: {row['tokens_per_s']:9,.0f} target tokens/s   "
+              f"{row['flops_per_token'] / 1e6:6.1f} MFLOP per token   "
+              f"{row['gflops_per_s']:6.1f} GFLOP/s reached")
     print(f"  ratio ConvS2S / RNN: {ratio:.2f}x  (target >= {target:g}x on {device.type}: "
-          f"{'met' if ratio >= target else 'NOT met'})", flush=True)
+          f"{'met' if ratio >= target else 'NOT met'}); arithmetic per token ConvS2S / RNN: "
+          f"{flop_ratio:.2f}x", flush=True)
 
     order = sorted(range(min(args.sentences, len(valid_ds))),
                    key=lambda i: len(valid_ds.src[i]))  # similar lengths together
@@ -158,7 +179,8 @@ def main(argv: list[str] | None = None) -> dict:
         "preset": args.preset,
         "parameters": params,
         "rnn_config": rnn_config,
-        "training": {**training, "ratio": ratio, "target_ratio": target,
+        "training": {**training, "ratio": ratio, "flops_per_token_ratio": flop_ratio,
+                     "target_ratio": target,
                      "target_met": ratio >= target, "steps": args.steps,
                      "warmup_steps": args.warmup, "max_tokens": preset.max_tokens,
                      "bf16_autocast": preset.amp and device.type == "cuda"},

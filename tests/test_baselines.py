@@ -16,6 +16,7 @@ from convs2s.baselines import (
     model_from_checkpoint,
     rnn_parameter_count,
     train_side_by_side,
+    training_flops,
 )
 from convs2s.checkpoint import save_checkpoint
 from convs2s.data import Vocab
@@ -346,3 +347,45 @@ def test_checkpoint_round_trip_rebuilds_the_right_class(tmp_path):
     data = torch.load(path, weights_only=True)
     del data["model_class"]  # what convs2s.train writes: ConvS2S
     assert type(model_from_checkpoint(data)) is ConvS2S
+
+
+class _LinearLM(torch.nn.Module):
+    """logits = W·emb(trg_in): its training arithmetic is known in closed form."""
+
+    def __init__(self, emb: int, vocab: int):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, emb)
+        self.out = torch.nn.Linear(emb, vocab, bias=False)
+
+    def forward(self, src, trg_in):
+        return self.out(self.emb(trg_in)), None
+
+
+def test_training_flops_counts_a_known_model_exactly_per_real_token():
+    emb, vocab = 8, VOCAB
+    model = _LinearLM(emb, vocab)
+    trg = padded_batch([6, 4, 3])  # 3 sentences, 5 positions after the shift, 10 real targets
+    counted = training_flops(model, trg, trg, pad_idx=PAD)
+    positions = trg.size(0) * (trg.size(1) - 1)  # padding positions are computed too
+    # forward W·x, backward dL/dW and dL/dx: three [positions, emb] x [emb, vocab] products
+    assert counted["flops"] == 3 * 2 * positions * emb * vocab
+    assert counted["tokens"] == int((trg[:, 1:] != PAD).sum()) == 10
+    assert counted["flops_per_token"] == counted["flops"] / 10
+
+
+def test_training_flops_leaves_the_model_alone_and_is_per_token():
+    model = tiny_rnn().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    src, trg = padded_batch([5, 3], seed=2), padded_batch([6, 6], seed=3)
+    one = training_flops(model, src, trg, pad_idx=PAD)
+    assert one["flops"] > 0
+    assert all(p.grad is None for p in model.parameters())
+    for k, v in model.state_dict().items():
+        torch.testing.assert_close(v, before[k])
+    # the same sentences twice: twice the arithmetic, twice the tokens, the same per token
+    two = training_flops(model, src.repeat(2, 1), trg.repeat(2, 1), pad_idx=PAD)
+    assert two["flops"] == 2 * one["flops"] and two["tokens"] == 2 * one["tokens"]
+    assert two["flops_per_token"] == one["flops_per_token"]
+
+    with pytest.raises(ValueError, match="no real target tokens"):
+        training_flops(model, src, torch.full_like(trg, PAD), pad_idx=PAD)

@@ -127,3 +127,27 @@ def test_memory_reports_a_target_only_for_the_presets_own_device(
     assert r["target"] == target
     printed = capsys.readouterr().out
     assert (f"target within {target}" if target else "no target for this preset") in printed
+
+
+@pytest.mark.slow
+def test_speed_reports_both_models_and_their_arithmetic(tiny_corpus, monkeypatch, tmp_path):
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
+    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    speed = _script("speed", monkeypatch)
+    report = tmp_path / "speed.json"
+    speed("--preset", "quick", "--device", "cpu", "--steps", "1", "--warmup", "0",
+          "--sentences", "2", "--batch-size", "2", "--json", str(report))
+    r = json.loads(report.read_text())
+    t = r["training"]
+    for name in ("convs2s", "rnn"):
+        assert t[name]["steps"] == 1 and t[name]["tokens"] > 0
+        assert t[name]["flops_per_token"] > 0
+        assert t[name]["gflops_per_s"] == pytest.approx(
+            t[name]["flops_per_token"] * t[name]["tokens_per_s"] / 1e9)
+    assert t["convs2s"]["tokens"] == t["rnn"]["tokens"]  # the very same batch
+    assert t["ratio"] == pytest.approx(t["convs2s"]["tokens_per_s"] / t["rnn"]["tokens_per_s"])
+    assert t["flops_per_token_ratio"] == pytest.approx(
+        t["convs2s"]["flops_per_token"] / t["rnn"]["flops_per_token"])
+    for label in ("greedy", "beam5"):
+        assert r["decoding"][label]["convs2s"]["sentences"] == 2

@@ -597,6 +597,40 @@ def train_side_by_side(
     return logs
 
 
+def training_flops(
+    model: nn.Module, src: Tensor, trg: Tensor, *, pad_idx: int, label_smoothing: float = 0.1
+) -> dict[str, float]:
+    """Floating-point operations of one training step (forward + backward) on one batch.
+
+    Counted with :class:`torch.utils.flop_counter.FlopCounterMode`, which adds up the matrix
+    products and convolutions (including those inside ``nn.GRU``/``nn.GRUCell``), i.e. nearly
+    all of the arithmetic; element-wise work (GLU, softmax, dropout) is not counted. The step
+    runs on a copy of ``model``, so the model's weights and gradients are untouched.
+
+    Returns ``{"flops": total, "tokens": real target tokens, "flops_per_token": ...}``. Padding
+    positions are computed too, so ``flops_per_token`` is per *real* token, the same unit as the
+    tokens/s of :func:`train_side_by_side`: tokens/s x flops/token = arithmetic rate achieved.
+    """
+    import copy
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from convs2s.train import sequence_loss
+
+    twin = copy.deepcopy(model).train()
+    device = next(twin.parameters()).device
+    src, trg = src.to(device), trg.to(device)
+    trg_in, trg_out = trg[:, :-1], trg[:, 1:]
+    tokens = int((trg_out != pad_idx).sum())
+    if tokens == 0:
+        raise ValueError("the batch has no real target tokens (all padding).")
+    with FlopCounterMode(display=False) as counter:
+        logits, _ = twin(src, trg_in)
+        sequence_loss(logits, trg_out, pad_idx, label_smoothing).backward()
+    flops = float(counter.get_total_flops())
+    return {"flops": flops, "tokens": tokens, "flops_per_token": flops / tokens}
+
+
 def decoding_speed(
     model: nn.Module,
     src_batches: Sequence[Tensor],
