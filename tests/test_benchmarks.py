@@ -19,11 +19,17 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture
-def quality(tiny_corpus, monkeypatch):
-    """benchmarks/quality.py as a module, reading the tiny corpus; run(*args) -> exit code."""
+def on_tiny_corpus(tiny_corpus, monkeypatch):
+    """The Multi30k loader reads the tiny corpus (its own checksums expected)."""
     sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
     monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
     monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    return tiny_corpus
+
+
+@pytest.fixture
+def quality(on_tiny_corpus, monkeypatch):
+    """benchmarks/quality.py as a module, reading the tiny corpus; run(*args) -> exit code."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     module = importlib.import_module("quality")
 
@@ -114,10 +120,7 @@ def test_decoding_times_the_model_of_the_preset_asked_for(monkeypatch, tmp_path,
 
 @pytest.mark.parametrize("preset, target", [("cpu", "3 GB RAM"), ("quick", None)])
 def test_memory_reports_a_target_only_for_the_presets_own_device(
-        preset, target, tiny_corpus, monkeypatch, tmp_path, capsys):
-    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
-    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
-    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+        preset, target, on_tiny_corpus, monkeypatch, tmp_path, capsys):
     memory = _script("memory", monkeypatch)
     report = tmp_path / "memory.json"
     assert memory("--preset", preset, "--device", "cpu", "--steps", "1", "--json",
@@ -130,10 +133,7 @@ def test_memory_reports_a_target_only_for_the_presets_own_device(
 
 
 @pytest.mark.slow
-def test_speed_reports_both_models_and_their_arithmetic(tiny_corpus, monkeypatch, tmp_path):
-    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
-    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
-    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+def test_speed_reports_both_models_and_their_arithmetic(on_tiny_corpus, monkeypatch, tmp_path):
     speed = _script("speed", monkeypatch)
     report = tmp_path / "speed.json"
     speed("--preset", "quick", "--device", "cpu", "--steps", "1", "--warmup", "0",
