@@ -389,3 +389,25 @@ def test_training_flops_leaves_the_model_alone_and_is_per_token():
 
     with pytest.raises(ValueError, match="no real target tokens"):
         training_flops(model, src, torch.full_like(trg, PAD), pad_idx=PAD)
+
+
+class _GRULM(_LinearLM):
+    """logits = W·GRU(emb(trg_in)): to check that the counter sees the GRU's arithmetic."""
+
+    def __init__(self, emb: int, vocab: int):
+        super().__init__(emb, vocab)
+        self.rnn = torch.nn.GRU(emb, emb, batch_first=True)
+
+    def forward(self, src, trg_in):
+        return self.out(self.rnn(self.emb(trg_in))[0]), None
+
+
+def test_training_flops_sees_the_gru():
+    emb, vocab = 8, VOCAB
+    trg = padded_batch([6, 4, 3])
+    torch.manual_seed(0)
+    without = training_flops(_LinearLM(emb, vocab), trg, trg, pad_idx=PAD)["flops"]
+    with_gru = training_flops(_GRULM(emb, vocab), trg, trg, pad_idx=PAD)["flops"]
+    positions = trg.size(0) * (trg.size(1) - 1)
+    gru_forward = 2 * 3 * emb * (emb + emb) * positions  # 3 gates, input and hidden products
+    assert with_gru - without >= gru_forward

@@ -605,7 +605,9 @@ def training_flops(
     Counted with :class:`torch.utils.flop_counter.FlopCounterMode`, which adds up the matrix
     products and convolutions (including those inside ``nn.GRU``/``nn.GRUCell``), i.e. nearly
     all of the arithmetic; element-wise work (GLU, softmax, dropout) is not counted. The step
-    runs on a copy of ``model``, so the model's weights and gradients are untouched.
+    runs on a CPU copy of ``model``, so the model's weights and gradients are untouched. The
+    count does not depend on the device, and on the CPU the GRU runs as matrix products the
+    counter sees (on a GPU, cuDNN's fused GRU kernel would be invisible to it).
 
     Returns ``{"flops": total, "tokens": real target tokens, "flops_per_token": ...}``. Padding
     positions are computed too, so ``flops_per_token`` is per *real* token, the same unit as the
@@ -617,9 +619,8 @@ def training_flops(
 
     from convs2s.train import sequence_loss
 
-    twin = copy.deepcopy(model).train()
-    device = next(twin.parameters()).device
-    src, trg = src.to(device), trg.to(device)
+    twin = copy.deepcopy(model).cpu().train()
+    src, trg = src.cpu(), trg.cpu()
     trg_in, trg_out = trg[:, :-1], trg[:, 1:]
     tokens = int((trg_out != pad_idx).sum())
     if tokens == 0:
