@@ -27,18 +27,23 @@ def on_tiny_corpus(tiny_corpus, monkeypatch):
     return tiny_corpus
 
 
-@pytest.fixture
-def quality(on_tiny_corpus, monkeypatch):
-    """benchmarks/quality.py as a module, reading the tiny corpus; run(*args) -> exit code."""
+def _script(name, monkeypatch):
+    """benchmarks/<name>.py as a module; run(*args) calls its main with those arguments."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    module = importlib.import_module("quality")
+    module = importlib.import_module(name)
 
     def run(*args):
-        args = [*args, "--device", "cpu"]
-        monkeypatch.setattr(sys, "argv", ["benchmarks/quality.py", *args])
-        return module.main(args)
+        monkeypatch.setattr(sys, "argv", [f"benchmarks/{name}.py", *args])
+        return module.main(list(args))
 
     return run
+
+
+@pytest.fixture
+def quality(on_tiny_corpus, monkeypatch):
+    """benchmarks/quality.py reading the tiny corpus, on the CPU; run(*args) -> exit code."""
+    script = _script("quality", monkeypatch)
+    return lambda *args: script(*args, "--device", "cpu")
 
 
 @pytest.mark.slow
@@ -80,18 +85,6 @@ def test_quality_rejects_a_checkpoint_that_is_not_one(quality, tmp_path, capsys)
         quality("--checkpoint", str(tmp_path / "metrics.json"))
     assert exit_.value.code == 2
     assert "expected a .pt file" in capsys.readouterr().err
-
-
-def _script(name, monkeypatch):
-    """benchmarks/<name>.py as a module; run(*args) calls its main with those arguments."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    module = importlib.import_module(name)
-
-    def run(*args):
-        monkeypatch.setattr(sys, "argv", [f"benchmarks/{name}.py", *args])
-        return module.main(list(args))
-
-    return run
 
 
 def test_decoding_times_the_model_of_the_preset_asked_for(monkeypatch, tmp_path, capsys):
