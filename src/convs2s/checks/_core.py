@@ -1,0 +1,164 @@
+"""The machinery behind ``convs2s.checks``: one run per check, one case per visible test.
+
+The checks are self-contained: they build their own tiny, seeded models and data on the CPU,
+take well under a second each, and leave PyTorch's global random state as they found it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from collections.abc import Callable, Iterator
+from unittest import mock
+
+import torch
+from torch import Tensor
+
+_PAD = 1  # the padding id of every made-up batch
+_WORDS = [f"w{i}" for i in range(30)]  # the made-up vocabulary
+
+
+# --------------------------------------------------------------------------------------------
+# The machinery: one run per check function, one case per visible test
+# --------------------------------------------------------------------------------------------
+
+
+class _Run:
+    """Counts passing cases; the first failing case prints ``✗`` with a hint and raises."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.passed = 0
+
+    @contextlib.contextmanager
+    def case(self, what: str, hint: str) -> Iterator[None]:
+        try:
+            yield
+        except NotImplementedError:
+            print(f"✗ {self.name}: not implemented yet — replace `raise NotImplementedError()` "
+                  "with your code, then run this check again")
+            raise
+        except AssertionError as e:
+            detail = f": {e}" if str(e) else ""
+            message = f"{what}{detail} — hint: {hint}"
+            print(f"✗ {self.name}: {message}")
+            raise AssertionError(f"{self.name}: {message}") from None
+        except Exception as e:  # an error inside the learner's function
+            message = f"{what}: raised {type(e).__name__}: {e} — hint: {hint}"
+            print(f"✗ {self.name}: {message}")
+            raise AssertionError(f"{self.name}: {message}") from e
+        self.passed += 1
+
+    def done(self) -> None:
+        print(f"✓ {self.name}: all {self.passed} checks passed")
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@contextlib.contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """Build modules from a fixed seed without touching the caller's random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def _shape(t: Tensor) -> list[int]:
+    return list(t.shape)
+
+
+def _assert_tensor(actual, name: str = "the result") -> None:
+    if not isinstance(actual, Tensor):
+        raise AssertionError(f"{name} should be a torch.Tensor, got {type(actual).__name__}")
+
+
+def _assert_close(actual, expected: Tensor, *, name: str = "the result", ref: str = "expected",
+                  atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """A one-line message (shape, or the largest difference) instead of assert_close's."""
+    _assert_tensor(actual, name)
+    if _shape(actual) != _shape(expected):
+        raise AssertionError(f"{name} has shape {_shape(actual)}, expected {_shape(expected)}")
+    a, b = actual.detach().double(), expected.detach().double()
+    diff = (a - b).abs()
+    ok = diff <= atol + rtol * b.abs()
+    if not bool(ok.all()):
+        worst = diff.nan_to_num(nan=math.inf).max().item()
+        raise AssertionError(f"{name}: not close to {ref} (largest difference {worst:.3g}, "
+                             f"{int((~ok).sum())} of {ok.numel()} values off)")
+
+
+def _assert_equal(actual, expected, *, name: str = "the result") -> None:
+    if actual != expected:
+        raise AssertionError(f"{name} is {actual!r}, expected {expected!r}")
+
+
+def _assert_int(value, name: str = "the result") -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise AssertionError(
+            f"{name} should be a whole number (int), got {type(value).__name__} {value!r}"
+        ) from None
+
+
+def _assert_raises(error: type[BaseException], fn: Callable, *args) -> None:
+    try:
+        fn(*args)
+    except error:
+        return
+    raise AssertionError(f"no {error.__name__} was raised")
+
+
+@contextlib.contextmanager
+def _forbidden(module, name: str, instead: str) -> Iterator[None]:
+    def refuse(*_args, **_kwargs):
+        raise AssertionError(f"it called {module.__name__.split('.')[-1]}.{name}; {instead}")
+
+    with mock.patch.object(module, name, refuse):
+        yield
+
+
+def _float(value, name: str = "the result") -> float:
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise AssertionError(f"{name} should be one number, got a tensor of shape "
+                                 f"{_shape(value)}")
+        return float(value.item())
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise AssertionError(f"{name} should be a number, got {type(value).__name__}") from None
+
+
+def _check_causal(run: _Run, conv: Callable[[Tensor], Tensor], x: Tensor, what: str, hint: str,
+                  cut: int) -> None:
+    """Changing inputs from ``cut`` on must not change outputs before ``cut``."""
+    with run.case(f"{what}: outputs before position {cut} when later inputs change", hint):
+        future = x.clone()
+        future[:, :, cut:] += torch.randn(future[:, :, cut:].shape, generator=_gen(cut))
+        _assert_close(conv(future)[:, :, :cut], conv(x)[:, :, :cut], name="the earlier outputs",
+                      ref="the outputs before the change")
+
+
+def _made_up_sentences(n: int, seed: int, *, min_len: int = 2, max_len: int = 9) -> list[str]:
+    """Sentences of made-up words, Zipf-like frequencies (low word ids are frequent)."""
+    g = _gen(seed)
+    out = []
+    weights = 1.0 / torch.arange(1, len(_WORDS) + 1, dtype=torch.float)
+    for _ in range(n):
+        length = int(torch.randint(min_len, max_len + 1, (1,), generator=g))
+        ids = torch.multinomial(weights, length, replacement=True, generator=g).tolist()
+        out.append(" ".join(_WORDS[i] for i in ids))
+    return out
+
+
+def _tiny_convs2s(padding: str, *, layers: int, kernel_size: int, seed: int = 5, dim: int = 16):
+    from convs2s.model import ConvS2S
+
+    with _seeded(seed):
+        return ConvS2S(50, 50, emb_dim=dim, hid_dim=dim, enc_layers=layers, dec_layers=layers,
+                       kernel_size=kernel_size, dropout=0.1, max_positions=32, src_pad_idx=_PAD,
+                       trg_pad_idx=_PAD, decoder_padding=padding).eval()
