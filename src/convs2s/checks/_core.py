@@ -7,6 +7,7 @@ take well under a second each, and leave PyTorch's global random state as they f
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import operator
 from collections.abc import Callable, Iterator
@@ -24,6 +25,34 @@ _WORDS = [f"w{i}" for i in range(30)]  # the made-up vocabulary
 # --------------------------------------------------------------------------------------------
 
 
+class NotAnswered(Exception):
+    """Raised inside a check when the learner has not answered yet; :func:`check` returns False."""
+
+
+def check(fn: Callable) -> Callable[..., bool]:
+    """Make ``fn(*answers)`` a check: True when it passes, False when not answered yet.
+
+    A wrong answer still raises ``AssertionError`` (with the hint already printed). An answer
+    that is ``None``, or a function that raises ``NotImplementedError`` (a stub), is "not
+    answered yet": the check says what to do and returns False, so a notebook still runs top to
+    bottom, while a grade cell (``assert checks.<id>(...)``) scores it 0.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*answers) -> bool:
+        if any(answer is None for answer in answers):
+            print(f"… {fn.__name__}: not answered yet — fill in the cell above, run it, then run "
+                  "this check again (or open the solution below)")
+            return False
+        try:
+            fn(*answers)
+        except NotAnswered:
+            return False
+        return True
+
+    return wrapper
+
+
 class _Run:
     """Counts passing cases; the first failing case prints ``✗`` with a hint and raises."""
 
@@ -31,13 +60,19 @@ class _Run:
         self.name = name
         self.passed = 0
 
+    def not_answered(self, what: str) -> None:
+        """Stop the check: print ``what`` the learner still has to do; the check returns False."""
+        print(f"… {self.name}: {what}")
+        raise NotAnswered(what)
+
     @contextlib.contextmanager
     def case(self, what: str, hint: str) -> Iterator[None]:
         try:
             yield
         except NotImplementedError:
-            print(f"✗ {self.name}: not implemented yet — replace `raise NotImplementedError()` "
-                  "with your code, then run this check again")
+            self.not_answered("not implemented yet — replace `raise NotImplementedError()` with "
+                              "your code, run the cell, then run this check again")
+        except NotAnswered:
             raise
         except AssertionError as e:
             detail = f": {e}" if str(e) else ""

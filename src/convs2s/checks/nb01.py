@@ -17,11 +17,13 @@ from convs2s.checks._core import (
     _Run,
     _seeded,
     _shape,
+    check,
 )
 
 __all__ = ["my_glu", "causal_left_padding", "my_receptive_field"]
 
 
+@check
 def my_glu(fn: Callable) -> None:
     """Exercise "GLU by hand": ``fn(h, dim)`` equals ``F.glu(h, dim)`` without calling it."""
     run = _Run("my_glu")
@@ -44,6 +46,7 @@ def my_glu(fn: Callable) -> None:
     run.done()
 
 
+@check
 def causal_left_padding(fn: Callable) -> None:
     """Exercise "how much causal padding?": ``fn(k)`` zeros on the left keep length + causality."""
     from convs2s import viz
@@ -74,6 +77,7 @@ def causal_left_padding(fn: Callable) -> None:
     run.done()
 
 
+@check
 def my_receptive_field(fn: Callable) -> None:
     """Exercise "the receptive field formula": compared with the measured field."""
     from convs2s import viz

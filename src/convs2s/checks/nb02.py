@@ -17,6 +17,7 @@ from convs2s.checks._core import (
     _Run,
     _seeded,
     _shape,
+    check,
 )
 
 __all__ = ["embed", "mask_padding", "measured_receptive_field"]
@@ -40,6 +41,7 @@ def _padded_batch(lengths: Sequence[int], seed: int, vocab: int = 60) -> Tensor:
     return src
 
 
+@check
 def embed(fn: Callable) -> None:
     """Exercise "the input embeddings": ``e = w + p`` equals what the package's encoder uses."""
     from convs2s.layers import RESIDUAL_SCALE
@@ -59,6 +61,7 @@ def embed(fn: Callable) -> None:
     run.done()
 
 
+@check
 def mask_padding(fn: Callable) -> None:
     """Exercise "mask the padding": zeros at padding, nothing changed in place."""
     from convs2s.layers import ConvGLUBlock
@@ -120,6 +123,7 @@ def _encoder_stack(n_layers: int, kernel_size: int, *, buggy: bool, seed: int = 
     return stack
 
 
+@check
 def measured_receptive_field(fn: Callable) -> None:
     """Exercise "a receptive-field meter": 1 + L(k-1) for a correct stack, k for the buggy one."""
     run = _Run("measured_receptive_field")

@@ -17,11 +17,13 @@ from convs2s.checks._core import (
     _Run,
     _seeded,
     _tiny_convs2s,
+    check,
 )
 
 __all__ = ["causal_padding", "causal_conv1d", "moved_positions"]
 
 
+@check
 def causal_padding(fn: Callable) -> None:
     """Exercise "how much causal padding?" (notebook 03): ``(left, right)`` for ``F.pad``."""
     from convs2s.layers import ConvGLUBlock
@@ -47,6 +49,7 @@ def causal_padding(fn: Callable) -> None:
 
 
 
+@check
 def causal_conv1d(fn: Callable) -> None:
     """Exercise "a causal convolution with F.pad": same length, matches the package, causal."""
     from convs2s.layers import ConvGLUBlock
@@ -76,6 +79,7 @@ def causal_conv1d(fn: Callable) -> None:
 
 
 
+@check
 def moved_positions(fn: Callable) -> None:
     """Exercise "predict which predictions a perturbation moves": vs the measured effect."""
     from convs2s import probe

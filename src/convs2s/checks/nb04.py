@@ -17,6 +17,7 @@ from convs2s.checks._core import (
     _Run,
     _shape,
     _tiny_convs2s,
+    check,
 )
 
 __all__ = ["masked_softmax", "length_scale", "row_entropy"]
@@ -26,6 +27,7 @@ def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
     return torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]  # [batch, width]
 
 
+@check
 def masked_softmax(fn: Callable) -> None:
     """Exercise "masked softmax": exact zeros on padding; equals the package's attention."""
     from convs2s.layers import RESIDUAL_SCALE
@@ -65,6 +67,7 @@ def masked_softmax(fn: Callable) -> None:
     run.done()
 
 
+@check
 def length_scale(fn: Callable) -> None:
     """Exercise "the length-scaling factor": √m per sentence, shaped ``[batch, 1, 1]``."""
     run = _Run("length_scale")
@@ -90,6 +93,7 @@ def length_scale(fn: Callable) -> None:
     run.done()
 
 
+@check
 def row_entropy(fn: Callable) -> None:
     """Exercise "attention entropy": mean row entropy in nats, 0·log 0 = 0."""
     from convs2s import probe

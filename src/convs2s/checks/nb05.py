@@ -14,6 +14,7 @@ from convs2s.checks._core import (
     _made_up_sentences,
     _Run,
     _shape,
+    check,
 )
 
 __all__ = ["shift_for_teacher_forcing", "perplexity_from_loss", "build_itos"]
@@ -23,6 +24,7 @@ __all__ = ["shift_for_teacher_forcing", "perplexity_from_loss", "build_itos"]
 
 
 
+@check
 def shift_for_teacher_forcing(fn: Callable) -> None:
     """Exercise "the teacher-forcing shift": decoder input and target, shifted by one."""
     from convs2s.data import TranslationDataset, Vocab, make_loader
@@ -63,6 +65,7 @@ def shift_for_teacher_forcing(fn: Callable) -> None:
     run.done()
 
 
+@check
 def perplexity_from_loss(fn: Callable) -> None:
     """Exercise "perplexity from the loss": ``exp`` of the mean cross-entropy in nats."""
     run = _Run("perplexity_from_loss")
@@ -82,6 +85,7 @@ def perplexity_from_loss(fn: Callable) -> None:
     run.done()
 
 
+@check
 def build_itos(fn: Callable) -> None:
     """Exercise "a vocabulary by hand": equals ``Vocab.build(...).itos``."""
     from convs2s.data import Vocab

@@ -13,6 +13,7 @@ from convs2s.checks._core import (
     _gen,
     _made_up_sentences,
     _Run,
+    check,
 )
 
 __all__ = ["rerank", "brevity_penalty", "repeats"]
@@ -30,6 +31,7 @@ def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
     return sorted(hyps, key=lambda h: h[1], reverse=True)
 
 
+@check
 def rerank(fn: Callable) -> None:
     """Exercise "re-rank the finished hypotheses": order by Σ log p / (len + 1) ** α."""
     run = _Run("rerank")
@@ -47,6 +49,7 @@ def rerank(fn: Callable) -> None:
     run.done()
 
 
+@check
 def brevity_penalty(fn: Callable) -> None:
     """Exercise "the brevity penalty": as sacreBLEU computes it."""
     import sacrebleu
@@ -77,6 +80,7 @@ def brevity_penalty(fn: Callable) -> None:
     run.done()
 
 
+@check
 def repeats(fn: Callable) -> None:
     """Exercise "stuttering outputs": the same n-gram twice in a row."""
     run = _Run("repeats")

@@ -14,11 +14,13 @@ from convs2s.checks._core import (
     _gen,
     _Run,
     _shape,
+    check,
 )
 
 __all__ = ["augment_tokens", "augment_batch", "baseline_parameters"]
 
 
+@check
 def augment_tokens(fn: Callable) -> None:
     """Exercise "source-side augmentation": deletion and swaps, seeded, input untouched."""
     run = _Run("augment_tokens")
@@ -56,6 +58,7 @@ def augment_tokens(fn: Callable) -> None:
     run.done()
 
 
+@check
 def augment_batch(fn: Callable) -> None:
     """Exercise "augment a batch": augment each row's real tokens, re-pad on the right."""
     run = _Run("augment_batch")
@@ -102,6 +105,7 @@ def _rnn_configs() -> list[dict]:
     return configs
 
 
+@check
 def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
     """Exercise "count the baseline's parameters": ``gru_parameters``, ``baseline_parameters``."""
     run = _Run("baseline_parameters")

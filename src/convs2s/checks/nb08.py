@@ -17,11 +17,13 @@ from convs2s.checks._core import (
     _Run,
     _seeded,
     _shape,
+    check,
 )
 
 __all__ = ["separable_params", "causal_separable_conv", "lightweight_conv"]
 
 
+@check
 def separable_params(params_fn: Callable, saving_fn: Callable) -> None:
     """Exercise "count a separable convolution's parameters": ``separable_params``, ``saving``."""
     from convs2s.variants import DepthwiseSeparableConv1d
@@ -46,6 +48,7 @@ def separable_params(params_fn: Callable, saving_fn: Callable) -> None:
     run.done()
 
 
+@check
 def causal_separable_conv(fn: Callable) -> None:
     """Exercise "a causal separable convolution with F.conv1d"."""
     from convs2s.variants import DepthwiseSeparableConv1d
@@ -72,6 +75,7 @@ def causal_separable_conv(fn: Callable) -> None:
     run.done()
 
 
+@check
 def lightweight_conv(fn: Callable) -> None:
     """Exercise "a lightweight convolution (Wu et al., 2019)"."""
     run = _Run("lightweight_conv")
