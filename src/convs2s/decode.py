@@ -4,6 +4,14 @@ Both functions take a batch of right-padded source sentences, put the model in e
 ``torch.no_grad()`` (restoring its previous mode afterwards) and return, per sentence, the list
 of generated token ids **without** <bos> and <eos>.
 
+Neither ever generates <pad> or <bos>: their log-probabilities are set to −inf before a token
+is chosen. For <pad> this is what fairseq's generator does (``lprobs[:, pad] = -inf``); <bos>
+is this course's addition (fairseq starts the decoder with <eos>, so has no separate <bos> to
+mask): here <bos> is only ever a decoder *input*, never a target, so an untrained or badly
+trained model could otherwise pick it. The model's computation is untouched and the other
+tokens keep their log-probabilities (no renormalisation, as in fairseq), so a hypothesis
+without <pad>/<bos> gets exactly the score it had before.
+
 Both decode *incrementally* by default: the decoder is fed one new token per step and keeps the
 last k-1 inputs of each convolution in a cache, so a step costs the same at position 100 as at
 position 1. ``greedy_decode(..., incremental=False)`` recomputes the whole prefix every step
@@ -48,6 +56,29 @@ def _check_max_len(model: ConvS2S, max_len: int) -> None:
         )
 
 
+def never_generated(model: ConvS2S, *, bos_idx: int, eos_idx: int,
+                    pad_idx: int | None = None) -> list[int]:
+    """The token ids decoding never outputs: <pad> and <bos> (but never <eos>).
+
+    ``pad_idx`` defaults to the model's ``config["trg_pad_idx"]``. Ids outside the target
+    vocabulary (such as ``eos_idx=-1``, "no <eos>") are ignored.
+    """
+    if pad_idx is None:
+        pad_idx = getattr(model, "config", {}).get("trg_pad_idx")
+    vocab = getattr(model, "config", {}).get("trg_vocab_size")
+    banned = {i for i in (pad_idx, bos_idx) if isinstance(i, int) and i >= 0 and i != eos_idx}
+    return sorted(i for i in banned if vocab is None or i < vocab)
+
+
+def _forbid(scores: Tensor, banned: list[int]) -> Tensor:
+    """``scores [rows, vocab]`` with the ``banned`` columns set to −inf (a copy)."""
+    if not banned:
+        return scores
+    scores = scores.clone()
+    scores[:, banned] = float("-inf")  # scores = [rows, vocab]
+    return scores
+
+
 def greedy_decode(
     model: ConvS2S,
     src: Tensor,
@@ -55,6 +86,7 @@ def greedy_decode(
     max_len: int,
     bos_idx: int,
     eos_idx: int,
+    pad_idx: int | None = None,
     incremental: bool = True,
     return_attention: bool = False,
 ):
@@ -66,6 +98,8 @@ def greedy_decode(
         max_len: at most this many tokens are generated per sentence (counting <eos>); a
             sentence without <eos> by then is returned as it is.
         bos_idx, eos_idx: the target's begin/end-of-sentence tokens.
+        pad_idx: the target's padding token (default: the model's ``trg_pad_idx``); neither
+            it nor <bos> is ever generated.
         incremental: True: feed one token per step with the decoder's cache. False: recompute
             the whole prefix every step (identical tokens, for timing comparisons).
         return_attention: also return, per sentence, the attention of every decoder layer,
@@ -77,6 +111,7 @@ def greedy_decode(
         ``tokens`` (a list of token-id lists), or ``(tokens, attentions)``.
     """
     _check_max_len(model, max_len)
+    banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     with _inference(model):
         encoded = model.encode(src)
         batch = src.size(0)
@@ -88,7 +123,8 @@ def greedy_decode(
         for step in range(max_len):
             decoder_in = trg[:, -1:] if incremental else trg
             logits, attention = model.decode(decoder_in, encoded, state)
-            next_token = logits[:, -1].argmax(dim=-1)  # [batch]
+            # argmax of the logits = argmax of the log-probabilities: no softmax needed
+            next_token = _forbid(logits[:, -1], banned).argmax(dim=-1)  # [batch]
             step_attention.append(attention[:, :, -1])  # [batch, dec_layers, src_len]
             ended = (next_token == eos_idx) & ~finished
             lengths[ended] = step  # tokens before this <eos>
@@ -115,6 +151,7 @@ def beam_search(
     max_len: int,
     bos_idx: int,
     eos_idx: int,
+    pad_idx: int | None = None,
     length_penalty: float = 1.0,
     return_all: bool = False,
 ):
@@ -137,7 +174,7 @@ def beam_search(
     longer outputs. (GNMT's ((5 + len)/6) ** α is a smoother variant of the same idea.)
 
     Args:
-        model, src, max_len, bos_idx, eos_idx: as for :func:`greedy_decode`.
+        model, src, max_len, bos_idx, eos_idx, pad_idx: as for :func:`greedy_decode`.
         beam_size: hypotheses kept per sentence; 1 gives exactly greedy decoding.
         length_penalty: the exponent above.
         return_all: False: the best hypothesis's tokens per sentence. True: per sentence a
@@ -146,6 +183,7 @@ def beam_search(
     _check_max_len(model, max_len)
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size={beam_size!r} must be a positive integer.")
+    banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     batch, k = src.size(0), beam_size
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
     done = [False] * batch
@@ -165,6 +203,7 @@ def beam_search(
             last_step = step == max_len - 1
             logits, _ = model.decode(tokens[:, -1:], encoded, state)
             log_probs = torch.log_softmax(logits[:, -1].float(), dim=-1)  # [batch·k, vocab]
+            log_probs = _forbid(log_probs, banned)  # <pad>, <bos>: -inf, the rest unchanged
             vocab = log_probs.size(-1)
             candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)
             n_cand = min(2 * k, k * vocab)
@@ -186,7 +225,7 @@ def beam_search(
                 for rank in range(n_cand):
                     score = top_scores_list[b][rank]
                     if score == float("-inf"):
-                        break  # extensions of the empty initial slots
+                        break  # extensions of the empty initial slots, or <pad>/<bos>
                     beam, token = top_beam[b][rank], top_token[b][rank]
                     prefix = prefixes[b * k + beam]
                     if token == eos_idx:
