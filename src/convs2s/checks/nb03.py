@@ -8,11 +8,12 @@ import torch
 import torch.nn.functional as F
 
 from convs2s.checks._core import (
+    _PAD,
     _assert_close,
-    _assert_equal,
     _assert_int,
     _assert_tensor,
     _check_causal,
+    _float,
     _gen,
     _Run,
     _seeded,
@@ -20,33 +21,7 @@ from convs2s.checks._core import (
     check,
 )
 
-__all__ = ["causal_padding", "causal_conv1d", "moved_positions"]
-
-
-@check
-def causal_padding(fn: Callable) -> None:
-    """Exercise "how much causal padding?" (notebook 03): ``(left, right)`` for ``F.pad``."""
-    from convs2s.layers import ConvGLUBlock
-
-    run = _Run("causal_padding")
-    hint = ("F.pad(x, (left, right)) adds zeros before and after the last dimension; a causal "
-            "convolution gets all k - 1 missing positions on the left, none on the right")
-    g = _gen(6)
-    for k in (1, 2, 3, 5, 7):
-        with _seeded(k):
-            blk = ConvGLUBlock(4, k, padding="causal", residual=False).eval()
-        x = torch.randn(1, 4, 10, generator=g)  # x = [1, 4, 10]
-        with run.case(f"causal_padding({k})", hint):
-            pads = fn(k)
-            if not isinstance(pads, tuple | list) or len(pads) != 2:
-                raise AssertionError(f"the result should be a pair (left, right), got {pads!r}")
-            left, right = (_assert_int(p, "each padding amount") for p in pads)
-            out = F.glu(F.conv1d(F.pad(x, (left, right)), blk.conv.weight, blk.conv.bias), dim=1)
-            _assert_close(out, blk(x), name="the padded convolution",
-                          ref='ConvGLUBlock(padding="causal")')
-    run.done()
-
-
+__all__ = ["causal_conv1d", "teacher_forcing_loss", "cache_floats"]
 
 
 @check
@@ -74,28 +49,104 @@ def causal_conv1d(fn: Callable) -> None:
                           ref='ConvGLUBlock(padding="causal")')
         with torch.no_grad():
             _check_causal(run, conv, x, what, hint, cut=5)
+    with run.case("causal_conv1d(x, weight, bias=None)",
+                  "pass bias straight on to F.conv1d, which accepts None"):
+        x = torch.randn(1, 3, 6, generator=g)
+        w = torch.randn(4, 3, 2, generator=g)
+        _assert_close(fn(x, w, None), F.conv1d(F.pad(x, (1, 0)), w), ref="a causal conv1d")
     run.done()
 
 
+# --------------------------------------------------------------------------------------------
+# The cheating decoder: a loss whose decoder input is not shifted
+# --------------------------------------------------------------------------------------------
+
+
+def _loss(model, src: torch.Tensor, trg_in: torch.Tensor, trg_out: torch.Tensor) -> torch.Tensor:
+    logits, _ = model(src, trg_in)  # logits = [batch, trg_len, vocab]
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1),
+                           ignore_index=_PAD)
+
+
+def _batch(seed: int, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A made-up batch: src [batch, 6]; trg [batch, max(lengths) + 2] = <bos> ... <eos> pads."""
+    g = _gen(seed)
+    src = torch.randint(4, 50, (len(lengths), 6), generator=g)
+    trg = torch.full((len(lengths), max(lengths) + 2), _PAD)
+    for b, n in enumerate(lengths):
+        trg[b, 0], trg[b, n + 1] = 2, 3  # <bos>, <eos>
+        trg[b, 1 : n + 1] = torch.randint(4, 50, (n,), generator=g)
+    return src, trg
 
 
 @check
-def moved_positions(fn: Callable) -> None:
-    """Exercise "predict which predictions a perturbation moves": vs the measured effect."""
-    from convs2s import probe
+def teacher_forcing_loss(fn: Callable) -> None:
+    """Exercise "the cheating decoder" (debug): the loss must feed trg[:, :-1], score trg[:, 1:]."""
+    run = _Run("teacher_forcing_loss")
+    hint = ("the prediction at position i may read the decoder inputs 0 ... i and is scored "
+            "against the NEXT word: feed trg[:, :-1] (<bos> y_1 ... y_n) and score "
+            "trg[:, 1:] (y_1 ... y_n <eos>); with the same slice for both, input i IS the "
+            "word that position i is asked to predict")
+    for seed, lengths in [(0, [5, 3, 7]), (1, [4, 4]), (2, [9, 1, 6, 2])]:
+        model = _tiny_convs2s("causal", layers=2, kernel_size=3, seed=seed)  # eval mode
+        src, trg = _batch(seed, lengths)
+        what = f"teacher_forcing_loss(a causal model, a batch of {len(lengths)} sentences)"
+        with run.case(what, hint), torch.no_grad():
+            value = fn(model, src, trg, _PAD)
+            right = _loss(model, src, trg[:, :-1], trg[:, 1:]).item()
+            planted = _loss(model, src, trg[:, 1:], trg[:, 1:]).item()
+            got = _float(value, "the loss")
+            if abs(got - planted) <= 1e-5 * max(1.0, abs(planted)) and abs(right - planted) > 1e-3:
+                run.not_answered("the planted bug is still there (the loss equals the buggy "
+                                 "one): find which word each position reads and which word it "
+                                 "is scored against, fix the cell above, run it, then run this "
+                                 "check again")
+            if not abs(got - right) <= 1e-5 * max(1.0, abs(right)):
+                raise AssertionError(f"the loss is {got:.4f}, the honest teacher-forced loss "
+                                     f"is {right:.4f}")
+    run.done()
 
-    run = _Run("moved_positions")
-    hint = ("L layers of width k reach L·(k - 1) positions in all; a causal decoder spends the "
-            "whole reach on later outputs (t ... t + reach), a 'same' one half on each side; "
-            "clip to 0 ... length - 1 and return a sorted list")
-    src = torch.randint(4, 50, (1, 5), generator=_gen(3))
-    trg = torch.randint(4, 50, (1, 14), generator=_gen(4))
-    for pad, k, n_layers, t in [("causal", 3, 2, 5), ("causal", 5, 1, 0), ("same", 3, 2, 7),
-                                ("same", 5, 2, 1), ("causal", 3, 3, 12)]:
-        model = _tiny_convs2s(pad, layers=n_layers, kernel_size=k)
-        measured = probe.perturbation_effect(model, src, trg, t)  # measured = [14]
-        expected = (measured > 0).nonzero().flatten().tolist()
-        with run.case(f"moved_positions({t}, kernel_size={k}, n_layers={n_layers}, length=14, "
-                      f"padding={pad!r}) vs the measured effect", hint):
-            _assert_equal(list(fn(t, k, n_layers, 14, pad)), expected)
+
+# --------------------------------------------------------------------------------------------
+# The memory of the incremental cache
+# --------------------------------------------------------------------------------------------
+
+
+def _measured_cache_floats(n_layers: int, kernel_size: int, hid_dim: int, steps: int) -> int:
+    """Floats per sentence in a real Decoder's incremental cache after ``steps`` tokens."""
+    from convs2s.decoder import Decoder
+    from convs2s.encoder import EncoderOut
+
+    batch, emb_dim, src_len = 3, 4, 5
+    with _seeded(n_layers * 100 + kernel_size):
+        decoder = Decoder(20, emb_dim=emb_dim, hid_dim=hid_dim, n_layers=n_layers,
+                          kernel_size=kernel_size, dropout=0.0, max_positions=32,
+                          pad_idx=_PAD).eval()
+    g = _gen(steps)
+    z = torch.randn(batch, src_len, emb_dim, generator=g)  # z = [batch, src_len, emb_dim]
+    encoded = EncoderOut(z, z, torch.ones(batch, src_len, dtype=torch.bool))
+    state: dict = {}
+    with torch.no_grad():
+        for _ in range(steps):
+            decoder(torch.randint(4, 20, (batch, 1), generator=g), encoded, state)
+    tensors = state.get("conv_inputs", [])
+    return sum(t.numel() for t in tensors) // batch
+
+
+@check
+def cache_floats(fn: Callable) -> None:
+    """Exercise "the memory of the incremental cache" (derive): vs a real Decoder's cache."""
+    run = _Run("cache_floats")
+    hint = ("each layer keeps the last k - 1 inputs of its convolution, one hid_dim vector "
+            "each, whatever the number of steps decoded so far")
+    for n_layers, k, hid_dim, steps in [(2, 3, 8, 1), (3, 5, 6, 7), (1, 2, 10, 12),
+                                        (4, 3, 4, 20), (2, 1, 8, 3)]:
+        what = (f"cache_floats(n_layers={n_layers}, kernel_size={k}, hid_dim={hid_dim}, "
+                f"steps={steps}) vs a Decoder's cache after {steps} tokens")
+        with run.case(what, hint):
+            got = _assert_int(fn(n_layers, k, hid_dim, steps))
+            measured = _measured_cache_floats(n_layers, k, hid_dim, steps)
+            if got != measured:
+                raise AssertionError(f"you said {got:,} floats, the decoder's "
+                                     f"state['conv_inputs'] holds {measured:,} per sentence")
     run.done()

@@ -11,16 +11,19 @@ from torch import Tensor
 from convs2s.checks._core import (
     _PAD,
     _assert_close,
+    _assert_int,
     _assert_tensor,
     _float,
     _gen,
     _Run,
+    _seeded,
     _shape,
     _tiny_convs2s,
     check,
 )
+from convs2s.layers import RESIDUAL_SCALE
 
-__all__ = ["masked_softmax", "length_scale", "row_entropy"]
+__all__ = ["masked_softmax", "scaled_context_variance", "attention_macs", "row_entropy"]
 
 
 def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
@@ -30,8 +33,6 @@ def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
 @check
 def masked_softmax(fn: Callable) -> None:
     """Exercise "masked softmax": exact zeros on padding; equals the package's attention."""
-    from convs2s.layers import RESIDUAL_SCALE
-
     run = _Run("masked_softmax")
     hint = ("fill the energies of padding positions with float('-inf') before the softmax "
             "(energy.masked_fill(~src_mask[:, None, :], float('-inf'))), then softmax over "
@@ -67,29 +68,91 @@ def masked_softmax(fn: Callable) -> None:
     run.done()
 
 
+def _measured_scaled_variance(weights: Tensor, samples: int = 200_000, seed: int = 11) -> float:
+    """The variance of the package's context ``c·√m`` for fixed weights and unit-variance values.
+
+    An :class:`convs2s.attention.Attention` with ``emb_dim = hid_dim = 1`` whose query is 1 and
+    whose keys are ``log(weights)`` attends with exactly ``weights``; its output projection is
+    the identity, so its output is the scaled context itself.
+    """
+    from convs2s.attention import Attention
+    from convs2s.encoder import EncoderOut
+
+    m = weights.numel()
+    att = Attention(1, 1, weight_norm=False).double().eval()
+    with torch.no_grad():
+        att.hid2emb.weight.zero_()
+        att.hid2emb.bias.zero_()
+        att.emb2hid.weight.fill_(1.0)
+        att.emb2hid.bias.zero_()
+        keys = weights.double().log().view(1, m, 1).expand(samples, m, 1)  # d·z_j = log a_j
+        values = torch.randn(samples, m, 1, generator=_gen(seed), dtype=torch.float64)
+        g = torch.full((samples, 1, 1), 1.0 / RESIDUAL_SCALE, dtype=torch.float64)  # d = 1
+        h = torch.zeros(samples, 1, 1, dtype=torch.float64)
+        mask = torch.ones(samples, m, dtype=torch.bool)
+        out, a = att(h, g, EncoderOut(keys, values, mask))  # out = [samples, 1, 1]
+    torch.testing.assert_close(a[0, 0], weights.double())  # the attention we meant to set up
+    return out.var().item()
+
+
+#: Exercise "predict the scaled variance": m = 8, half the weight on one token.
+PREDICT_M = 8
+PREDICT_WEIGHTS = torch.tensor([0.5] + [0.5 / (PREDICT_M - 1)] * (PREDICT_M - 1))
+
+
 @check
-def length_scale(fn: Callable) -> None:
-    """Exercise "the length-scaling factor": √m per sentence, shaped ``[batch, 1, 1]``."""
-    run = _Run("length_scale")
-    hint = ("m = src_mask.sum(dim=1) counts the real tokens of each sentence (as a float); "
-            "m·√(1/m) = √m; reshape to [batch, 1, 1] with .view(-1, 1, 1)")
-    mask = _mask_rows([9, 4, 1], 9)
-    with run.case("length_scale(src_mask with 9, 4 and 1 real tokens)", hint):
-        out = fn(mask)
-        _assert_tensor(out)
-        _assert_close(out, torch.tensor([3.0, 2.0, 1.0]).view(3, 1, 1), ref="[3, 2, 1] as "
-                      "[3, 1, 1]")
-    with run.case("length_scale(a padded batch of 5 sentences)", hint):
-        lengths = [1, 2, 3, 5, 8]
-        _assert_close(fn(_mask_rows(lengths, 8)),
-                      torch.tensor(lengths, dtype=torch.float).sqrt().view(-1, 1, 1), ref="√m")
-    with run.case("the variance of a uniform average of 16 unit-variance values, rescaled",
-                  "the factor must undo the 1/m variance of an average of m values"):
-        values = torch.randn(50_000, 16, 1, generator=_gen(9))  # values = [batch, 16, 1]
-        scaled = values.mean(dim=1, keepdim=True) * fn(torch.ones(50_000, 16, dtype=torch.bool))
-        var = scaled.var().item()
-        if abs(var - 1.0) > 0.05:
-            raise AssertionError(f"the variance is {var:.3f}, expected 1")
+def scaled_context_variance(predicted) -> None:
+    """Exercise "predict, then measure the √m scale": the variance of √m·Σ a_j v_j."""
+    run = _Run("scaled_context_variance")
+    hint = ("for independent values of variance 1, Var(Σ_j a_j v_j) = Σ_j a_j²; the scale √m "
+            "multiplies a variance by m (check: uniform weights give 1, one-hot weights m)")
+    with run.case("your prediction for m = 8, weights (1/2, 1/14, ..., 1/14)", hint):
+        guess = _float(predicted, "the prediction")
+        measured = _measured_scaled_variance(PREDICT_WEIGHTS)
+        if not abs(guess - measured) <= 0.03 * measured:
+            raise AssertionError(f"you predicted {guess:.3f}, the package's attention measures "
+                                 f"{measured:.3f} (200,000 draws)")
+    print(f"  predicted {guess:.3f}, measured {measured:.3f} with convs2s.Attention")
+    run.done()
+
+
+@check
+def attention_macs(fn: Callable) -> None:
+    """Exercise "the cost of attention" (derive): vs the bmm FLOPs counted in a real Decoder."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from convs2s.decoder import Decoder
+    from convs2s.encoder import EncoderOut
+
+    run = _Run("attention_macs")
+    hint = ("per layer, the energies d·z are a [trg_len, emb_dim] x [emb_dim, src_len] "
+            "product and the context a·(z+e) a [trg_len, src_len] x [src_len, emb_dim] one; "
+            "one multiply-add per (row, column, inner index), for every layer")
+    for n_layers, trg_len, src_len, emb_dim in [(2, 7, 5, 6), (1, 3, 11, 4), (4, 9, 2, 8),
+                                                 (3, 1, 1, 5)]:
+        what = (f"attention_macs(n_layers={n_layers}, trg_len={trg_len}, src_len={src_len}, "
+                f"emb_dim={emb_dim}) vs the multiply-adds counted in a Decoder")
+        with run.case(what, hint):
+            got = _assert_int(fn(n_layers, trg_len, src_len, emb_dim))
+            with _seeded(n_layers):
+                decoder = Decoder(20, emb_dim=emb_dim, hid_dim=2 * emb_dim, n_layers=n_layers,
+                                  kernel_size=3, dropout=0.0, max_positions=16,
+                                  pad_idx=_PAD).eval()
+            g = _gen(trg_len)
+            z = torch.randn(1, src_len, emb_dim, generator=g)  # z = [1, src_len, emb_dim]
+            encoded = EncoderOut(z, z, torch.ones(1, src_len, dtype=torch.bool))
+            with torch.no_grad(), FlopCounterMode(display=False) as counter:
+                decoder(torch.randint(4, 20, (1, trg_len), generator=g), encoded)
+            # What each Attention computes itself, without its two projections (hid2emb,
+            # emb2hid): its two matrix products. A FLOP is half a multiply-add.
+            counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+            flops = sum(counts.get(f"Decoder.attentions.{i}", 0)
+                        - counts.get(f"Decoder.attentions.{i}.hid2emb", 0)
+                        - counts.get(f"Decoder.attentions.{i}.emb2hid", 0)
+                        for i in range(n_layers))
+            if got != flops // 2:
+                raise AssertionError(f"you said {got:,}, the attentions' matrix products did "
+                                     f"{flops // 2:,} multiply-adds")
     run.done()
 
 
