@@ -69,6 +69,21 @@ def test_find_best_checkpoint_prefers_gpu_then_cpu(tmp_path):
     assert analysis.find_best_checkpoint(False, root=tmp_path) == tmp_path / "05_gpu/best.pt"
 
 
+def test_display_path_never_shows_the_machine_s_folders(monkeypatch, tmp_path):
+    monkeypatch.delenv("CONVS2S_RUNS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert analysis.display_path("runs/05_cpu/best.pt") == "runs/05_cpu/best.pt"
+    assert analysis.display_path(tmp_path / "runs" / "05_cpu") == "runs/05_cpu"
+    assert analysis.display_path(tmp_path) == "."
+    elsewhere = tmp_path.parent / "elsewhere" / "05_gpu" / "best.pt"
+    assert analysis.display_path(elsewhere) == "best.pt"
+    assert analysis.display_path(elsewhere, start=tmp_path.parent) == "elsewhere/05_gpu/best.pt"
+    monkeypatch.setenv("CONVS2S_RUNS_DIR", str(tmp_path.parent / "elsewhere"))
+    assert analysis.display_path(elsewhere) == "$CONVS2S_RUNS_DIR/05_gpu/best.pt"
+    shown = analysis.display_path(analysis.find_best_checkpoint(True) or elsewhere)
+    assert str(tmp_path) not in shown and not shown.startswith("/")
+
+
 # -- parameters -------------------------------------------------------------------------------
 
 
@@ -117,6 +132,9 @@ def test_plot_history_marks_the_best_epoch():
                for e, v in [(1, 4.0), (2, 3.0), (3, 3.5)]]
     ax_loss, ax_ppl = analysis.plot_history(history)
     assert len(ax_loss.lines) == 3 and len(ax_ppl.lines) == 2
+    for ax in (ax_loss, ax_ppl):  # a legend on every plot, readable at 100% zoom
+        assert ax.get_legend() is not None
+        assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 9
     assert ax_loss.lines[-1].get_xdata()[0] == 2  # the best-epoch marker
     with pytest.raises(ValueError, match="empty"):
         analysis.plot_history([])
@@ -219,6 +237,17 @@ def test_forced_attention_equals_the_attention_recorded_while_decoding():
         analysis.forced_attention(model, src.repeat(2, 1), tokens[0], bos_idx=2)
 
 
+def test_forced_attention_of_an_output_as_long_as_the_model_allows():
+    model = tiny_model(seed=4, dec_layers=2)  # max_positions=32
+    src = torch.tensor([[5, 6, 7]])
+    tokens, attentions = greedy_decode(model, src, max_len=32, bos_idx=2, eos_idx=-1,
+                                       return_attention=True)
+    assert len(tokens[0]) == 32  # eos_idx=-1: never ends early
+    forced = analysis.forced_attention(model, src, tokens[0], bos_idx=2)
+    torch.testing.assert_close(forced, attentions[0], rtol=1e-4, atol=1e-5)
+    assert analysis.forced_attention(model, src, [], bos_idx=2).shape == (2, 0, 3)
+
+
 def test_translate_for_display(translator):
     result = analysis.translate_for_display(translator, "Ein Hund schläft heute.", beam_size=3)
     assert result["ok"] and result["message"] == ""
@@ -231,6 +260,7 @@ def test_translate_for_display(translator):
                                    torch.ones(3, len(result["tokens"])))
     fig = analysis.plot_translation(result)
     assert "heute*" in [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert min(t.get_fontsize() for t in fig.axes[0].get_xticklabels()) >= 9
     plt.close("all")
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "run_dir",
     "checkpoint_search_order",
     "find_best_checkpoint",
+    "display_path",
     "parameter_group",
     "parameter_groups",
     "plot_parameter_groups",
@@ -81,6 +82,29 @@ def find_best_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> 
         if path.is_file():
             return path
     return None
+
+
+def display_path(path: str | os.PathLike, start: str | os.PathLike | None = None) -> str:
+    """``path`` as a notebook prints it, without the machine's absolute folders.
+
+    A relative path is shown as it is (it is relative to the notebook's folder already). An
+    absolute one is shown relative to ``start`` (default: the current folder, the notebook's)
+    when it lies below it; else relative to ``$CONVS2S_RUNS_DIR`` when that is set and holds
+    it (``$CONVS2S_RUNS_DIR/05_cpu/best.pt``); else by its file name only.
+    """
+    p = Path(path)
+    if not p.is_absolute():
+        return p.as_posix()
+    for root, prefix in ((Path(start) if start is not None else Path.cwd(), ""),
+                         (os.environ.get("CONVS2S_RUNS_DIR", "").strip(), "$CONVS2S_RUNS_DIR/")):
+        if not root:
+            continue
+        try:
+            relative = p.resolve().relative_to(Path(root).resolve())
+        except ValueError:
+            continue
+        return prefix + relative.as_posix() if relative.parts else prefix.rstrip("/") or "."
+    return p.name
 
 
 # --------------------------------------------------------------------------------------------
@@ -140,7 +164,7 @@ def plot_parameter_groups(groups: dict[str, int], *, ax=None, title: str | None 
     ax.set_xlabel("parameters (millions)")
     for bar, n in zip(bars, names, strict=True):
         ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
-                f" {groups[n] / total:.0%}", va="center", fontsize=8)
+                f" {groups[n] / total:.0%}", va="center", fontsize=9)
     ax.set_xlim(0, max(values, default=1) * 1.18 or 1)
     ax.set_title(title if title is not None else f"{total:,} parameters")
     return ax
@@ -188,7 +212,7 @@ def plot_history(history: Sequence[dict], *, axes=None, best_epoch: int | None =
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.axvline(best_epoch, color="grey", linestyle=":", label=f"best (epoch {best_epoch})")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     return axes
 
 
@@ -340,7 +364,7 @@ def plot_bleu_groups(rows: Sequence[dict], *, ax=None, xlabel: str = "group",
     bars = ax.bar(range(len(rows)), [r["bleu"] for r in rows], color=color)
     for bar, r in zip(bars, rows, strict=True):
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"n={r['n']}",
-                ha="center", va="bottom", fontsize=8)
+                ha="center", va="bottom", fontsize=9)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels)
     ax.set_xlabel(xlabel)
@@ -399,7 +423,9 @@ def forced_attention(model, src: torch.Tensor, tokens: Sequence[int], *,
     the same output, so it shows the attention behind *any* output, e.g. a beam search result.
     """
     tokens = [int(t) for t in tokens]
-    _, attention = _forced(model, src, tokens, bos_idx)
+    # Row i needs only <bos> and the tokens before token i: an output as long as the model's
+    # max_positions still fits (the last token is never an input).
+    _, attention = _forced(model, src, tokens[:-1], bos_idx)
     return attention[0, :, : len(tokens)].float().cpu()  # [layers, len(tokens), src_len]
 
 
@@ -469,5 +495,7 @@ def plot_translation(result: dict, *, fig=None, ncols: int | None = None):
     fig.set_size_inches(max(2.5, cell * len(src_labels) + 1.2) * ncols,
                         (max(1.5, cell * len(result["tokens"])) + label_room) * nrows + 0.4)
     plot_attention_grid(attention, src_labels, result["tokens"], fig=fig, ncols=ncols)
+    for ax in fig.axes:
+        ax.tick_params(labelsize=9)  # token labels readable at 100% zoom
     fig.suptitle(result["text"], fontsize=10)
     return fig
