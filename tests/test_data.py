@@ -503,6 +503,122 @@ def test_local_truncated_gzip(tiny_corpus, tiny_sums, no_network, monkeypatch):
         load_multi30k(tiny_corpus)
 
 
+# ---------------------------------------------- issue 19: folders, orphans, modes
+
+
+@pytest.fixture
+def umask():
+    """Set the process umask for one test (``umask(0o027)``), then put the old one back."""
+    old = os.umask(0o022)
+    yield os.umask
+    os.umask(old)
+
+
+def test_failed_download_creates_no_folder(tmp_path, no_network):
+    # item 6: the data folder (and its parents) are created only once a download succeeded
+    root = tmp_path / "new" / "multi30k"
+    with pytest.raises(DataError) as err:
+        load_multi30k(root)
+    assert not (tmp_path / "new").exists()
+    assert str(root) in str(err.value)
+
+
+def test_relative_data_folder_is_named_absolute_in_errors(tmp_path, no_network, monkeypatch):
+    # item 6: a relative folder is resolved against the current folder and named absolute
+    monkeypatch.chdir(tmp_path)
+    expected = str(tmp_path.resolve() / "rel" / "data")
+    for kwargs in ({}, {"download": False}):
+        with pytest.raises(DataError) as err:
+            load_multi30k("rel/../rel/data", **kwargs)
+        assert expected in str(err.value), str(err.value)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", "rel/data")
+    with pytest.raises(DataError, match=f"not in {expected} "):
+        load_multi30k(download=False)
+    assert not (tmp_path / "rel").exists()
+
+
+def test_file_errors_name_absolute_paths(tmp_path, tiny_corpus, tiny_sums, no_network,
+                                         monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.de").write_text("eins\nzwei\n")
+    (tmp_path / "a.en").write_text("one\n")
+    with pytest.raises(DataError, match=f"{tmp_path.resolve() / 'a.de'} has 2 lines but "):
+        load_pairs("a.de", "a.en")
+    gz(tiny_corpus / "val.de.gz", ["Etwas anderes."])
+    rel = os.path.relpath(tiny_corpus, tmp_path)
+    with pytest.raises(DataError, match=f"{tiny_corpus.resolve() / 'val.de.gz'} is corrupted"):
+        load_multi30k(rel)
+    (tmp_path / "v.json").write_text("{}")
+    with pytest.raises(DataError, match=f"{tmp_path.resolve() / 'v.json'} is not a vocabulary"):
+        Vocab.load("v.json")
+
+
+def test_stale_part_files_of_data_files_are_removed_at_the_next_load(tiny_corpus, tiny_sums,
+                                                                     no_network):
+    # item 4: what a killed download leaves, and only that, goes at the next start
+    stale = [".train.de.gz.k2x_9abq.part", ".val.en.gz.00000000.part"]
+    kept = [".train.de.gz.k2x_9abq.tmp",  # not a download's suffix
+            ".notes.txt.k2x_9abq.part",  # not a data file's name
+            "train.de.gz.part", ".train.de.gz.part", "mine.part"]  # not the temp pattern
+    for name in stale + kept:
+        (tiny_corpus / name).write_bytes(b"half")
+    assert len(load_multi30k(tiny_corpus)["train"]) == 8
+    assert sorted(p.name for p in tiny_corpus.iterdir()) == sorted(FILES + kept)
+
+
+def test_download_killed_with_kill_9_leaves_a_part_file_the_next_load_removes(tiny_corpus,
+                                                                             tiny_sums):
+    # item 4, end to end: a process killed while writing a download into the data folder
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tiny_corpus / "val.de.gz").unlink()
+    script = (
+        "import sys, time\n"
+        "from convs2s.fileio import atomic_write\n"
+        "def write(f):\n"
+        "    f.write(b'half a download'); f.flush()\n"
+        "    print('writing', flush=True); time.sleep(600)\n"
+        f"atomic_write({str(tiny_corpus / 'val.de.gz')!r}, write, suffix='.part')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 60
+    while not any(p.name.endswith(".part") for p in tiny_corpus.iterdir()):
+        assert time.monotonic() < deadline, "the killed writer left no .part file"
+        time.sleep(0.05)
+    [orphan] = [p for p in tiny_corpus.iterdir() if p.name.endswith(".part")]
+    assert orphan.name.startswith(".val.de.gz.")
+    with pytest.raises(DataError, match="val.de.gz is not in"):
+        load_multi30k(tiny_corpus, download=False)
+    assert not orphan.exists()
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027], ids=["umask022", "umask027"])
+def test_downloaded_files_and_vocab_get_the_umask_mode(tiny_corpus, tiny_sums, tmp_path,
+                                                       monkeypatch, umask, mask):
+    # item 12: not mkstemp's 0600
+    umask(mask)
+    monkeypatch.setenv("CONVS2S_DATA_URL", tiny_corpus.as_uri())
+    root = tmp_path / "cache"
+    load_multi30k(root)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in root.iterdir()}
+    assert modes == {name: 0o666 & ~mask for name in FILES}
+    vocab = Vocab.build([["a", "b"]], min_freq=1)
+    vocab.save(tmp_path / "v.json")
+    assert (tmp_path / "v.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    (tmp_path / "v.json").chmod(0o600)  # an existing file keeps its mode
+    vocab.save(tmp_path / "v.json")
+    assert (tmp_path / "v.json").stat().st_mode & 0o777 == 0o600
+    assert Vocab.load(tmp_path / "v.json") == vocab
+
+
 # ------------------------------------------------------------------ the real corpus
 
 REAL = os.environ.get("CONVS2S_DATA_DIR", "").strip()

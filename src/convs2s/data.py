@@ -31,6 +31,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -45,6 +46,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from convs2s.config import data_dir
+from convs2s.fileio import atomic_write, remove_stale_temps, write_text_atomic
 
 __all__ = [
     "DataError",
@@ -129,50 +131,53 @@ def _check_sha256(path: Path, expected: str) -> None:
 
 
 def _download(name: str, root: Path, expected: str) -> None:
-    """Download ``name`` into ``root`` via a temp file, renamed only once its sha256 matches."""
+    """Download ``name`` into ``root``; nothing is created there unless the download succeeds.
+
+    The bytes first go to an unnamed temporary file (it vanishes with the process, whatever
+    happens) and are sha256-checked; only then is ``root`` created if needed and the file
+    written into it atomically (a ``.<name>.<random>.part`` file, renamed once complete).
+    """
     from tqdm.auto import tqdm
 
     url = data_url() + name
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=root, prefix=f".{name}.", suffix=".part")
-    except OSError as e:
-        raise DataError(
-            f"Cannot write to the data folder {root} to download {name} into: {e}. {_OFFLINE_HINT}"
-        ) from e
-    tmp = Path(tmp_name)
-    try:
+    with tempfile.TemporaryFile() as spool:
         h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out:
-            try:
-                with urllib.request.urlopen(url, timeout=60) as resp:
-                    total = resp.headers.get("Content-Length")
-                    with tqdm(
-                        total=int(total) if total else None,
-                        unit="B",
-                        unit_scale=True,
-                        desc=f"downloading {name}",
-                        leave=False,
-                    ) as bar:
-                        for block in iter(lambda: resp.read(1 << 16), b""):
-                            out.write(block)
-                            h.update(block)
-                            bar.update(len(block))
-            except (urllib.error.URLError, OSError, ValueError) as e:
-                reason = getattr(e, "reason", None) or e
-                raise DataError(
-                    f"Could not download Multi30k file {name} from {url}: {reason}. {_OFFLINE_HINT}"
-                ) from e
+        try:
+            with urllib.request.urlopen(url, timeout=60) as resp:
+                total = resp.headers.get("Content-Length")
+                with tqdm(
+                    total=int(total) if total and total.isdigit() else None,
+                    unit="B",
+                    unit_scale=True,
+                    desc=f"downloading {name}",
+                    leave=False,
+                ) as bar:
+                    for block in iter(lambda: resp.read(1 << 16), b""):
+                        spool.write(block)
+                        h.update(block)
+                        bar.update(len(block))
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            reason = getattr(e, "reason", None) or e
+            raise DataError(
+                f"Could not download Multi30k file {name} from {url} into {root}: {reason}. "
+                f"{_OFFLINE_HINT}"
+            ) from e
         actual = h.hexdigest()
         if actual != expected:
             raise DataError(
                 f"The download of Multi30k file {name} from {url} has sha256 {actual}, expected "
-                f"{expected}; it was not saved. Try again later, or set CONVS2S_DATA_DIR to a "
-                f"folder that already has the correct files."
+                f"{expected}; it was not saved in {root}. Try again later, or set "
+                f"CONVS2S_DATA_DIR to a folder that already has the correct files."
             )
-        os.replace(tmp, root / name)
-    finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            spool.seek(0)
+            atomic_write(root / name, lambda out: shutil.copyfileobj(spool, out), suffix=".part")
+        except OSError as e:
+            raise DataError(
+                f"Cannot write the downloaded {name} into the data folder {root}: {e}. Free some "
+                f"space or make the folder writable, or set CONVS2S_DATA_DIR to another folder."
+            ) from e
 
 
 def _ensure_file(name: str, root: Path, download: bool) -> Path:
@@ -199,11 +204,16 @@ def load_multi30k(
     (``CONVS2S_DATA_DIR`` when set). Files missing there are downloaded from
     ``CONVS2S_DATA_URL`` (default :data:`DEFAULT_DATA_URL`) unless ``download=False``. Every
     file, downloaded or already there, must match its sha256 in :data:`MULTI30K_SHA256`;
-    anything wrong raises :class:`DataError` naming the file and what to do.
+    anything wrong raises :class:`DataError` naming the file (its absolute path) and what to do.
+    A relative ``root`` is taken relative to the current folder. The folder is created only
+    when a download into it succeeded; half-written downloads a killed run left there are
+    removed first.
     """
-    root = Path(root).expanduser() if root is not None else data_dir()
+    root = _absolute(root) if root is not None else _absolute(data_dir())
     if root.exists() and not root.is_dir():
         raise DataError(f"The Multi30k data folder {root} exists but is not a folder.")
+    # downloads an earlier, killed run left half-written (.<file>.<random>.part)
+    remove_stale_temps(root, targets=list(MULTI30K_SHA256), suffixes=(".part",))
     splits = {}
     for split, stem in MULTI30K_FILES.items():
         de = _ensure_file(f"{stem}.de.gz", root, download)
@@ -212,9 +222,14 @@ def load_multi30k(
     return splits
 
 
+def _absolute(path: str | os.PathLike) -> Path:
+    """``path`` made absolute (``~`` expanded, ``..`` resolved), so messages name one folder."""
+    return Path(path).expanduser().resolve()
+
+
 def _read_lines(path: str | os.PathLike) -> list[str]:
     """The lines of a UTF-8 text file (plain or gzip), without their line endings."""
-    path = Path(path)
+    path = _absolute(path)
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -253,6 +268,7 @@ def load_pairs(de_path: str | os.PathLike, en_path: str | os.PathLike) -> list[t
     Line endings are stripped; the text is otherwise kept as it is (no lowercasing, no
     whitespace stripping). Different line counts, bad gzip or non-UTF-8 raise :class:`DataError`.
     """
+    de_path, en_path = _absolute(de_path), _absolute(en_path)
     de, en = _read_lines(de_path), _read_lines(en_path)
     if len(de) != len(en):
         raise DataError(
@@ -412,7 +428,9 @@ class Vocab:
         return out
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the vocabulary as JSON, atomically (temp file in the same folder, then rename)."""
+        """Write the vocabulary as JSON, atomically (temp file in the same folder, then rename).
+
+        A new file gets the mode the umask gives; an existing one keeps its mode."""
         path = Path(path)
         payload = {
             "format": _VOCAB_FORMAT,
@@ -420,18 +438,12 @@ class Vocab:
             "specials": list(self.specials),
             "itos": self.itos,
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        write_text_atomic(path, json.dumps(payload, ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Vocab:
         """Read a vocabulary written by :meth:`save`; a malformed file raises :class:`DataError`."""
-        path = Path(path)
+        path = _absolute(path)
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -6,21 +6,33 @@ the target only once complete. A crash, Ctrl-C or ``kill -9`` leaves either the 
 new one, never a mix. The new file keeps the mode of the file it replaces, or gets the mode the
 user's umask gives a new file (``mkstemp`` alone would make it 0600).
 
-The temporary files are named ``.<name>.<random>.tmp`` (``.part`` for downloads); a process
-killed with ``kill -9`` cannot remove its own, so :func:`remove_stale_temps` removes that
-pattern, and only that pattern, at the next start.
+The temporary files are named ``.<name>.<random>.tmp`` (``.part`` for downloads), ``<random>``
+being ``mkstemp``'s eight characters; a process killed with ``kill -9`` cannot remove its own,
+so :func:`remove_stale_temps` removes that pattern, and only that pattern, at the next start.
+While a temporary file is being written its writer holds an exclusive ``flock`` on it (where the
+system has ``fcntl``); the lock dies with the process, so a file still locked belongs to a live
+writer (another notebook, a second training run) and is left alone.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; an open file cannot be deleted there anyway
+    fcntl = None
+
 TEMP_SUFFIXES = (".tmp", ".part")
+
+# ".<target>.<mkstemp's 8 random characters><suffix>", e.g. ".best.pt.k2x_9abq.tmp"
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.[a-z0-9_]{8}(?P<suffix>\.[a-z]+)", re.DOTALL)
 
 
 def _umask() -> int:
@@ -45,9 +57,12 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any], *,
     and the exception propagates; ``path`` is left as it was.
     """
     path = Path(path)
+    if suffix not in TEMP_SUFFIXES:
+        raise ValueError(f"suffix={suffix!r}: use one of {TEMP_SUFFIXES} (what cleanup removes).")
     mode = new_file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
+        _lock(fd)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -60,6 +75,32 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any], *,
     return path
 
 
+def _lock(fd: int) -> None:
+    """Mark the temporary file as in use; the lock goes when the file is closed or we die."""
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a file system without locks: write anyway
+            pass
+
+
+def _in_use(path: Path) -> bool:
+    """Whether a live process holds the write lock of ``path`` (False where locks are unknown)."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True  # cannot look: leave it alone
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False  # nobody holds it (closing fd releases ours)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically, keeping the file's mode."""
     return atomic_write(path, lambda f: f.write(text.encode("utf-8")))
@@ -70,29 +111,44 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> 
     return write_text_atomic(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
-def is_own_temp(name: str, target: str | None = None) -> bool:
-    """Whether ``name`` is one of :func:`atomic_write`'s temporary files (of ``target``)."""
-    if not name.startswith(".") or not name.endswith(TEMP_SUFFIXES):
+def is_own_temp(name: str, target: str | None = None, *,
+                suffixes: tuple[str, ...] = TEMP_SUFFIXES) -> bool:
+    """Whether ``name`` is one of :func:`atomic_write`'s temporary files (of ``target``).
+
+    ``".best.pt.k2x_9abq.tmp"`` is (of ``"best.pt"``); ``".best.pt.tmp"``, ``"best.pt.tmp"``
+    or ``".notes.txt"`` are not.
+    """
+    m = _TEMP_NAME.fullmatch(name)
+    if m is None or m["suffix"] not in suffixes:
         return False
-    stem = name[1:].rsplit(".", 2)[0]  # ".best.pt.abc123.tmp" -> "best.pt"
-    return target is None or stem == target
+    return target is None or m["target"] == target
 
 
-def remove_stale_temps(folder: str | os.PathLike, targets: list[str] | None = None) -> list[Path]:
+def remove_stale_temps(folder: str | os.PathLike, targets: list[str] | None = None, *,
+                       suffixes: tuple[str, ...] = TEMP_SUFFIXES) -> list[Path]:
     """Remove the temporary files an earlier, killed run left in ``folder``; return them.
 
-    Only files named like :func:`atomic_write`'s (``.<target>.<random>.tmp`` / ``.part``), of
-    the given target names if any, are touched; nothing else in the folder is.
+    Only regular files named like :func:`atomic_write`'s (``.<target>.<random>.tmp`` /
+    ``.part``), of the given target names and suffixes if any, are touched; nothing else in the
+    folder is. A temporary file a live process is still writing (it holds the lock) is kept,
+    and so is one that cannot be removed (a read-only folder): cleanup never fails.
     """
     folder = Path(folder)
-    removed = []
+    removed: list[Path] = []
     if not folder.is_dir():
         return removed
-    for entry in folder.iterdir():
-        if not entry.is_file() or entry.is_symlink():
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        own = (is_own_temp(entry.name, suffixes=suffixes) if targets is None else
+               any(is_own_temp(entry.name, t, suffixes=suffixes) for t in targets))
+        if not own or entry.is_symlink() or not entry.is_file() or _in_use(entry):
             continue
-        if targets is None and is_own_temp(entry.name) or \
-                targets is not None and any(is_own_temp(entry.name, t) for t in targets):
-            entry.unlink(missing_ok=True)
-            removed.append(entry)
+        try:
+            entry.unlink()
+        except OSError:  # gone already, or a read-only folder: nothing to do
+            continue
+        removed.append(entry)
     return removed
