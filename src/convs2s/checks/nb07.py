@@ -10,82 +10,113 @@ from torch import nn
 from convs2s.checks._core import (
     _assert_equal,
     _assert_int,
-    _assert_tensor,
     _gen,
     _Run,
-    _shape,
+    _seeded,
     check,
 )
 
-__all__ = ["augment_tokens", "augment_batch", "baseline_parameters"]
+__all__ = ["training_steps", "path_length", "baseline_parameters"]
+
+#: The decoder input lengths of the "training steps" exercise.
+TRAINING_STEP_LENGTHS = (10, 20, 40)
+_MODELS = ("GRU + attention", "ConvS2S")
+_DEC_LAYERS = 3
+
+
+def _measured_training_steps() -> dict[str, list[int]]:
+    """Forward + backward calls of the decoder's GRUCell / convolutions in one training step."""
+    from convs2s.baselines import RNNAttentionSeq2Seq
+    from convs2s.model import ConvS2S
+    from convs2s.paths import count_calls
+    from convs2s.train import sequence_loss
+
+    with _seeded(7):
+        rnn = RNNAttentionSeq2Seq(30, 30, emb_dim=8, enc_hid_dim=8, dec_hid_dim=8, dropout=0.0,
+                                  max_positions=64, src_pad_idx=1, trg_pad_idx=1)
+        conv = ConvS2S(30, 30, emb_dim=8, hid_dim=8, enc_layers=2, dec_layers=_DEC_LAYERS,
+                       dropout=0.0, max_positions=64, src_pad_idx=1, trg_pad_idx=1)
+    g = _gen(7)
+    measured: dict[str, list[int]] = {name: [] for name in _MODELS}
+    for n in TRAINING_STEP_LENGTHS:
+        src = torch.randint(2, 30, (2, 9), generator=g)  # src = [2, 9]
+        trg = torch.randint(2, 30, (2, n + 1), generator=g)  # trg = [2, n + 1]
+        for name, model, cell in (("GRU + attention", rnn, nn.GRUCell),
+                                  ("ConvS2S", conv, nn.Conv1d)):
+
+            def step(model=model, src=src, trg=trg):
+                logits, _ = model(src, trg[:, :-1])  # logits = [2, n, 30]
+                sequence_loss(logits, trg[:, 1:], 1, 0.0).backward()
+
+            calls = count_calls(model.decoder, cell, step)
+            measured[name].append(calls["forward"] + calls["backward"])
+    return measured
 
 
 @check
-def augment_tokens(fn: Callable) -> None:
-    """Exercise "source-side augmentation": deletion and swaps, seeded, input untouched."""
-    run = _Run("augment_tokens")
-    hint = ("keep each token when torch.rand(1, generator=generator) >= p_delete (keep ids[0] "
-            "if none survive), then n_swaps times swap two positions drawn with torch.randint; "
-            "work on a new list")
-    sent = [11, 12, 13, 14, 15, 16, 17]
-    g = _gen(0)
-    with run.case("augment_tokens(sentence, p_delete=0.0, n_swaps=0, g)", hint):
-        _assert_equal(list(fn(list(sent), 0.0, 0, g)), sent)
-    with run.case("augment_tokens(sentence, p_delete=1.0, n_swaps=0, g)",
-                  "when every token is deleted, return [ids[0]]"):
-        _assert_equal(list(fn(list(sent), 1.0, 0, g)), [11])
-    with run.case("augment_tokens(sentence, p_delete=0.0, n_swaps=3, g)",
-                  "swaps only reorder the tokens: no token lost or added"):
-        swapped = list(fn(list(sent), 0.0, 3, g))
-        _assert_equal(sorted(swapped), sent, name="the sorted result")
-    with run.case("augment_tokens(sentence, p_delete=0.5, n_swaps=0, g)",
-                  "deleting keeps the order of the remaining tokens"):
-        deleted = list(fn(list(sent), 0.5, 0, g))
-        if not 1 <= len(deleted) <= 7 or deleted != [t for t in sent if t in deleted]:
-            raise AssertionError(f"got {deleted}: not an in-order subsequence of {sent}")
-    with run.case("two calls with generators seeded alike", "draw every random number from "
-                  "`generator` (never from the global generator)"):
-        ids = list(sent)
-        a = list(fn(ids, 0.3, 2, _gen(5)))
-        b = list(fn(ids, 0.3, 2, _gen(5)))
-        _assert_equal(a, b, name="the second result")
-        _assert_equal(ids, sent, name="ids after the calls")
-    with run.case("the share of tokens deleted with p_delete=0.2 (20 sentences of 100)", hint):
-        lengths = [len(fn(list(range(100)), 0.2, 0, g)) for _ in range(20)]
-        mean = sum(lengths) / 20
-        if not 70 < mean < 90:
-            raise AssertionError(f"{mean:.1f} of 100 tokens kept on average, expected about 80")
+def training_steps(prediction) -> None:
+    """Exercise "sequential steps of one training step" (predict, then measure).
+
+    ``prediction = {"GRU + attention": [..], "ConvS2S": [..]}``: for decoder inputs of 10, 20
+    and 40 tokens, how many calls of the RNN decoder's ``GRUCell`` and of the ConvS2S decoder's
+    convolutions (3 layers) one training step makes, forward and backward together.
+    """
+    run = _Run("training_steps")
+    lengths = list(TRAINING_STEP_LENGTHS)
+    with run.case("the prediction's form", 'a dict {"GRU + attention": [3 numbers], '
+                  '"ConvS2S": [3 numbers]}, one number per decoder length in '
+                  f"{lengths}"):
+        if not isinstance(prediction, dict) or set(prediction) != set(_MODELS):
+            raise AssertionError(f"got {prediction!r}")
+        for name in _MODELS:
+            values = prediction[name]
+            if not isinstance(values, list | tuple) or len(values) != len(lengths):
+                raise AssertionError(f"prediction[{name!r}] is {values!r}, expected a list of "
+                                     f"{len(lengths)} numbers")
+    if any(v is None for name in _MODELS for v in prediction[name]):
+        run.not_answered("replace every None in `prediction` by your predicted count, run "
+                         "the cell, then run this check again")
+    measured = _measured_training_steps()
+    for name in _MODELS:
+        print(f"  {name:<16} predicted {list(prediction[name])}, measured {measured[name]} "
+              f"(decoder lengths {lengths})")
+    hints = {
+        "GRU + attention": "the decoder's loop calls the GRUCell once per target position, and "
+                           "back-propagation goes back through every one of those calls, in "
+                           "reverse order",
+        "ConvS2S": f"each of the {_DEC_LAYERS} decoder layers is one convolution over all "
+                   "positions at once, forward and then backward, whatever the length",
+    }
+    for name in _MODELS:
+        for n, guess, real in zip(lengths, prediction[name], measured[name], strict=True):
+            with run.case(f"{name}, decoder length {n}", hints[name]):
+                _assert_equal(_assert_int(guess, f"prediction[{name!r}]"), real,
+                              name=f"your prediction for {name} at length {n}")
     run.done()
 
 
 @check
-def augment_batch(fn: Callable) -> None:
-    """Exercise "augment a batch": augment each row's real tokens, re-pad on the right."""
-    run = _Run("augment_batch")
-    hint = ("for each row take row[row != pad_idx].tolist(), augment it with augment_tokens, "
-            "then re-pad all rows with torch.nn.utils.rnn.pad_sequence(..., batch_first=True, "
-            "padding_value=pad_idx)")
-    batch = torch.tensor([[5, 6, 7, 8], [9, 10, 1, 1]])  # pad id 1
-    g = _gen(0)
-    with run.case("augment_batch(batch, pad_idx=1, p_delete=0.0, n_swaps=0, g)", hint):
-        out = fn(batch, 1, 0.0, 0, g)
-        _assert_tensor(out)
-        if not torch.equal(out, batch):
-            raise AssertionError(f"got {out.tolist()}, expected the batch unchanged")
-    with run.case("augment_batch(batch, pad_idx=1, p_delete=0.0, n_swaps=2, g)", hint):
-        out = fn(batch, 1, 0.0, 2, g)
-        if _shape(out) != [2, 4] or sorted(out[1][out[1] != 1].tolist()) != [9, 10]:
-            raise AssertionError(f"got {out.tolist()}: row 1 should hold 9 and 10, then pads")
-    with run.case("augment_batch(batch, pad_idx=1, p_delete=1.0, n_swaps=0, g)",
-                  "the batch gets as long as its longest augmented row, no longer"):
-        out = fn(batch, 1, 1.0, 0, g)
-        _assert_equal(out.tolist(), [[5], [9]])
-    with run.case("augment_batch(batch, pad_idx=0, ...): rows of different lengths",
-                  "pad with pad_idx on the right"):
-        src = torch.tensor([[3, 4, 5, 0, 0], [6, 0, 0, 0, 0], [7, 8, 9, 10, 11]])
-        out = fn(src, 0, 0.0, 0, g)
-        if not torch.equal(out, src):
-            raise AssertionError(f"got {out.tolist()}, expected {src.tolist()}")
+def path_length(conv_fn: Callable, rnn_fn: Callable) -> None:
+    """Exercise "path length between two words" (derive): ``conv_path_length(n, k)``,
+    ``rnn_path_length(n)``."""
+    from convs2s import paths
+
+    run = _Run("path_length")
+    conv_hint = ("L layers of width k cover L·(k - 1) + 1 positions; two words n apart need a "
+                 "window of n + 1 positions: the smallest whole L with L·(k - 1) >= n, which is "
+                 "ceil(n / (k - 1)) (with integers: -(-n // (k - 1)))")
+    for k in (2, 3, 4, 5, 7):
+        for n in (1, 2, 3, 4, 5, 6, 9, 10, 11, 20, 49, 50):
+            with run.case(f"conv_path_length({n}, {k})", conv_hint):
+                _assert_equal(_assert_int(conv_fn(n, k)), paths.conv_path_length(n, k))
+    rnn_hint = ("the earlier word's information reaches the later word through one state "
+                "update per position: s_i needs s_{i-1}")
+    for n in (1, 2, 7, 50):
+        with run.case(f"rnn_path_length({n})", rnn_hint):
+            _assert_equal(_assert_int(rnn_fn(n)), paths.rnn_path_length(n))
+    print("  two words 50 apart: "
+          f"conv k=3 {conv_fn(50, 3)} layers, k=5 {conv_fn(50, 5)} layers; "
+          f"RNN {rnn_fn(50)} steps")
     run.done()
 
 
@@ -107,7 +138,8 @@ def _rnn_configs() -> list[dict]:
 
 @check
 def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
-    """Exercise "count the baseline's parameters": ``gru_parameters``, ``baseline_parameters``."""
+    """Exercise "count the baseline's parameters" (derive): ``gru_parameters``,
+    ``baseline_parameters``."""
     run = _Run("baseline_parameters")
     gru_hint = ("each of the 3 gates has an input matrix [hidden, input], a hidden matrix "
                 "[hidden, hidden] and two bias vectors [hidden]")
@@ -125,3 +157,4 @@ def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
         with run.case(f"baseline_parameters(config with {short})", hint):
             _assert_equal(_assert_int(baseline_fn(dict(config))), expected, name="the count")
     run.done()
+

@@ -15,12 +15,11 @@ from convs2s.checks._core import (
     _float,
     _gen,
     _Run,
-    _seeded,
     _shape,
     check,
 )
 
-__all__ = ["separable_params", "causal_separable_conv", "lightweight_conv"]
+__all__ = ["separable_params", "attention_vs_conv", "lightweight_conv"]
 
 
 @check
@@ -49,33 +48,6 @@ def separable_params(params_fn: Callable, saving_fn: Callable) -> None:
 
 
 @check
-def causal_separable_conv(fn: Callable) -> None:
-    """Exercise "a causal separable convolution with F.conv1d"."""
-    from convs2s.variants import DepthwiseSeparableConv1d
-
-    run = _Run("causal_separable_conv")
-    hint = ("k = depthwise_weight.size(-1); x = F.pad(x, (k - 1, 0)); then "
-            "F.conv1d(x, depthwise_weight, groups=c_in) and "
-            "F.conv1d(that, pointwise_weight, pointwise_bias)")
-    g = _gen(15)
-    for k in (1, 3, 4):
-        with _seeded(20 + k):
-            ref = DepthwiseSeparableConv1d(6, 10, k, padding="causal")
-        x = torch.randn(2, 6, 9, generator=g)  # x = [2, 6, 9]
-        args = (ref.depthwise.weight, ref.pointwise.weight, ref.pointwise.bias)
-        what = f"causal_separable_conv(x of shape [2, 6, 9], weights of width {k})"
-
-        def conv(t, args=args):
-            return fn(t, *args)
-
-        with run.case(what, hint), torch.no_grad():
-            _assert_close(conv(x), ref(x), ref="DepthwiseSeparableConv1d(padding='causal')")
-        with torch.no_grad():
-            _check_causal(run, conv, x, what, hint, cut=5)
-    run.done()
-
-
-@check
 def lightweight_conv(fn: Callable) -> None:
     """Exercise "a lightweight convolution (Wu et al., 2019)"."""
     run = _Run("lightweight_conv")
@@ -99,6 +71,13 @@ def lightweight_conv(fn: Callable) -> None:
         taps = torch.softmax(w[3], dim=0)
         _assert_close(out[:, 15, 2], (x[:, 15, 0:3] * taps[2:]).sum(-1),
                       ref="the last 3 taps on inputs 0..2")
+    with run.case(f"{what}: every channel at position 10, by hand",
+                  "channel c uses head c // (channels // H): channels 0-3 share head 0, 4-7 "
+                  "head 1, and so on (repeat_interleave repeats each row in place; repeat would "
+                  "cycle through the heads)"):
+        taps = torch.softmax(w, dim=-1).repeat_interleave(4, dim=0)  # [16, 5]: head c // 4
+        _assert_close(out[:, :, 10], (x[:, :, 6:11] * taps).sum(-1),
+                      ref="each channel's head's softmax-weighted sum of inputs 6..10")
     with run.case("lightweight_conv(a constant input 3.0, ...)",
                   "normalise each head's kernel with a softmax over its k taps, so it sums to 1"):
         ones = torch.full((1, 16, 11), 3.0)
@@ -107,4 +86,60 @@ def lightweight_conv(fn: Callable) -> None:
     run.done()
 
 
-#: Every exercise id (= the function its exercise asks for) -> the check function.
+#: The sizes of the "self-attention against a convolution" exercise.
+ATTENTION_CHANNELS, ATTENTION_KERNEL = 256, 3
+
+
+def _measured_flops(length: int) -> tuple[int, int]:
+    """(convolution, attention) FLOPs over ``length`` positions, from PyTorch's FLOP counter."""
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    d, k = ATTENTION_CHANNELS, ATTENTION_KERNEL
+    g = _gen(18)
+    x = torch.randn(1, d, length, generator=g)  # x = [1, d, n]
+    weight = torch.randn(2 * d, d, k, generator=g)  # ConvS2S's convolution d -> 2d (then GLU)
+    q = torch.randn(1, length, d, generator=g)  # queries = keys = values = [1, n, d]
+    counts = []
+    for part in ("conv", "attention"):
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            if part == "conv":
+                F.conv1d(F.pad(x, (k - 1, 0)), weight)  # [1, 2d, n]
+            else:
+                scores = q @ q.transpose(1, 2)  # scores = [1, n, n]: every pair of positions
+                torch.softmax(scores, dim=-1) @ q  # [1, n, d]: weighted sum of the values
+        counts.append(int(counter.get_total_flops()))
+    return counts[0], counts[1]
+
+
+@check
+def attention_vs_conv(prediction) -> None:
+    """Exercise "self-attention against a convolution" (predict, then measure).
+
+    ``prediction``: the sentence length n at which self-attention's two n x n products
+    (scores and weighted sum, d = 256 channels) cost as many FLOPs as one ConvS2S convolution
+    (256 -> 512 channels, width 3) over the same n positions.
+    """
+    run = _Run("attention_vs_conv")
+    with run.case("the prediction's form", "one number: a sentence length in positions"):
+        guess = _float(prediction, "prediction")
+    n = 64
+    conv, attention = _measured_flops(n)
+    per_position_conv = conv / n  # the same for every length
+    per_pair_attention = attention / n**2  # attention grows with n per position
+    crossover = per_position_conv / per_pair_attention
+    at = round(crossover)
+    conv_at, attention_at = _measured_flops(at)
+    print(f"  measured with torch.utils.flop_counter: the convolution costs "
+          f"{per_position_conv:,.0f} FLOPs per position at any length; attention costs "
+          f"{per_pair_attention:,.0f} FLOPs per pair of positions")
+    print(f"  at n = {at}: convolution {conv_at:,} FLOPs, attention {attention_at:,} FLOPs "
+          f"(your prediction: {guess:g})")
+    hint = ("count multiply-adds per position: the convolution's d·2d·k (d = 256, k = 3) does "
+            "not depend on n; attention's grows with n: a dot product of length d with each "
+            "of the n keys, then a weighted sum of n values of size d")
+    with run.case(f"your prediction {guess:g} against the measured crossover", hint):
+        if abs(guess - crossover) > 0.02 * crossover:
+            raise AssertionError(f"the measured crossover is n = {crossover:g}")
+    run.done()
