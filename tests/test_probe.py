@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("Agg")
 
@@ -209,4 +210,22 @@ def test_plot_visible_positions_and_perturbation_on_agg():
     assert len(ax2.patches) == 5
     assert "0 earlier" in ax2.get_title()
     fig.canvas.draw()
+    plt.close(fig)
+
+
+def _font_sizes(fig):
+    fig.canvas.draw()
+    return [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+            if t.get_visible() and t.get_text()]
+
+
+def test_plots_use_fonts_of_at_least_9_points():
+    a = torch.softmax(torch.randn(2, 4, 5), dim=-1)
+    fig = plot_attention_grid(a, list("abcde"), list("wxyz"))
+    assert min(_font_sizes(fig)) >= 9
+    plt.close(fig)
+    fig, (ax1, ax2) = plt.subplots(1, 2)
+    plot_visible_positions(visible_positions(3, 2, "causal", 6), ax=ax1)
+    plot_perturbation(torch.tensor([0.0, 1.0, 0.5]), 1, ax=ax2, tokens=list("abc"))
+    assert min(_font_sizes(fig)) >= 9
     plt.close(fig)

@@ -7,8 +7,8 @@ formula, so the notebooks can put the formula next to the measurement:
   gradients of a freshly built decoder (causal padding: the past only; "same": also the future).
 - :func:`perturbation_effect`: change one target token and report, per position, how much the
   logits moved. The decoder widget of notebook 03 draws it as a bar chart.
-- :func:`attention_entropy`: how spread out each layer's attention is (notebook 04 shows that
-  later layers attend more sharply).
+- :func:`attention_entropy`: how spread out each layer's attention is (notebook 04 measures it
+  per layer of a trained model).
 - :func:`plot_visible_positions`, :func:`plot_perturbation`, :func:`plot_attention_grid`:
   plotting helpers that draw on matplotlib axes you pass in (or create a figure).
 """
@@ -235,7 +235,7 @@ def plot_perturbation(effect: Tensor, position: int, *, ax=None, tokens: Sequenc
     ax.set_ylabel("max |Δ logits|")
     if tokens is not None:
         ax.set_xticks(range(n))
-        ax.set_xticklabels(list(tokens), rotation=90, fontsize=8)
+        ax.set_xticklabels(list(tokens), rotation=90, fontsize=9)
     ax.axvline(position, color="#ff7f0e", linestyle=":", linewidth=1)
     moved_before = int((e[:position] > 0).sum())
     ax.set_title(title if title is not None else
@@ -305,11 +305,11 @@ def plot_attention_grid(
         image = ax.imshow(a[layer].numpy(), cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto",
                           interpolation="nearest")
         ax.set_xticks(range(src_len))
-        ax.set_xticklabels(list(src_tokens), rotation=90, fontsize=8)
+        ax.set_xticklabels(list(src_tokens), rotation=90, fontsize=9)
         ax.set_yticks(range(trg_len))
         first_in_row = layer % label_every == 0
         # Panels in one row share their rows: token labels on the first panel of a row only.
-        ax.set_yticklabels(list(trg_tokens) if first_in_row else [], fontsize=8)
+        ax.set_yticklabels(list(trg_tokens) if first_in_row else [], fontsize=9)
         ax.set_title(titles[layer] if titles is not None else f"layer {layer + 1}", fontsize=10)
         ax.set_xlabel("source token")
         if first_in_row:
