@@ -111,7 +111,7 @@ def test_refuses_to_overwrite_a_run(tmp_path):
 
 def test_resume_with_other_model_config_is_a_clear_error(tmp_path):
     _run(tmp_path / "run", dataclasses.replace(TINY, epochs=1))
-    with pytest.raises(CheckpointError, match="different model configuration.*emb_dim"):
+    with pytest.raises(CheckpointError, match="other settings.*emb_dim: checkpoint 16, now 32"):
         _run(tmp_path / "run", dataclasses.replace(TINY, emb_dim=32), resume=True)
 
 

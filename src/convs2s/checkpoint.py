@@ -8,20 +8,22 @@ A checkpoint is one ``torch.save`` file holding:
 - ``preset`` (the training settings) and ``train_state`` (optimizer, step, epoch, position in the
   epoch, random-number states, history), so ``--resume`` continues exactly where it stopped.
 
-Files are written to a temporary file in the same folder and renamed, so an interruption while
-saving leaves the previous checkpoint intact, never a half-written one.
+Files are written with :func:`convs2s.fileio.atomic_write` (a temporary file in the same folder,
+then a rename), so an interruption while saving leaves the previous checkpoint intact, never a
+half-written one; a new file gets the mode the user's umask gives (not ``mkstemp``'s 0600).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from convs2s.data import Vocab
+from convs2s.fileio import atomic_write
 
 FORMAT = "convs2s-checkpoint"
 VERSION = 1
@@ -44,15 +46,15 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"format": FORMAT, "version": VERSION, **payload}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(data, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    # Writing to a file object (not a path) lets a full disk surface as OSError(ENOSPC) rather
+    # than as torch's "unexpected pos" RuntimeError.
+    return atomic_write(path, lambda f: torch.save(data, f))
+
+
+def copy_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Copy the checkpoint file ``source`` to ``target`` atomically (byte for byte)."""
+    with open(source, "rb") as src:
+        return atomic_write(target, lambda f: shutil.copyfileobj(src, f))
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict[str, Any]:
@@ -105,3 +107,33 @@ def check_compatible(data: dict, model_config: dict, src_vocab: Vocab, trg_vocab
                 f"the data now gives {len(vocab)}). Resume on the same data and preset, or start "
                 "a new --out folder."
             )
+
+
+def check_same_run(data: dict, settings: dict, path: str | os.PathLike = "checkpoint", *,
+                   ignore: tuple[str, ...] = ()) -> None:
+    """Raise :class:`CheckpointError` unless the checkpoint was trained with ``settings``.
+
+    ``settings`` maps the names recorded in the checkpoint's ``preset`` (plus ``data``, the
+    fingerprint of the pairs it trained on) to the values requested now. Names in ``ignore``, and
+    names the checkpoint did not record (an older format), are not compared.
+    """
+    recorded = dict(data.get("preset") or {})
+    if data.get("data") is not None:
+        recorded["data"] = data["data"]
+    diffs = [
+        f"{k}: checkpoint {_show(k, recorded[k])}, now {_show(k, v)}"
+        for k, v in settings.items()
+        if k not in ignore and k in recorded and recorded[k] != v
+    ]
+    if diffs:
+        raise CheckpointError(
+            f"{path} was trained with other settings or data (" + "; ".join(diffs) + "). "
+            "Resume with the preset and data it was trained with, or start a new --out folder."
+        )
+
+
+def _show(name: str, value: Any) -> str:
+    if name == "data" and isinstance(value, dict):  # {"train": {"pairs": n, "sha256": h}, ...}
+        return ", ".join(f"{split} {v['pairs']} pairs (sha256 {v['sha256'][:12]})"
+                         for split, v in value.items())
+    return repr(value)

@@ -29,10 +29,15 @@ What it does, and why:
   optimizer and the loss stay in float32, and no loss scaling is needed. GPUs without native
   bfloat16 (Colab's T4, compute capability 7.5) use float16 with a gradient scaler instead.
 - **Checkpoints** ``best.pt`` (lowest validation loss) and ``last.pt`` (written at every epoch
-  end, on a time budget or step limit, and when you interrupt with Ctrl-C / the stop button), each
-  written atomically. ``resume=True`` restores the weights, the optimizer, the random-number
-  states and the position inside the epoch, so it continues exactly as if never stopped.
-- **NaN/inf loss** stops training with a message naming the step; the last good checkpoints stay.
+  end, on a time budget or step limit, and when you interrupt with Ctrl-C / the stop button /
+  SIGTERM, which a scheduler or ``docker stop`` sends), each written atomically. At an epoch end
+  ``last.pt`` is written first and ``best.pt`` copied from it; a signal arriving meanwhile waits
+  until both are written, and a run killed between the two is repaired at ``--resume`` (best.pt
+  is always the checkpoint the history calls best). ``resume=True`` restores the weights, the
+  optimizer, the random-number states and the position inside the epoch, so it continues exactly
+  as if never stopped; it refuses a run trained with other settings or data.
+- **NaN/inf** in the loss, the weights or the validation loss stops training with a message
+  naming the step and the checkpoints that exist; diverged weights are never saved.
 - **DDP.** Under ``torchrun`` (``WORLD_SIZE`` > 1) each process trains on its own shard of the
   bucketed batches (gloo on CPU, nccl on GPU); gradients are averaged, so every replica keeps
   identical weights. Rank 0 writes checkpoints and prints.
@@ -42,12 +47,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
+import hashlib
+import itertools
+import json
 import math
+import numbers
 import os
 import random
+import signal
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,12 +72,22 @@ from convs2s import config
 from convs2s.checkpoint import (
     CheckpointError,
     check_compatible,
+    check_same_run,
+    copy_checkpoint,
     load_checkpoint,
     save_checkpoint,
     vocab_from_dict,
     vocab_to_dict,
 )
-from convs2s.data import TranslationDataset, Vocab, load_multi30k, make_loader, make_tokenizer
+from convs2s.data import (
+    DataError,
+    TranslationDataset,
+    Vocab,
+    load_multi30k,
+    make_loader,
+    make_tokenizer,
+)
+from convs2s.fileio import remove_stale_temps
 from convs2s.model import ConvS2S
 
 # ---------------------------------------------------------------------------------------------
@@ -110,6 +134,18 @@ class Preset:
     patience: int = 4  # epochs without improvement before stopping early
     seed: int = 1234
     amp: bool = True  # bf16 autocast, on CUDA only
+
+    def __post_init__(self):
+        if not (isinstance(self.epochs, numbers.Integral) and self.epochs >= 1):
+            raise ValueError(f"epochs must be a whole number >= 1, not {self.epochs!r}.")
+        if self.max_steps is not None and not (isinstance(self.max_steps, numbers.Integral)
+                                               and self.max_steps >= 1):
+            raise ValueError(f"max_steps must be None or a whole number >= 1, not "
+                             f"{self.max_steps!r}.")
+        if self.max_minutes is not None and not (isinstance(self.max_minutes, numbers.Real)
+                                                 and 0 < self.max_minutes < math.inf):
+            raise ValueError(f"max_minutes must be None or a number of minutes > 0, not "
+                             f"{self.max_minutes!r}.")
 
     def model_kwargs(self) -> dict:
         keys = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kernel_size", "dropout",
@@ -225,12 +261,7 @@ def prepare_data(
     preset: Preset, data: dict | None = None, vocabs: tuple[Vocab, Vocab] | None = None
 ):
     """Tokenize, build (or reuse) the vocabularies and the train/valid datasets for a preset."""
-    data = data if data is not None else load_multi30k()
-    for split in ("train", "valid"):
-        if split not in data or not data[split]:
-            raise ValueError(f"data has no {split!r} split; expected load_multi30k()'s dict.")
-    train_pairs = data["train"][: preset.train_pairs] if preset.train_pairs else data["train"]
-    valid_pairs = data["valid"][: preset.valid_pairs] if preset.valid_pairs else data["valid"]
+    train_pairs, valid_pairs = select_pairs(preset, data)
     tok_src = make_tokenizer(preset.src_lang, lower=preset.lower)
     tok_trg = make_tokenizer(preset.trg_lang, lower=preset.lower)
     if vocabs is None:
@@ -242,6 +273,23 @@ def prepare_data(
     train_ds = TranslationDataset(train_pairs, tok_src, tok_trg, src_vocab, trg_vocab, **kw)
     valid_ds = TranslationDataset(valid_pairs, tok_src, tok_trg, src_vocab, trg_vocab, **kw)
     return train_ds, valid_ds, src_vocab, trg_vocab
+
+
+def select_pairs(preset: Preset, data: dict | None = None) -> tuple[list, list]:
+    """The training and validation pairs a preset uses (``data`` defaults to Multi30k)."""
+    data = data if data is not None else load_multi30k()
+    for split in ("train", "valid"):
+        if split not in data or not data[split]:
+            raise ValueError(f"data has no {split!r} split; expected load_multi30k()'s dict.")
+    train_pairs = data["train"][: preset.train_pairs] if preset.train_pairs else data["train"]
+    valid_pairs = data["valid"][: preset.valid_pairs] if preset.valid_pairs else data["valid"]
+    return train_pairs, valid_pairs
+
+
+def fingerprint(pairs: list) -> dict:
+    """How many pairs and their sha256: what a checkpoint records of the data it trained on."""
+    text = json.dumps([list(p) for p in pairs], ensure_ascii=False)
+    return {"pairs": len(pairs), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
 
 def build_model(preset: Preset, src_vocab: Vocab, trg_vocab: Vocab) -> ConvS2S:
@@ -279,15 +327,417 @@ class _Distributed:
 
 
 # ---------------------------------------------------------------------------------------------
-# The training loop
+# Stopping signals, the run folder
 # ---------------------------------------------------------------------------------------------
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (a scheduler, ``docker stop``): handled exactly as Ctrl-C."""
+
+
+class _StopSignals:
+    """While installed, SIGINT (Ctrl-C, Jupyter's stop button) raises KeyboardInterrupt and
+    SIGTERM raises :class:`Terminated`, except inside :meth:`deferred` blocks, where the signal
+    waits for the block's end: a step's update and its bookkeeping, or the writes of ``last.pt``
+    and ``best.pt``, are never cut in half."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.depth, self.pending, self.previous = 0, None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                if signal.getsignal(sig) is not signal.SIG_IGN:  # e.g. nohup: leave it ignored
+                    self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            fallback = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+            signal.signal(sig, handler if handler is not None else fallback)
+        self.previous, self.pending = {}, None
+
+    def _handle(self, signum, frame):
+        if self.depth:
+            self.pending = signum
+        else:
+            self._raise(signum)
+
+    @staticmethod
+    def _raise(signum):
+        raise Terminated("SIGTERM") if signum == signal.SIGTERM else KeyboardInterrupt
+
+    @contextmanager
+    def deferred(self, raise_pending: bool = True) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if not self.depth and self.pending is not None:
+            signum, self.pending = self.pending, None
+            if raise_pending:
+                self._raise(signum)
+
+
+CHECKPOINTS = ("last.pt", "best.pt")
+
+
+def claim_folder(folder: Path, resume: bool) -> list[Path]:
+    """Check, before any work, that ``folder`` can take this run's checkpoints.
+
+    Refuses a folder holding another run (unless resuming it), a file, or a folder it cannot
+    write to (probed with a temporary file of the checkpoints' own pattern), and removes the
+    temporary files a killed run left. Returns the folders it created, deepest first.
+    """
+    if resume and not (folder / "last.pt").is_file():
+        raise CheckpointError(f"{folder} holds no last.pt to resume from; start a new run "
+                              "without resume=True (--resume), or pass the run's folder.")
+    if not resume and any((folder / name).exists() for name in CHECKPOINTS):
+        raise CheckpointError(
+            f"{folder} already holds a training run (last.pt). Continue it with "
+            "resume=True (--resume), or choose another output folder."
+        )
+    created, p = [], folder
+    while not p.exists() and p != p.parent:
+        created, p = [*created, p], p.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".last.pt.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        _remove_if_empty(created)
+        if isinstance(e, FileExistsError | NotADirectoryError):
+            raise CheckpointError(f"cannot write checkpoints into {folder}: it (or a folder "
+                                  "above it) is a file. Choose another --out folder.") from None
+        raise CheckpointError(f"cannot write checkpoints into {folder} ({e.strerror}). Choose "
+                              "another --out folder, or make this one writable.") from e
+    remove_stale_temps(folder, list(CHECKPOINTS))
+    return created
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    for folder in folders:  # deepest first; only folders this run created, only when empty
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+# ---------------------------------------------------------------------------------------------
+# The trainer
+# ---------------------------------------------------------------------------------------------
+
+
+class Trainer:
+    """One training run: the model, its data and optimizer, and the ``state`` checkpoints hold.
+
+    :meth:`run` repeats :meth:`run_epoch` until :meth:`should_stop` gives a reason; an epoch is
+    :meth:`train_step` over its batches, then :meth:`validate` and :meth:`save`.
+    """
+
+    def __init__(self, preset: Preset, folder: Path, data: dict, dist: _Distributed, *,
+                 resume: bool = False, progress: bool = True, log: Callable = print):
+        self.preset, self.folder, self.dist, self.device = preset, folder, dist, dist.device
+        self.say = log if dist.main else (lambda *_: None)
+        self.progress = progress and dist.main
+        self.last_path, self.best_path = folder / "last.pt", folder / "best.pt"
+        self.signals, self.saved = _StopSignals(), {}  # saved: checkpoint name -> its step
+        self._rng_at_step_start = None  # set while a step is under way (see run)
+        ckpt = load_checkpoint(self.last_path) if resume else None
+        seed_everything(preset.seed)
+        datasets = self._build(data, ckpt)
+        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "history": [],
+                      "best_valid_loss": math.inf, "bad_epochs": 0, "lr_scale": 1.0,
+                      "seconds": 0.0, "ep_loss": 0.0, "ep_tokens": 0}
+        if ckpt is not None:
+            self._restore(ckpt)
+        self._prepare_steps(*datasets)
+        self._start, self._start_seconds = time.monotonic(), self.state["seconds"]
+
+    def _build(self, data: dict, ckpt: dict | None) -> tuple:
+        """Vocabularies, model and optimizer; returns the train and validation datasets."""
+        preset = self.preset
+        vocabs = None if ckpt is None else (vocab_from_dict(ckpt["src_vocab"]),
+                                            vocab_from_dict(ckpt["trg_vocab"]))
+        train_ds, valid_ds, self.src_vocab, self.trg_vocab = prepare_data(preset, data, vocabs)
+        self.data_record = dict(zip(("train", "valid"),
+                                    map(fingerprint, select_pairs(preset, data)), strict=True))
+        if train_ds.n_dropped:
+            self.say(f"dropped {train_ds.n_dropped} training pairs longer than "
+                     f"{preset.max_positions} positions")
+        self.model = build_model(preset, self.src_vocab, self.trg_vocab).to(self.device)
+        self.optimizer = make_optimizer(self.model, preset)
+        self.pad = self.trg_vocab.pad_idx
+        return train_ds, valid_ds
+
+    def _prepare_steps(self, train_ds, valid_ds) -> None:
+        """Loaders, the DDP wrapper and mixed precision."""
+        preset = self.preset
+        self.loader = make_loader(train_ds, max_tokens=preset.max_tokens, shuffle=True,
+                                  seed=preset.seed, num_replicas=self.dist.world,
+                                  rank=self.dist.rank)
+        # Every iter(DataLoader) draws a seed from its generator, the global RNG by default.
+        # A private one keeps dropout's random stream independent of how often we start an
+        # epoch, so a run resumed mid-epoch draws exactly what the uninterrupted run drew.
+        self.loader.generator = torch.Generator().manual_seed(preset.seed)
+        self.valid_loader = make_loader(valid_ds, max_tokens=preset.max_tokens, shuffle=False,
+                                        bucket=False, num_replicas=1, rank=0)
+        self.valid_loader.generator = torch.Generator().manual_seed(preset.seed)
+        self.net = self.model
+        if self.dist.active:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.net = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+        self.use_amp = preset.amp and self.device.type == "cuda"
+        self.amp_dtype = torch.bfloat16
+        if self.use_amp and not torch.cuda.is_bf16_supported(including_emulation=False):
+            self.amp_dtype = torch.float16  # e.g. a T4: fp16 tensor cores, bf16 only emulated
+        # fp16 needs loss scaling so small gradients do not underflow; bf16 does not.
+        self.scaler = torch.amp.GradScaler(
+            "cuda", enabled=self.use_amp and self.amp_dtype == torch.float16)
+
+    def _restore(self, ckpt: dict) -> None:
+        """Continue the run in ``last.pt``: same settings and data, or a clear refusal."""
+        check_same_run(ckpt, {**dataclasses.asdict(self.preset), "data": self.data_record},
+                       self.last_path, ignore=("name", "epochs", "max_steps", "max_minutes"))
+        check_compatible(ckpt, self.model.config, self.src_vocab, self.trg_vocab, self.last_path)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["train_state"]["optimizer"])
+        self.state.update({k: v for k, v in ckpt["train_state"].items()
+                           if k not in ("optimizer", "rng")})
+        _set_rng_state(ckpt["train_state"]["rng"])
+        self.saved["last.pt"] = self.state["step"]
+        if self.dist.main:
+            self._reconcile_best(ckpt)
+        self.say(f"resumed from {self.last_path}: epoch {self.state['epoch'] + 1}, "
+                 f"step {self.state['step']}")
+
+    def _reconcile_best(self, last: dict) -> None:
+        """Make ``best.pt`` the checkpoint the history calls best, after a kill between saves."""
+        best_loss = self.state["best_valid_loss"]
+        row = next((r for r in self.state["history"] if r["valid_loss"] == best_loss), None)
+        found = None
+        if self.best_path.exists():
+            found = load_checkpoint(self.best_path)["train_state"]["step"]
+        if row is None and found is None or row is not None and found == row["step"]:
+            self.saved.update({} if found is None else {"best.pt": found})
+            return
+        if row is not None and self.state["step"] == row["step"] and \
+                self.state["batch_in_epoch"] == 0:  # last.pt is that epoch's end: best's twin
+            copy_checkpoint(self.last_path, self.best_path)
+            self.saved["best.pt"] = row["step"]
+            self.say(f"best.pt was behind last.pt (stopped between the two saves): copied "
+                     f"last.pt (epoch {row['epoch']}) to best.pt")
+            return
+        wanted = "none" if row is None else f"epoch {row['epoch']}, step {row['step']}"
+        raise CheckpointError(
+            f"{self.best_path} does not match the history in {self.last_path} (best.pt: "
+            f"{'missing' if found is None else f'step {found}'}; the history's best: {wanted}) "
+            "and cannot be rebuilt from it. Put back this run's best.pt, or start a new "
+            "--out folder."
+        )
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Train until a limit; return why it stopped. Ctrl-C / SIGTERM save ``last.pt``."""
+        with self.signals:
+            try:
+                while not (stop := self.should_stop()):
+                    self.run_epoch()
+            except KeyboardInterrupt as e:
+                # Inside a step, the step is dropped and the random state from its start is
+                # saved, so the resumed run redraws the same dropout masks for it.
+                with self.signals.deferred(raise_pending=False):
+                    self.save(rng=self._rng_at_step_start)
+                how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
+                self.say(f"{how} at step {self.state['step']}: saved {self.last_path}; "
+                         "continue with resume=True (--resume)")
+                raise
+        return stop
+
+    def should_stop(self) -> str:
+        """Why training must stop now ("" to go on): a step or time limit, a plateau, the end."""
+        s, preset = self.state, self.preset
+        if preset.max_steps is not None and s["step"] >= preset.max_steps:
+            return "max_steps"
+        if preset.max_minutes and s["seconds"] >= 60 * preset.max_minutes:
+            return "time budget"
+        if s["bad_epochs"] >= preset.patience:
+            return "early stop"
+        if s["epoch"] >= preset.epochs:
+            return "epochs"
+        return ""
+
+    def run_epoch(self) -> None:
+        """Train on the rest of the current epoch or until a limit; at its end validate; save."""
+        s, sampler = self.state, self.loader.batch_sampler
+        sampler.set_epoch(s["epoch"])
+        n_batches, skip = len(sampler), s["batch_in_epoch"]
+        bar = _progress(n_batches, f"epoch {s['epoch'] + 1}/{self.preset.epochs}",
+                        self.progress, initial=skip)
+        if skip == 0:
+            s["ep_loss"], s["ep_tokens"] = 0.0, 0
+        self._t0, self._t0_tokens = time.monotonic(), s["ep_tokens"]
+        for i, (src, trg) in enumerate(self.loader):
+            if i < skip:
+                continue  # resuming inside an epoch: these batches were already seen
+            loss = self.train_step(i, src, trg)
+            if bar is not None:
+                rate = (s["ep_tokens"] - self._t0_tokens) / max(time.monotonic() - self._t0, 1e-9)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}")
+            if self.should_stop():
+                break
+        if bar is not None:
+            bar.close()
+        if s["batch_in_epoch"] < n_batches:
+            self.save()  # stopped inside the epoch
+            return
+        valid_loss = self.validate()
+        with self.signals.deferred():  # the epoch's record and both its checkpoints, or none
+            improved = self.end_epoch(valid_loss)
+            self.save(best=improved, valid_loss=valid_loss)
+
+    def train_step(self, i: int, src: torch.Tensor, trg: torch.Tensor) -> float:
+        """One optimizer step on batch ``i`` of the epoch; returns its (smoothed) loss."""
+        self._rng_at_step_start = _rng_state()
+        src, trg = src.to(self.device), trg.to(self.device)
+        trg_in, trg_out = trg[:, :-1], trg[:, 1:]
+        with torch.autocast("cuda", dtype=self.amp_dtype, enabled=self.use_amp):
+            logits, _ = self.net(src, trg_in)
+        loss = sequence_loss(logits, trg_out, self.pad, self.preset.label_smoothing)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"the training loss became {loss.item()} at step {self.state['step'] + 1} "
+                f"(epoch {self.state['epoch'] + 1}, batch {i + 1}). Training stopped; "
+                f"{self._kept()}. Lower the learning rate (lr) or check the data."
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)  # clip the true gradients, not scaled ones
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.preset.clip_norm)
+        tokens, s = int((trg_out != self.pad).sum()), self.state
+        with self.signals.deferred():  # the update and its bookkeeping: both or neither
+            _set_lr(self.optimizer, self.preset, s["step"] + 1, s["lr_scale"])
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            s["step"] += 1
+            s["batch_in_epoch"] = i + 1
+            s["ep_loss"] += loss.item() * tokens
+            s["ep_tokens"] += tokens
+            s["seconds"] = self._start_seconds + time.monotonic() - self._start
+            self._rng_at_step_start = None
+        return loss.item()
+
+    def validate(self) -> float:
+        """Mean per-token validation cross-entropy (no smoothing)."""
+        return evaluate_loss(self.model, self.valid_loader, self.pad, self.device)
+
+    def end_epoch(self, valid_loss: float) -> bool:
+        """Record the epoch in the history, move to the next, halve the LR on a plateau.
+
+        Returns whether the validation loss improved on the best so far."""
+        s = self.state
+        seen, seconds = s["ep_tokens"] - self._t0_tokens, time.monotonic() - self._t0
+        row = {"epoch": s["epoch"] + 1, "step": s["step"],
+               "train_loss": s["ep_loss"] / max(s["ep_tokens"], 1), "valid_loss": valid_loss,
+               "valid_ppl": math.exp(min(valid_loss, 50)),
+               "lr": self.optimizer.param_groups[0]["lr"], "seconds": round(s["seconds"], 1),
+               "tokens_per_s": seen * self.dist.world / max(seconds, 1e-9)}
+        s["history"].append(row)
+        self.say(f"epoch {row['epoch']:>2}: train loss {row['train_loss']:.3f} (smoothed)  "
+                 f"valid loss {valid_loss:.3f}  valid ppl {row['valid_ppl']:.2f}  "
+                 f"{row['tokens_per_s']:,.0f} tok/s  {row['seconds']:.0f} s")
+        s["epoch"] += 1
+        s["batch_in_epoch"] = 0
+        improved = valid_loss < s["best_valid_loss"]
+        if improved:
+            s["best_valid_loss"], s["bad_epochs"] = valid_loss, 0
+        else:
+            s["bad_epochs"] += 1
+            s["lr_scale"] *= self.preset.lr_shrink
+        return improved
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def save(self, rng: dict | None = None, best: bool = False,
+             valid_loss: float | None = None) -> None:
+        """Write ``last.pt`` (and copy it to ``best.pt`` if ``best``); never diverged weights."""
+        why = self._diverged(valid_loss)
+        if why:
+            raise FloatingPointError(
+                f"the weights diverged by step {self.state['step']} ({why}). Training stopped "
+                f"and they were not saved; {self._kept()}. Lower the learning rate (lr) or "
+                "check the data."
+            )
+        if not self.dist.main:
+            return
+        with self.signals.deferred():  # last.pt first: best.pt is never ahead of the history
+            save_checkpoint(self.last_path, self.payload(rng))
+            self.saved["last.pt"] = self.state["step"]
+            if best:
+                copy_checkpoint(self.last_path, self.best_path)
+                self.saved["best.pt"] = self.state["step"]
+
+    def payload(self, rng: dict | None = None) -> dict:
+        """What a checkpoint holds: the model, vocabularies, settings, data and train state."""
+        preset = self.preset
+        return {
+            "model_config": self.model.config,
+            "model": self.model.state_dict(),
+            "src_vocab": vocab_to_dict(self.src_vocab),
+            "trg_vocab": vocab_to_dict(self.trg_vocab),
+            "tokenizers": {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang,
+                           "lower": preset.lower},
+            "preset": dataclasses.asdict(preset),
+            "data": self.data_record,
+            "train_state": {**self.state, "optimizer": self.optimizer.state_dict(),
+                            "rng": rng if rng is not None else _rng_state()},
+        }
+
+    def _diverged(self, valid_loss: float | None = None) -> str:
+        """Why the weights are unusable ("" if they are not): inf/nan in them or their output."""
+        for name, p in self.model.named_parameters():
+            if not torch.isfinite(p).all():
+                return f"{name} holds inf or nan"
+        if valid_loss is None:  # finite weights can still overflow (e.g. weight norm's norm)
+            valid_loss = evaluate_loss(self.model, itertools.islice(self.valid_loader, 1),
+                                       self.pad, self.device)
+        return "" if math.isfinite(valid_loss) else f"the validation loss is {valid_loss}"
+
+    def _kept(self) -> str:
+        """What checkpoints this run has in its folder, truthfully."""
+        if not self.saved:
+            return f"no checkpoint was written to {self.folder}"
+        held = " and ".join(f"{name} (step {step})" for name, step in self.saved.items())
+        many = len(self.saved) > 1
+        return (f"the last good checkpoint{'s' if many else ''} in {self.folder}, {held}, "
+                f"{'were' if many else 'was'} kept")
+
+    def result(self, stop: str) -> TrainResult:
+        """The run's outcome; the model gets the best weights (lowest validation loss)."""
+        s = self.state
+        result = TrainResult(self.model, self.src_vocab, self.trg_vocab, s["history"], None,
+                             self.last_path, stop, s["step"], s["seconds"])
+        if self.best_path.exists():
+            best = load_checkpoint(self.best_path, map_location=self.device)
+            self.model.load_state_dict(best["model"])
+            result.best_path = self.best_path
+        self.model.eval()
+        self.say(f"stopped ({stop}) after {s['step']} steps, {s['seconds']:.0f} s; "
+                 f"best valid loss {s['best_valid_loss']:.3f}")
+        return result
 
 
 def train(
     preset: Preset | str,
     out_dir: str | os.PathLike,
     *,
-    data: dict | None = None,
+    data: dict | str | os.PathLike | None = None,
     resume: bool = False,
     device: torch.device | str | None = None,
     progress: bool = True,
@@ -295,193 +745,24 @@ def train(
 ) -> TrainResult:
     """Train a ConvS2S model with ``preset`` and write ``best.pt`` / ``last.pt`` into ``out_dir``.
 
-    ``data`` is ``load_multi30k()``'s dict (loaded when ``None``). With ``resume=True`` training
-    continues from ``out_dir/last.pt`` exactly where it stopped. Returns a :class:`TrainResult`
-    whose ``model`` holds the *best* weights (lowest validation loss).
+    ``data`` is ``load_multi30k()``'s dict, or the folder to load it from (default:
+    ``CONVS2S_DATA_DIR``). With ``resume=True`` training continues from ``out_dir/last.pt``
+    exactly where it stopped. Returns a :class:`TrainResult` whose ``model`` holds the *best*
+    weights (lowest validation loss).
     """
     preset = get_preset(preset) if isinstance(preset, str) else preset
-    out_dir = Path(out_dir)
+    folder = Path(out_dir)
     dist = _Distributed(torch.device(device) if device is not None else None)
-    device = dist.device
-    say = log if dist.main else (lambda *_: None)
-    last_path, best_path = out_dir / "last.pt", out_dir / "best.pt"
+    created = []
     try:
-        ckpt = None
-        if resume:
-            ckpt = load_checkpoint(last_path)
-            vocabs = (vocab_from_dict(ckpt["src_vocab"]), vocab_from_dict(ckpt["trg_vocab"]))
-        else:
-            vocabs = None
-            if last_path.exists():
-                raise CheckpointError(
-                    f"{out_dir} already holds a training run (last.pt). Continue it with "
-                    "resume=True (--resume), or choose another output folder."
-                )
-        seed_everything(preset.seed)
-        train_ds, valid_ds, src_vocab, trg_vocab = prepare_data(preset, data, vocabs)
-        if train_ds.n_dropped:
-            say(f"dropped {train_ds.n_dropped} training pairs longer than "
-                f"{preset.max_positions} positions")
-        model = build_model(preset, src_vocab, trg_vocab).to(device)
-        optimizer = make_optimizer(model, preset)
-        state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "history": [],
-                 "best_valid_loss": math.inf, "bad_epochs": 0, "lr_scale": 1.0, "seconds": 0.0,
-                 "ep_loss": 0.0, "ep_tokens": 0}
-        if ckpt is not None:
-            check_compatible(ckpt, model.config, src_vocab, trg_vocab, last_path)
-            model.load_state_dict(ckpt["model"])
-            optimizer.load_state_dict(ckpt["train_state"]["optimizer"])
-            state.update({k: v for k, v in ckpt["train_state"].items()
-                          if k not in ("optimizer", "rng")})
-            _set_rng_state(ckpt["train_state"]["rng"])
-            say(f"resumed from {last_path}: epoch {state['epoch'] + 1}, step {state['step']}")
-
-        pad = trg_vocab.pad_idx
-        loader = make_loader(train_ds, max_tokens=preset.max_tokens, shuffle=True,
-                             seed=preset.seed, num_replicas=dist.world, rank=dist.rank)
-        # Every iter(DataLoader) draws a seed from its generator, the global RNG by default.
-        # A private one keeps dropout's random stream independent of how often we start an
-        # epoch, so a run resumed mid-epoch draws exactly what the uninterrupted run drew.
-        loader.generator = torch.Generator().manual_seed(preset.seed)
-        valid_loader = make_loader(valid_ds, max_tokens=preset.max_tokens, shuffle=False,
-                                   bucket=False, num_replicas=1, rank=0)
-        valid_loader.generator = torch.Generator().manual_seed(preset.seed)
-        net = model
-        if dist.active:
-            ids = [device.index] if device.type == "cuda" else None
-            net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
-        use_amp = preset.amp and device.type == "cuda"
-        amp_dtype = torch.bfloat16
-        if use_amp and not torch.cuda.is_bf16_supported(including_emulation=False):
-            amp_dtype = torch.float16  # e.g. a T4: fp16 tensor cores, bf16 only emulated
-        # fp16 needs loss scaling so small gradients do not underflow; bf16 does not.
-        scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
-
-        def checkpoint_payload(rng: dict | None = None) -> dict:
-            return {
-                "model_config": model.config,
-                "model": model.state_dict(),
-                "src_vocab": vocab_to_dict(src_vocab),
-                "trg_vocab": vocab_to_dict(trg_vocab),
-                "tokenizers": {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang,
-                               "lower": preset.lower},
-                "preset": dataclasses.asdict(preset),
-                "train_state": {**state, "optimizer": optimizer.state_dict(),
-                                "rng": rng if rng is not None else _rng_state()},
-            }
-
-        def save_last(rng: dict | None = None) -> None:
-            if dist.main:
-                save_checkpoint(last_path, checkpoint_payload(rng))
-
-        result = TrainResult(model, src_vocab, trg_vocab, state["history"], None, last_path)
-        start, start_seconds = time.monotonic(), state["seconds"]
-        stop = ""
-        rng_at_step_start = None  # set while a step is under way (see KeyboardInterrupt below)
-        model.train()
-        try:
-            while not stop:
-                if state["epoch"] >= preset.epochs:
-                    stop = "epochs"
-                    break
-                loader.batch_sampler.set_epoch(state["epoch"])
-                n_batches = len(loader.batch_sampler)
-                skip = state["batch_in_epoch"]
-                bar = _progress(n_batches, f"epoch {state['epoch'] + 1}/{preset.epochs}",
-                                progress and dist.main, initial=skip)
-                if skip == 0:
-                    state["ep_loss"], state["ep_tokens"] = 0.0, 0
-                t0, t0_tokens = time.monotonic(), state["ep_tokens"]
-                for i, (src, trg) in enumerate(loader):
-                    if i < skip:
-                        continue  # resuming inside an epoch: these batches were already seen
-                    rng_at_step_start = _rng_state()
-                    src, trg = src.to(device), trg.to(device)
-                    trg_in, trg_out = trg[:, :-1], trg[:, 1:]
-                    with torch.autocast("cuda", dtype=amp_dtype, enabled=use_amp):
-                        logits, _ = net(src, trg_in)
-                    loss = sequence_loss(logits, trg_out, pad, preset.label_smoothing)
-                    if not torch.isfinite(loss):
-                        raise FloatingPointError(
-                            f"the training loss became {loss.item()} at step "
-                            f"{state['step'] + 1} (epoch {state['epoch'] + 1}, batch {i + 1}). "
-                            f"Training stopped; the last good checkpoints in {out_dir} were kept. "
-                            "Lower the learning rate (lr) or check the data."
-                        )
-                    optimizer.zero_grad(set_to_none=True)
-                    scaler.scale(loss).backward()
-                    scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), preset.clip_norm)
-                    _set_lr(optimizer, preset, state["step"] + 1, state["lr_scale"])
-                    scaler.step(optimizer)
-                    scaler.update()
-                    state["step"] += 1
-                    state["batch_in_epoch"] = i + 1
-                    rng_at_step_start = None
-                    tokens = int((trg_out != pad).sum())
-                    state["ep_loss"] += loss.item() * tokens
-                    state["ep_tokens"] += tokens
-                    if bar is not None:
-                        rate = (state["ep_tokens"] - t0_tokens) / max(time.monotonic() - t0, 1e-9)
-                        bar.update(1)
-                        bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{rate:,.0f}")
-                    state["seconds"] = start_seconds + time.monotonic() - start
-                    if preset.max_steps is not None and state["step"] >= preset.max_steps:
-                        stop = "max_steps"
-                    elif preset.max_minutes and state["seconds"] >= 60 * preset.max_minutes:
-                        stop = "time budget"
-                    if stop:
-                        break
-                if bar is not None:
-                    bar.close()
-                epoch_done = state["batch_in_epoch"] >= n_batches
-                if epoch_done:
-                    train_loss = state["ep_loss"] / max(state["ep_tokens"], 1)
-                    seen = state["ep_tokens"] - t0_tokens
-                    valid_loss = evaluate_loss(model, valid_loader, pad, device)
-                    row = {"epoch": state["epoch"] + 1, "step": state["step"],
-                           "train_loss": train_loss, "valid_loss": valid_loss,
-                           "valid_ppl": math.exp(min(valid_loss, 50)),
-                           "lr": optimizer.param_groups[0]["lr"],
-                           "seconds": round(state["seconds"], 1),
-                           "tokens_per_s": seen * dist.world / max(time.monotonic() - t0, 1e-9)}
-                    state["history"].append(row)
-                    say(f"epoch {row['epoch']:>2}: train loss {train_loss:.3f} (smoothed)  "
-                        f"valid loss {valid_loss:.3f}  valid ppl {row['valid_ppl']:.2f}  "
-                        f"{row['tokens_per_s']:,.0f} tok/s  {row['seconds']:.0f} s")
-                    state["epoch"] += 1
-                    state["batch_in_epoch"] = 0
-                    improved = valid_loss < state["best_valid_loss"]
-                    if improved:
-                        state["best_valid_loss"], state["bad_epochs"] = valid_loss, 0
-                    else:
-                        state["bad_epochs"] += 1
-                        state["lr_scale"] *= preset.lr_shrink
-                        if state["bad_epochs"] >= preset.patience:
-                            stop = stop or "early stop"
-                    if improved and dist.main:
-                        save_checkpoint(best_path, checkpoint_payload())
-                save_last()
-                if state["epoch"] >= preset.epochs:
-                    stop = stop or "epochs"
-        except KeyboardInterrupt:
-            # Interrupted inside a step: the step is dropped, and the random state from its
-            # start is saved, so the resumed run redraws the same dropout masks for it.
-            save_last(rng_at_step_start)
-            say(f"interrupted at step {state['step']}: saved {last_path}; "
-                "continue with resume=True (--resume)")
-            raise
-
-        result.stopped, result.steps, result.seconds = stop, state["step"], state["seconds"]
-        result.history = state["history"]
-        if best_path.exists():
-            best = load_checkpoint(best_path, map_location=device)
-            model.load_state_dict(best["model"])
-            result.best_path = best_path
-        model.eval()
-        say(f"stopped ({stop}) after {state['step']} steps, {state['seconds']:.0f} s; "
-            f"best valid loss {state['best_valid_loss']:.3f}")
-        return result
+        created = claim_folder(folder, resume) if dist.main else []
+        if not isinstance(data, dict):
+            data = load_multi30k(data)
+        trainer = Trainer(preset, folder, data, dist, resume=resume, progress=progress, log=log)
+        return trainer.result(trainer.run())
+    except BaseException:
+        _remove_if_empty(created)
+        raise
     finally:
         dist.close()
 
@@ -507,36 +788,91 @@ def _progress(total: int, desc: str, enabled: bool, initial: int = 0):
 # ---------------------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not the usage block
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, not {text!r}")
+    return value
+
+
+def _device(text: str) -> torch.device:
+    try:
+        dev = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device (cpu, cuda, mps)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError("cuda was asked for but this machine has no CUDA GPU "
+                                         "(or this torch is a CPU build); use --device cpu")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise argparse.ArgumentTypeError("mps was asked for but is not available; use cpu")
+    return dev
+
+
+def describe_os_error(e: OSError, folder: Path) -> str:
+    """One line naming an OSError's problem and its fix."""
+    where = Path(e.filename).parent if e.filename else folder
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"no space left on device in {where}: free some space there, or choose another "
+                "--out folder on a disk with room.")
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"cannot write to {e.filename or folder} ({e.strerror}): choose another --out "
+                "folder, or make this one writable.")
+    return f"{e.strerror or e} ({e.filename or folder})."
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m convs2s.train", description="Train ConvS2S on Multi30k (German→English)."
     )
     parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
     parser.add_argument("--out", required=True, type=Path, help="folder for best.pt and last.pt")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
     parser.add_argument("--data-dir", type=Path, help="Multi30k folder (default: CONVS2S_DATA_DIR)")
-    parser.add_argument("--device", help="cpu, cuda, mps (default: the best available)")
-    parser.add_argument("--epochs", type=int, help="override the preset's epochs")
-    parser.add_argument("--max-steps", type=int, help="override the preset's step limit")
-    parser.add_argument("--max-minutes", type=float, help="override the preset's time budget")
+    parser.add_argument("--device", type=_device,
+                        help="cpu, cuda, mps (default: the best available)")
+    parser.add_argument("--epochs", type=_whole_number, help="override the preset's epochs")
+    parser.add_argument("--max-steps", type=_whole_number, help="override the preset's step limit")
+    parser.add_argument("--max-minutes", type=_minutes, help="override the preset's time budget")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
-    preset = PRESETS[args.preset]
     overrides = {k: v for k, v in (("epochs", args.epochs), ("max_steps", args.max_steps),
                                    ("max_minutes", args.max_minutes)) if v is not None}
-    preset = dataclasses.replace(preset, **overrides)
-    data = load_multi30k(args.data_dir) if args.data_dir else None
+    preset = dataclasses.replace(PRESETS[args.preset], **overrides)
     try:
-        result = train(preset, args.out, data=data, resume=args.resume, device=args.device,
-                       progress=not args.no_progress)
-    except (CheckpointError, FloatingPointError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        result = train(preset, args.out, data=args.data_dir, resume=args.resume,
+                       device=args.device, progress=not args.no_progress)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: last.pt was saved and said so
+        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+    except (CheckpointError, DataError, FloatingPointError, ValueError) as e:
+        return _fail(str(e))
+    except OSError as e:
+        return _fail(describe_os_error(e, args.out))
     if result.best_path:
         print(f"best checkpoint: {result.best_path}")
     return 0
+
+
+def _fail(message: str) -> int:
+    print("error: " + " ".join(message.split()), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
