@@ -1,28 +1,35 @@
-"""Turn the course notebooks' exercises into nbgrader assignments.
+"""Build the nbgrader course from the exercises written in the course notebooks.
 
-``python -m convs2s.coursework --out coursework/source`` writes, for every course notebook
-``notebooks/NN_<name>.ipynb`` (01-08), a self-contained assignment notebook
-``coursework/source/NN_<name>/NN_<name>.ipynb`` in nbgrader's *source* format (solutions in):
+``python -m tools.coursework`` (run from the repository root; ``make student`` does) reads every
+course notebook ``notebooks/NN_<name>.ipynb`` that has exercises and writes its assignment in
+nbgrader's *source* format (instructor version: solutions and hidden tests in) to
+``coursework/source/NN_<name>/NN_<name>.ipynb``.
 
-- a header (title, link to the course notebook, how to work and be graded) and a setup cell
-  with the imports the exercises need, both read-only;
-- per exercise: the task (read-only markdown), a solution cell (the function's signature and
-  docstring stay visible; its body sits between ``### BEGIN SOLUTION`` / ``### END SOLUTION``
-  and becomes ``raise NotImplementedError()`` in the student version), and an autograded test
-  cell (locked, with points) that runs ``convs2s.checks.<exercise>(...)`` -- the visible checks
-  self-learners run too -- followed by hidden tests between ``### BEGIN HIDDEN TESTS`` /
-  ``### END HIDDEN TESTS``.
+Every exercise is written once, in its notebook (the format is in ``tools/README.md``): cells
+with ``metadata["convs2s"] = {"exercise": <id>, "role": <role>, ...}``. Nothing here repeats
+them. Hidden tests live in ``coursework/hidden/NN.py``, one function per exercise id whose
+parameters are the learner's answer names; this module reads that file as text (it never
+imports it) and copies each function's body into its grade cell.
 
-The task text and the solution code come from the course notebook (its "### Exercise N: ..."
-markdown cell and the following cell tagged ``solution``), so the coursework follows the
-notebooks. Everything else is defined here, in :data:`ASSIGNMENTS`: which exercises are graded,
-their points, docstrings, hidden tests, the setup imports, and a complete fallback (task and
-solution) used when a course notebook, or one of its exercises, is missing. The exercise tests
-of the notebooks themselves use the notebook's state (trained models, data), so the coursework
-grades with the self-contained :mod:`convs2s.checks` instead.
+An assignment holds a read-only header and setup cell (the notebook's ``exercise-setup`` cell),
+then per exercise:
 
-nbgrader (``nbgrader generate_assignment``, run by ``make student``) then makes the student
-versions in ``coursework/release/``; see ``coursework/README.md``.
+- the task (read-only markdown, with its points);
+- the answer cell (nbgrader "solution" cell). For a function stub, the stub's signature and
+  docstring stay visible and the solution's body sits between ``### BEGIN SOLUTION`` /
+  ``### END SOLUTION``; for any other stub (``prediction = None``, a planted bug) the stub's
+  lines stay visible and the solution follows between the markers. nbgrader's student version
+  has ``raise NotImplementedError()`` in place of each region;
+- for ``predict``, ``derive``, ``debug`` and ``implement``: a locked, autograded grade cell,
+  ``assert checks.<id>(<answer names>)`` (the notebook's visible check) followed by the hidden
+  tests between ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``;
+- for ``explain``: the answer cell is a markdown cell graded by hand (nbgrader's "manually
+  graded answer"), whose instructor version holds the model answer from the notebook's
+  ``<details>`` solution.
+
+``--clean`` removes what an earlier run wrote, and only that: the tool writes a marker file,
+``.convs2s-coursework``, listing its files in every folder it creates, and refuses (exit 2) a
+folder without it. It never touches the course notebooks' folder or a folder holding it.
 """
 
 from __future__ import annotations
@@ -31,997 +38,442 @@ import argparse
 import ast
 import io
 import json
+import os
 import re
-import shutil
 import sys
 import textwrap
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convs2s import checks
+from convs2s.fileio import write_json_atomic, write_text_atomic
 
 SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 DEFAULT_REPOSITORY = "https://github.com/convs2s-course/convs2s"
-#: How many graded exercises each assignment must have at least (issue: 3 for 01-04, 1 after).
-MIN_EXERCISES = {"01": 3, "02": 3, "03": 3, "04": 3, "05": 1, "06": 1, "07": 1, "08": 1}
+#: The kinds of exercise (tools/README.md); only ``explain`` is graded by hand.
+KINDS = ("predict", "derive", "debug", "implement", "explain")
+ROLES = ("task", "answer", "check", "solution")
+#: The file that marks a folder this tool created; it lists the files the tool wrote there.
+MARKER = ".convs2s-coursework"
+
+_HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*(?:\(\s*([\w-]+)\s*\))?\s*:\s*(.+?)\s*$")
+_TITLE_LINE = re.compile(r"^\s*#@title\b")
+_DETAILS = re.compile(r"<details>\s*<summary>.*?</summary>(.*)</details>", re.DOTALL)
+
+
+class CourseworkError(ValueError):
+    """A notebook or hidden-test file that does not follow the exercise format (one line)."""
+
+
+class CleanRefused(CourseworkError):
+    """``--clean`` on a folder this tool did not make."""
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the exercises from a course notebook
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded exercise.
+    """One exercise, as its notebook writes it.
 
     Attributes:
-        id: the name of its check, ``convs2s.checks.<id>`` (= the function it asks for).
-        title: the exercise's title (the notebook's, when the notebook has it).
-        functions: the functions the student writes, in the order the check takes them.
-        points: what the autograded test cell is worth.
-        prompt: the task (markdown, without the heading); the fallback for the notebook's.
-        solution: a solution defining ``functions``; the fallback for the notebook's.
-        hidden: hidden tests (asserts), run by the autograder after the visible checks.
-        docstrings: per function, shown to students above the code they write.
-        notebook_prompt: False where the notebook's task text refers to its own state (an
-            experiment, its outputs) and ``prompt`` is the self-contained version.
+        id: the name of its check, ``convs2s.checks.<id>``.
+        kind: one of :data:`KINDS`.
+        points: what the grade cell (or, for ``explain``, the manually graded answer) is worth.
+        number, title: from the task's ``### Exercise N (kind): title`` heading.
+        task: the task cell's markdown (heading included).
+        answer: the answer cell: what the learner starts from.
+        check: the check cell's call, ``checks.<id>(<names>)`` ("" for ``explain``).
+        solution: the solution cell (its ``#@title`` line and check call removed); for
+            ``explain`` the model answer inside ``<details>``.
+        answer_names: the names the check is called with.
     """
 
     id: str
-    title: str
-    functions: tuple[str, ...]
+    kind: str
     points: int
-    prompt: str
+    number: int
+    title: str
+    task: str
+    answer: str
+    check: str
     solution: str
-    hidden: str
-    docstrings: dict[str, str] = field(default_factory=dict)
-    notebook_prompt: bool = True
+    answer_names: tuple[str, ...] = ()
 
-    def check_call(self) -> str:
-        return f"checks.{self.id}({', '.join(self.functions)})"
+    @property
+    def manual(self) -> bool:
+        return self.kind == "explain"
 
 
 @dataclass(frozen=True)
-class Assignment:
-    """The graded exercises of one course notebook ``notebooks/<name>.ipynb``."""
+class NotebookExercises:
+    """The exercise-setup cell and the exercises of one course notebook."""
 
-    name: str
+    path: Path
     title: str
     setup: str
     exercises: tuple[Exercise, ...]
 
     @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
     def number(self) -> str:
-        return self.name[:2]
+        return self.path.stem[:2]
 
     @property
     def points(self) -> int:
         return sum(ex.points for ex in self.exercises)
 
 
-def _src(text: str) -> str:
-    return textwrap.dedent(text).strip("\n")
-
-
-# --------------------------------------------------------------------------------------------
-# The exercises
-# --------------------------------------------------------------------------------------------
-
-_A01 = Assignment(
-    name="01_glu_and_padding",
-    title="Gated linear units and padding",
-    setup=_src("""
-        import torch
-        import torch.nn.functional as F
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="my_glu", title="GLU by hand", functions=("my_glu",), points=2,
-            prompt=_src("""
-                Write `my_glu(h, dim)` that splits `h` into two equal halves along `dim` and
-                returns $A \\otimes \\sigma(B)$, without calling `F.glu`. It must work for any
-                dimension (also negative ones) and raise a `ValueError` when that dimension has
-                an odd size.
-            """),
-            solution=_src("""
-                def my_glu(h, dim=-1):
-                    if h.size(dim) % 2:
-                        raise ValueError(f"dimension {dim} has odd size {h.size(dim)}")
-                    a, b = h.chunk(2, dim=dim)  # a, b = h's shape with size(dim) halved
-                    return a * torch.sigmoid(b)
-            """),
-            hidden=_src("""
-                import torch as _torch
-                import torch.nn.functional as _F
-
-                _g = _torch.Generator().manual_seed(101)
-                for _shape, _dim in [((3, 10, 2, 4), 1), ((2, 2), -2), ((1, 12), 1)]:
-                    _h = _torch.randn(_shape, generator=_g, dtype=_torch.float64)
-                    _out = my_glu(_h, _dim)
-                    assert _out.dtype == _torch.float64, "keep the input's dtype"
-                    _torch.testing.assert_close(_out, _F.glu(_h, dim=_dim))
-                _h = _torch.randn(4, 6, generator=_g).requires_grad_()
-                my_glu(_h, 1).sum().backward()
-                assert _h.grad is not None and _h.grad.abs().sum() > 0, "gradients must flow"
-                try:
-                    my_glu(_torch.randn(3, 7, 4), -2)
-                except ValueError:
-                    pass
-                else:
-                    raise AssertionError("an odd size along dim=-2 must raise ValueError")
-            """),
-            docstrings={"my_glu": "A ⊗ σ(B) for the two halves A, B of h along dim (ValueError "
-                                  "if that size is odd)."},
-        ),
-        Exercise(
-            id="causal_left_padding", title="how much causal padding?",
-            functions=("causal_left_padding",), points=1,
-            prompt=_src("""
-                Write `causal_left_padding(k)`: the number of zeros to put on the **left** of the
-                sequence so that a width-`k` convolution (a) keeps the sequence length and (b)
-                never lets output $i$ see an input $j > i$. The test checks both properties by
-                measurement, and that `ConvGLUBlock(padding="causal")` computes the same thing.
-            """),
-            solution=_src("""
-                def causal_left_padding(k):
-                    return k - 1
-            """),
-            hidden=_src("""
-                for _k in range(1, 12):
-                    assert causal_left_padding(_k) == _k - 1, _k
-            """),
-            docstrings={"causal_left_padding": "Zeros on the left so that a width-k "
-                                               "convolution keeps the length and is causal."},
-        ),
-        Exercise(
-            id="my_receptive_field", title="the receptive field formula",
-            functions=("my_receptive_field",), points=2,
-            prompt=_src("""
-                Write `my_receptive_field(k, n_layers)`: how many input positions one output of
-                `n_layers` stacked width-`k` convolutions depends on. The test compares it with
-                the field **measured** by `viz.dependency_map`, so derive it, do not guess: one
-                layer sees $k$ inputs; how much does each further layer add?
-            """),
-            solution=_src("""
-                def my_receptive_field(k, n_layers):
-                    return 1 + n_layers * (k - 1)  # each layer adds k-1 new positions
-            """),
-            hidden=_src("""
-                from convs2s import viz as _viz
-
-                for _k, _layers in [(9, 6), (4, 10), (2, 15), (13, 1), (3, 20)]:
-                    assert my_receptive_field(_k, _layers) == _viz.receptive_field(_k, _layers)
-            """),
-            docstrings={"my_receptive_field": "Input positions one output of n_layers stacked "
-                                              "width-k convolutions depends on."},
-        ),
-    ),
-)
-
-_A02 = Assignment(
-    name="02_convolutional_encoder",
-    title="The convolutional encoder",
-    setup=_src("""
-        import torch
-
-        from convs2s import checks, viz
-    """),
-    exercises=(
-        Exercise(
-            id="embed", title="the input embeddings", functions=("embed",), points=2,
-            prompt=_src("""
-                Write `embed(src, tok_embedding, pos_embedding)` that returns
-                $\\mathbf{e} = \\mathbf{w} + \\mathbf{p}$ for `src = [batch, src_len]` (positions
-                $0, \\dots, \\text{src\\_len}-1$). The test uses a fact from the course notebook:
-                the package returns `combined` $= (\\mathbf{z} + \\mathbf{e})\\sqrt{0.5}$ and
-                `conved` $= \\mathbf{z}$, so $\\mathbf{e}$ = `combined / √0.5 − conved`.
-            """),
-            solution=_src("""
-                def embed(src, tok_embedding, pos_embedding):
-                    positions = torch.arange(src.size(1), device=src.device)  # [src_len]
-                    return tok_embedding(src) + pos_embedding(positions)  # [batch, src_len, emb]
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _g = _torch.Generator().manual_seed(202)
-                _tok, _pos = _torch.nn.Embedding(30, 5), _torch.nn.Embedding(12, 5)
-                for _shape in [(4, 12), (1, 1), (3, 7)]:
-                    _s = _torch.randint(0, 30, _shape, generator=_g)
-                    _expected = _tok.weight[_s] + _pos.weight[: _shape[1]].unsqueeze(0)
-                    _torch.testing.assert_close(embed(_s, _tok, _pos), _expected)
-            """),
-            docstrings={"embed": "e = w + p: token plus position embeddings, [batch, src_len, "
-                                 "emb_dim]."},
-        ),
-        Exercise(
-            id="mask_padding", title="mask the padding", functions=("mask_padding",), points=2,
-            prompt=_src("""
-                Write `mask_padding(x, src_mask)` for `x = [batch, hid_dim, src_len]` and a bool
-                `src_mask = [batch, src_len]` (True on real tokens) that returns `x` with every
-                padding position set to zero, without changing `x` in place. The test checks
-                that a `convs2s.ConvGLUBlock` given your masked input (and no mask) computes what
-                it computes when it masks by itself.
-            """),
-            solution=_src("""
-                def mask_padding(x, src_mask):
-                    return x.masked_fill(~src_mask.unsqueeze(1), 0.0)  # [batch, hid, src_len]
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _g = _torch.Generator().manual_seed(203)
-                _x = _torch.randn(2, 3, 5, generator=_g, dtype=_torch.float64)
-                _all = _torch.ones(2, 5, dtype=_torch.bool)
-                assert _torch.equal(mask_padding(_x, _all), _x), "no padding: nothing changes"
-                _m = _torch.tensor([[True, True, False, False, False], [False] * 5])
-                _out = mask_padding(_x, _m)
-                assert _out.dtype == _torch.float64 and _out.shape == _x.shape
-                assert (_out[1] == 0).all() and (_out[0, :, 2:] == 0).all()
-                assert _torch.equal(_out[0, :, :2], _x[0, :, :2])
-            """),
-            docstrings={"mask_padding": "x [batch, hid_dim, src_len] with padding positions "
-                                        "zeroed (a new tensor)."},
-        ),
-        Exercise(
-            id="measured_receptive_field", title="a receptive-field meter",
-            functions=("measured_receptive_field",), points=3,
-            prompt=_src("""
-                The course notebook found an encoder bug by measuring how far each output sees.
-                Turn that into a tool: write `measured_receptive_field(stack, e)` that takes a
-                function `stack` mapping embeddings `[1, src_len, emb_dim]` to outputs
-                `[1, src_len, emb_dim]` and one input `e`, and returns the largest number of input
-                positions any output depends on. Use `viz.measure_dependency` (channels last)
-                and count. It must give $1 + L(k-1)$ for a correct encoder with $L$ blocks and
-                $k$ for the buggy one (whose blocks all read the stack's input).
-            """),
-            solution=_src("""
-                def measured_receptive_field(stack, e):
-                    dep = viz.measure_dependency(stack, e, channels_last=True)  # [len, len]
-                    return int(dep.sum(dim=1).max())
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _e = _torch.randn(1, 9, 4, generator=_torch.Generator().manual_seed(204))
-                assert measured_receptive_field(lambda t: t * 2.0, _e) == 1
-                assert measured_receptive_field(lambda t: t.cumsum(dim=1), _e) == 9
-                assert measured_receptive_field(lambda t: t + t.mean(dim=1, keepdim=True), _e) == 9
-                assert isinstance(measured_receptive_field(lambda t: t, _e), int)
-            """),
-            docstrings={"measured_receptive_field": "The most input positions any output of "
-                                                    "stack depends on, measured at e."},
-        ),
-    ),
-)
-
-_A03 = Assignment(
-    name="03_causal_decoder",
-    title="The causal decoder",
-    setup=_src("""
-        import torch
-        import torch.nn.functional as F
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="causal_padding", title="How much causal padding?", functions=("causal_padding",),
-            points=1,
-            prompt=_src("""
-                Write `causal_padding(kernel_size)` returning `(left, right)`: how many zeros to
-                add on each side of a sequence so that a convolution of width `kernel_size` (no
-                built-in padding) keeps the length and output $i$ sees inputs
-                $i-k+1 \\dots i$ only.
-            """),
-            solution=_src("""
-                def causal_padding(kernel_size):
-                    return kernel_size - 1, 0
-            """),
-            hidden=_src("""
-                for _k in range(1, 10):
-                    assert tuple(causal_padding(_k)) == (_k - 1, 0), _k
-            """),
-            docstrings={"causal_padding": "(left, right) zeros for a causal width-kernel_size "
-                                          "convolution."},
-        ),
-        Exercise(
-            id="causal_conv1d", title="A causal convolution with `F.pad`",
-            functions=("causal_conv1d",), points=2,
-            prompt=_src("""
-                Write `causal_conv1d(x, weight, bias)` for `x = [batch, in_channels, length]` and
-                `weight = [out_channels, in_channels, k]`: pad with `F.pad`, then `F.conv1d`.
-                The output must have the input's length, and must not change when future inputs
-                change.
-            """),
-            solution=_src("""
-                def causal_conv1d(x, weight, bias):
-                    k = weight.size(-1)
-                    x = F.pad(x, (k - 1, 0))  # x = [batch, in_channels, length + k - 1]
-                    return F.conv1d(x, weight, bias)  # [batch, out_channels, length]
-            """),
-            hidden=_src("""
-                import torch as _torch
-                import torch.nn.functional as _F
-
-                _g = _torch.Generator().manual_seed(303)
-                for _cin, _cout, _k, _len in [(3, 7, 6, 3), (1, 1, 2, 9), (4, 2, 5, 5)]:
-                    _x = _torch.randn(2, _cin, _len, generator=_g, dtype=_torch.float64)
-                    _w = _torch.randn(_cout, _cin, _k, generator=_g, dtype=_torch.float64)
-                    _b = _torch.randn(_cout, generator=_g, dtype=_torch.float64)
-                    _ref = _F.conv1d(_F.pad(_x, (_k - 1, 0)), _w, _b)
-                    _torch.testing.assert_close(causal_conv1d(_x, _w, _b), _ref)
-                    _torch.testing.assert_close(causal_conv1d(_x, _w, None), _ref - _b[:, None])
-            """),
-            docstrings={"causal_conv1d": "A convolution whose output t sees inputs <= t only, "
-                                         "same length as x."},
-        ),
-        Exercise(
-            id="moved_positions", title="Predict which predictions a perturbation moves",
-            functions=("moved_positions",), points=3,
-            prompt=_src("""
-                Write `moved_positions(t, kernel_size, n_layers, length, padding)`: the sorted
-                list of output positions whose logits change when decoder input $t$ changes, for
-                `padding` `"causal"` or `"same"` (odd `kernel_size`). Use the receptive field,
-                not the model; the test compares with the measurement on tiny ConvS2S models.
-            """),
-            solution=_src("""
-                def moved_positions(t, kernel_size, n_layers, length, padding):
-                    reach = n_layers * (kernel_size - 1)
-                    if padding == "causal":
-                        return [i for i in range(length) if t <= i <= t + reach]
-                    return [i for i in range(length) if abs(i - t) <= reach // 2]
-            """),
-            hidden=_src("""
-                for _t, _k, _l, _n in [(0, 3, 4, 20), (19, 3, 4, 20), (6, 7, 2, 10), (3, 1, 5, 8)]:
-                    _reach = _l * (_k - 1)
-                    assert list(moved_positions(_t, _k, _l, _n, "causal")) == [
-                        _i for _i in range(_n) if _t <= _i <= _t + _reach]
-                    assert list(moved_positions(_t, _k, _l, _n, "same")) == [
-                        _i for _i in range(_n) if abs(_i - _t) <= _reach // 2]
-            """),
-            docstrings={"moved_positions": "Sorted output positions whose logits move when "
-                                           "decoder input t changes."},
-        ),
-    ),
-)
-
-_A04 = Assignment(
-    name="04_multi_step_attention",
-    title="Multi-step attention",
-    setup=_src("""
-        import math
-
-        import torch
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="masked_softmax", title="Masked softmax", functions=("masked_softmax",),
-            points=2,
-            prompt=_src("""
-                Write `masked_softmax(energy, src_mask)` for `energy = [batch, trg_len, src_len]`
-                and `src_mask = [batch, src_len]` (True on real tokens): a softmax over the last
-                dimension in which padding gets weight exactly 0.
-            """),
-            solution=_src("""
-                def masked_softmax(energy, src_mask):
-                    energy = energy.masked_fill(~src_mask[:, None, :], float("-inf"))
-                    return torch.softmax(energy, dim=-1)  # [batch, trg_len, src_len]
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _g = _torch.Generator().manual_seed(404)
-                _e = _torch.randn(2, 3, 5, generator=_g) * 1e4  # large energies: no NaN
-                _m = _torch.tensor([[True, True, False, False, False], [True] * 5])
-                _out = masked_softmax(_e, _m)
-                assert not _out.isnan().any()
-                assert (_out[0, :, 2:] == 0).all()
-                _torch.testing.assert_close(_out.sum(-1), _torch.ones(2, 3))
-                _torch.testing.assert_close(_out[1], _torch.softmax(_e[1], dim=-1))
-                _one = _torch.randn(1, 1, 4, generator=_g)
-                _torch.testing.assert_close(
-                    masked_softmax(_one, _torch.tensor([[False, True, False, False]])),
-                    _torch.tensor([[[0.0, 1.0, 0.0, 0.0]]]))
-            """),
-            docstrings={"masked_softmax": "Softmax over src_len with exactly 0 weight on "
-                                          "padding, [batch, trg_len, src_len]."},
-        ),
-        Exercise(
-            id="length_scale", title="The length-scaling factor", functions=("length_scale",),
-            points=2,
-            prompt=_src("""
-                Write `length_scale(src_mask)` returning the factor the context is multiplied by,
-                shaped `[batch, 1, 1]` so that it broadcasts over `[batch, trg_len, emb_dim]`:
-                $m\\sqrt{1/m} = \\sqrt{m}$ with $m$ the number of real tokens of each sentence.
-            """),
-            solution=_src("""
-                def length_scale(src_mask):
-                    m = src_mask.sum(dim=1).float()  # m = [batch]
-                    return (m * torch.rsqrt(m)).view(-1, 1, 1)  # [batch, 1, 1]
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _g = _torch.Generator().manual_seed(405)
-                _lengths = _torch.randint(1, 30, (12,), generator=_g)
-                _mask = _torch.arange(30)[None, :] < _lengths[:, None]
-                _out = length_scale(_mask)
-                assert _out.shape == (12, 1, 1) and _out.is_floating_point()
-                _torch.testing.assert_close(_out.flatten(), _lengths.float().sqrt())
-                assert length_scale(_torch.ones(1, 1, dtype=_torch.bool)).shape == (1, 1, 1)
-            """),
-            docstrings={"length_scale": "√m per sentence (m = real tokens), shaped [batch, 1, "
-                                        "1]."},
-        ),
-        Exercise(
-            id="row_entropy", title="Attention entropy", functions=("row_entropy",), points=2,
-            prompt=_src("""
-                Write `row_entropy(a)` for attention `a = [trg_len, src_len]` (rows sum to 1, some
-                entries may be exactly 0): the mean over rows of $-\\sum_j a_{ij}\\log a_{ij}$, in
-                nats, treating $0\\log 0$ as 0.
-            """),
-            solution=_src("""
-                def row_entropy(a):
-                    plogp = torch.where(a > 0, a * torch.log(a), torch.zeros_like(a))
-                    return -plogp.sum(dim=-1).mean()  # scalar
-            """),
-            hidden=_src("""
-                import math as _math
-
-                import torch as _torch
-
-                _a = _torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]],
-                                   dtype=_torch.float64)
-                assert abs(float(row_entropy(_a)) - _math.log(2) / 2) < 1e-9
-                _g = _torch.Generator().manual_seed(406)
-                _a = _torch.softmax(_torch.randn(10, 20, generator=_g), -1)
-                _a[:, 5] = 0.0
-                _a = _a / _a.sum(-1, keepdim=True)
-                _expected = float(-(_a * _a.clamp_min(1e-30).log()).sum(-1).mean())
-                assert abs(float(row_entropy(_a)) - _expected) < 1e-5
-            """),
-            docstrings={"row_entropy": "Mean over rows of the entropy (nats) of attention a "
-                                       "[trg_len, src_len]."},
-        ),
-    ),
-)
-
-_A05 = Assignment(
-    name="05_training_on_multi30k",
-    title="Training on Multi30k",
-    setup=_src("""
-        import math
-        from collections import Counter
-
-        import torch
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="shift_for_teacher_forcing", title="the teacher-forcing shift",
-            functions=("shift_for_teacher_forcing",), points=2,
-            prompt=_src("""
-                Write `shift_for_teacher_forcing(trg)` that takes a batch `trg = [batch, trg_len]`
-                of `<bos> … <eos> <pad>…` rows and returns `(trg_in, trg_out)`: what the decoder
-                reads and what it must predict at each position.
-            """),
-            solution=_src("""
-                def shift_for_teacher_forcing(trg):
-                    trg_in = trg[:, :-1]  # trg_in = [batch, trg_len - 1]
-                    trg_out = trg[:, 1:]  # trg_out = [batch, trg_len - 1]
-                    return trg_in, trg_out
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _t = _torch.arange(45).view(5, 9)
-                _in, _out = shift_for_teacher_forcing(_t)
-                assert _torch.equal(_in, _t[:, :-1]) and _torch.equal(_out, _t[:, 1:])
-                _in, _out = shift_for_teacher_forcing(_torch.tensor([[2, 3], [2, 3]]))
-                assert _in.tolist() == [[2], [2]] and _out.tolist() == [[3], [3]]
-            """),
-            docstrings={"shift_for_teacher_forcing": "(trg_in, trg_out): the decoder's input "
-                                                     "and its targets, [batch, trg_len - 1] "
-                                                     "each."},
-        ),
-        Exercise(
-            id="perplexity_from_loss", title="perplexity from the loss",
-            functions=("perplexity_from_loss",), points=1,
-            prompt=_src("""
-                Training reports the validation loss per epoch (mean cross-entropy per token, in
-                nats). Write `perplexity_from_loss(loss)` that turns it into a perplexity. (What
-                does a perplexity of 20 mean? The model is as unsure as if it picked uniformly
-                among 20 words.)
-            """),
-            solution=_src("""
-                def perplexity_from_loss(loss):
-                    return math.exp(loss)
-            """),
-            hidden=_src("""
-                import math as _math
-
-                for _loss in (1e-9, 1.0, 4.6, 20.0):
-                    assert _math.isclose(perplexity_from_loss(_loss), _math.exp(_loss),
-                                         rel_tol=1e-9)
-                assert _math.isclose(perplexity_from_loss(_math.log(20)), 20.0, rel_tol=1e-9)
-            """),
-            docstrings={"perplexity_from_loss": "The perplexity of a mean per-token "
-                                                "cross-entropy loss in nats."},
-        ),
-        Exercise(
-            id="build_itos", title="a vocabulary by hand", functions=("build_itos",), points=3,
-            prompt=_src("""
-                Write `build_itos(token_lists, min_freq, specials)` that returns the id → token
-                list of a vocabulary: the specials first, then every other token seen at least
-                `min_freq` times, most frequent first, ties in alphabetical order. It must equal
-                `Vocab.build(...).itos`.
-            """),
-            solution=_src("""
-                def build_itos(token_lists, min_freq,
-                               specials=("<unk>", "<pad>", "<bos>", "<eos>")):
-                    counts = Counter(t for tokens in token_lists for t in tokens)
-                    kept = [t for t, n in counts.items() if n >= min_freq and t not in specials]
-                    kept.sort(key=lambda t: (-counts[t], t))
-                    return list(specials) + kept
-            """),
-            hidden=_src("""
-                _sp = ("<unk>", "<pad>", "<bos>", "<eos>")
-                assert list(build_itos([["b", "a"], ["a", "b"], ["c"]], 1)) == [*_sp, "a", "b", "c"]
-                assert list(build_itos([["b", "a"], ["a", "b"], ["c"]], 2)) == [*_sp, "a", "b"]
-                assert list(build_itos([["x", "y"]], 3)) == list(_sp)
-                assert list(build_itos([["<pad>", "z", "z"]], 1)) == [*_sp, "z"]
-                _itos = build_itos([["b", "c", "c", "a", "c", "b"]], 1)
-                assert list(_itos) == [*_sp, "c", "b", "a"]
-            """),
-            docstrings={"build_itos": "id -> token list: specials, then tokens seen >= min_freq "
-                                      "times by (-count, token)."},
-        ),
-    ),
-)
-
-_A06 = Assignment(
-    name="06_inference_beam_search_bleu",
-    title="Inference: beam search and BLEU",
-    setup=_src("""
-        import math
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="rerank", title="re-rank the finished hypotheses", functions=("rerank",),
-            points=3,
-            prompt=_src("""
-                The length penalty α only changes how *finished* hypotheses are compared, not
-                which ones the search finds. Write `rerank(hypotheses, alpha)`: given
-                `beam_search(..., return_all=True)` output made with α = 1, i.e.
-                `(tokens, score)` pairs with `score = Σ log p / (len + 1)` (the + 1 counts
-                `<eos>`), return the token lists ordered by `Σ log p / (len + 1) ** alpha`, best
-                first.
-            """),
-            solution=_src("""
-                def rerank(hypotheses, alpha):
-                    rescored = []
-                    for tokens, score in hypotheses:
-                        length = len(tokens) + 1  # the generated tokens plus <eos>
-                        total = score * length  # undo the α = 1 normalisation: Σ log p
-                        rescored.append((total / length**alpha, tokens))
-                    rescored.sort(key=lambda r: r[0], reverse=True)  # best first
-                    return [tokens for _, tokens in rescored]
-            """),
-            hidden=_src("""
-                _h = [([1, 2, 3], -1.0), ([4], -1.5), ([], -2.5)]  # totals -4, -3, -2.5
-                assert [list(t) for t in rerank(_h, 0.0)] == [[], [4], [1, 2, 3]]
-                assert [list(t) for t in rerank(_h, 1.0)] == [[1, 2, 3], [4], []]
-                assert [list(t) for t in rerank(_h, 2.0)] == [[1, 2, 3], [4], []]
-                assert [list(t) for t in rerank(_h[:1], 0.7)] == [[1, 2, 3]]
-            """),
-            docstrings={"rerank": "Token lists ordered by Σ log p / (len + 1) ** alpha, best "
-                                  "first."},
-        ),
-        Exercise(
-            id="brevity_penalty", title="the brevity penalty", functions=("brevity_penalty",),
-            points=2,
-            prompt=_src("""
-                Write `brevity_penalty(hyp_len, ref_len)` for corpus lengths (total tokens of all
-                outputs and of all references): 1 when the outputs are longer than the
-                references, else $e^{1 - r/c}$. An empty output (`hyp_len == 0`) gets 0.
-            """),
-            solution=_src("""
-                def brevity_penalty(hyp_len, ref_len):
-                    if hyp_len == 0:
-                        return 0.0
-                    return 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
-            """),
-            hidden=_src("""
-                import math as _math
-
-                assert brevity_penalty(100, 100) == 1.0 and brevity_penalty(20, 19) == 1.0
-                assert _math.isclose(brevity_penalty(1, 4), _math.exp(-3), rel_tol=1e-12)
-                assert _math.isclose(brevity_penalty(999, 1000), _math.exp(1 - 1000 / 999))
-                assert brevity_penalty(0, 1) == 0.0
-            """),
-            docstrings={"brevity_penalty": "BLEU's brevity penalty for corpus lengths c = "
-                                           "hyp_len, r = ref_len."},
-        ),
-        Exercise(
-            id="repeats", title="stuttering outputs", functions=("repeats",), points=2,
-            notebook_prompt=False,
-            prompt=_src("""
-                A common failure of neural translators is repetition ("a man in a shirt shirt
-                shirt"). Write `repeats(tokens, n=1)` that returns True when the same n-gram
-                occurs twice in a row (`["a", "a"]` for n = 1; `["in", "a", "in", "a"]` for
-                n = 2).
-            """),
-            solution=_src("""
-                def repeats(tokens, n=1):
-                    for i in range(len(tokens) - 2 * n + 1):
-                        if tokens[i: i + n] == tokens[i + n: i + 2 * n]:
-                            return True
-                    return False
-            """),
-            hidden=_src("""
-                assert repeats([1, 2, 3, 4, 5, 6, 7, 8, 9, 9])
-                assert not repeats([1, 2, 3, 1, 2, 3, 4], 2) and repeats([1, 2, 3, 1, 2, 3], 3)
-                assert repeats([5, 6, 7, 8, 5, 6, 7, 8], 4) and not repeats([5, 6, 7, 8], 4)
-                assert not repeats([1, 2], 2) and not repeats([3, 4, 3], 1)
-            """),
-            docstrings={"repeats": "True when some n-gram of tokens is immediately repeated."},
-        ),
-    ),
-)
-
-_A07 = Assignment(
-    name="07_convs2s_vs_rnn_attention",
-    title="ConvS2S vs an RNN with attention",
-    setup=_src("""
-        import torch
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="augment_tokens", title="Source-side augmentation", functions=("augment_tokens",),
-            points=3,
-            prompt=_src("""
-                A cheap way to make a translator robust is to perturb its *input* during training
-                (e.g. Wei & Zou, 2019, "EDA"). Write `augment_tokens(ids, p_delete, n_swaps,
-                generator)` for one source sentence given as a list of token ids: first delete
-                every token independently with probability `p_delete` (draw with
-                `torch.rand(1, generator=generator)`, one draw per token; if everything would be
-                deleted, keep the first token), then swap `n_swaps` random pairs of positions
-                (pick two positions with `torch.randint`). Return a new list; don't modify
-                `ids`.
-            """),
-            solution=_src("""
-                def augment_tokens(ids, p_delete, n_swaps, generator):
-                    kept = [t for t in ids if float(torch.rand(1, generator=generator)) >= p_delete]
-                    if not kept:
-                        kept = [ids[0]]
-                    for _ in range(n_swaps if len(kept) > 1 else 0):
-                        i, j = torch.randint(len(kept), (2,), generator=generator).tolist()
-                        kept[i], kept[j] = kept[j], kept[i]
-                    return kept
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _g = _torch.Generator().manual_seed(707)
-                assert list(augment_tokens([42], 1.0, 3, _g)) == [42]
-                assert list(augment_tokens([42], 0.0, 5, _g)) == [42]
-                _ids = [1, 2]
-                _out = augment_tokens(_ids, 0.0, 1, _g)
-                assert list(_out) in ([1, 2], [2, 1]) and _ids == [1, 2]
-                _ids = [7, 8, 9]
-                assert augment_tokens(_ids, 0.0, 0, _g) is not _ids, "return a new list"
-                _kept = [len(augment_tokens(list(range(50)), 0.5, 0, _g)) for _ in range(40)]
-                assert 20 < sum(_kept) / 40 < 30
-            """),
-            docstrings={"augment_tokens": "ids with tokens deleted (prob. p_delete) and n_swaps "
-                                          "random swaps, as a new list."},
-        ),
-        Exercise(
-            id="augment_batch", title="Augment a padded batch", functions=("augment_batch",),
-            points=2, notebook_prompt=False,
-            prompt=_src("""
-                Write `augment_batch(src, pad_idx, p_delete, n_swaps, generator)`: apply your
-                `augment_tokens` (the exercise above) to the real tokens of every row of a
-                right-padded source batch `src = [batch, src_len]`, row by row in order, and
-                return a new right-padded batch (it may be shorter). In the course notebook you
-                then train two identical ConvS2S models side by side, one on augmented sources,
-                and compare their validation perplexity.
-            """),
-            solution=_src("""
-                def augment_batch(src, pad_idx, p_delete, n_swaps, generator):
-                    rows = [augment_tokens(row[row != pad_idx].tolist(), p_delete, n_swaps,
-                                           generator) for row in src]
-                    return torch.nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows],
-                                                           batch_first=True, padding_value=pad_idx)
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                _src = _torch.tensor([[4, 5, 6, 7, 8, 0], [9, 10, 11, 0, 0, 0],
-                                      [12, 13, 14, 15, 16, 17]])
-                _out = augment_batch(_src, 0, 0.3, 2, _torch.Generator().manual_seed(708))
-                _g = _torch.Generator().manual_seed(708)
-                _rows = [augment_tokens(_r[_r != 0].tolist(), 0.3, 2, _g) for _r in _src]
-                assert _out.dtype == _torch.long and _out.size(1) == max(len(_r) for _r in _rows)
-                for _r, _o in zip(_rows, _out, strict=True):
-                    assert _o[: len(_r)].tolist() == list(_r) and (_o[len(_r):] == 0).all()
-            """),
-            docstrings={"augment_batch": "src [batch, src_len] with each row's real tokens "
-                                         "augmented, re-padded on the right."},
-        ),
-        Exercise(
-            id="baseline_parameters", title="Count the baseline's parameters",
-            functions=("gru_parameters", "baseline_parameters"), points=3,
-            prompt=_src("""
-                Write `gru_parameters(input_size, hidden_size)`: the parameters of one direction
-                of `torch.nn.GRU` (three gates, each with an input matrix, a hidden matrix and
-                two bias vectors). Then write `baseline_parameters(config)` for an
-                `RNNAttentionSeq2Seq` config (`model.config`): embeddings, the bidirectional
-                encoder GRU, the layer that makes $s_0$ from both final states, the attention
-                ($W_a$ without bias, $U_a$ with bias, $v_a$ without bias), the decoder `GRUCell`
-                (input: embedding and context), the maxout readout (to `2 * out_dim` units, with
-                bias) and the output layer (with bias).
-            """),
-            solution=_src("""
-                def gru_parameters(input_size, hidden_size):
-                    return 3 * hidden_size * (input_size + hidden_size) + 6 * hidden_size
-
-
-                def baseline_parameters(config):
-                    E, H, D = config["emb_dim"], config["enc_hid_dim"], config["dec_hid_dim"]
-                    A, O = config["attn_dim"], config["out_dim"]
-                    Vs, Vt = config["src_vocab_size"], config["trg_vocab_size"]
-                    encoder = Vs * E + 2 * gru_parameters(E, H) + (2 * H * D + D)
-                    attention = D * A + (2 * H * A + A) + A
-                    decoder = Vt * E + gru_parameters(E + 2 * H, D)
-                    output = (D + 2 * H + E) * 2 * O + 2 * O + O * Vt + Vt
-                    return encoder + attention + decoder + output
-            """),
-            hidden=_src("""
-                from convs2s.baselines import rnn_parameter_count as _count
-
-                assert gru_parameters(1, 1) == 12 and gru_parameters(10, 20) == 3 * 20 * 30 + 120
-                for _cfg in (dict(src_vocab_size=1000, trg_vocab_size=1200, emb_dim=256,
-                                  enc_hid_dim=512, dec_hid_dim=512, attn_dim=512, out_dim=256),
-                             dict(src_vocab_size=5, trg_vocab_size=6, emb_dim=1, enc_hid_dim=2,
-                                  dec_hid_dim=3, attn_dim=4, out_dim=5)):
-                    assert baseline_parameters(_cfg) == _count(**_cfg), _cfg
-            """),
-            docstrings={
-                "gru_parameters": "Parameters of one direction of torch.nn.GRU(input_size, "
-                                  "hidden_size).",
-                "baseline_parameters": "Parameters of RNNAttentionSeq2Seq(**config).",
-            },
-        ),
-    ),
-)
-
-_A08 = Assignment(
-    name="08_beyond_convs2s",
-    title="Beyond ConvS2S",
-    setup=_src("""
-        import torch
-        import torch.nn.functional as F
-
-        from convs2s import checks
-    """),
-    exercises=(
-        Exercise(
-            id="separable_params", title="Count a separable convolution's parameters",
-            functions=("separable_params", "saving"), points=2,
-            prompt=_src("""
-                Write `separable_params(c_in, c_out, k, bias=True)`: the parameters of a
-                depthwise convolution without bias (`c_in` filters of width `k`) followed by a
-                1x1 convolution from `c_in` to `c_out` channels with (optionally) a bias. Then
-                write `saving(c_in, c_out, k)`: how many times fewer parameters than
-                `nn.Conv1d(c_in, c_out, k)` (with bias).
-            """),
-            solution=_src("""
-                def separable_params(c_in, c_out, k, bias=True):
-                    return c_in * k + c_in * c_out + (c_out if bias else 0)
-
-
-                def saving(c_in, c_out, k):
-                    return (c_in * c_out * k + c_out) / separable_params(c_in, c_out, k)
-            """),
-            hidden=_src("""
-                assert separable_params(1, 1, 1) == 3 and separable_params(1, 1, 1, bias=False) == 2
-                assert separable_params(512, 1024, 5, bias=False) == 512 * 5 + 512 * 1024
-                assert 2.9 < saving(1024, 2048, 3) < 3.0  # about k for many channels
-                assert abs(saving(2, 3, 4) - 27 / 17) < 1e-12
-            """),
-            docstrings={
-                "separable_params": "Parameters of depthwise (no bias) + pointwise (bias "
-                                    "optional) convolutions.",
-                "saving": "How many times fewer parameters than nn.Conv1d(c_in, c_out, k).",
-            },
-        ),
-        Exercise(
-            id="causal_separable_conv", title="A causal separable convolution with `F.conv1d`",
-            functions=("causal_separable_conv",), points=2,
-            prompt=_src("""
-                Write `causal_separable_conv(x, depthwise_weight, pointwise_weight,
-                pointwise_bias)` for `x = [batch, c_in, len]`, `depthwise_weight = [c_in, 1, k]`,
-                `pointwise_weight = [c_out, c_in, 1]`: pad $k-1$ zeros on the left with `F.pad`,
-                then two `F.conv1d` calls (the first with `groups=c_in`). The output must have
-                the input's length and must not change when future inputs change.
-            """),
-            solution=_src("""
-                def causal_separable_conv(x, depthwise_weight, pointwise_weight, pointwise_bias):
-                    k = depthwise_weight.size(-1)
-                    x = F.pad(x, (k - 1, 0))  # x = [batch, c_in, len + k - 1]
-                    x = F.conv1d(x, depthwise_weight, groups=x.size(1))  # x = [batch, c_in, len]
-                    return F.conv1d(x, pointwise_weight, pointwise_bias)  # [batch, c_out, len]
-            """),
-            hidden=_src("""
-                import torch as _torch
-
-                from convs2s.variants import DepthwiseSeparableConv1d as _DSC
-
-                _ref = _DSC(3, 5, 6, padding="causal", init="pytorch").double()
-                _x = _torch.randn(1, 3, 4, generator=_torch.Generator().manual_seed(808),
-                                  dtype=_torch.float64)
-                _out = causal_separable_conv(_x, _ref.depthwise.weight, _ref.pointwise.weight,
-                                             _ref.pointwise.bias)
-                assert _out.shape == (1, 5, 4)
-                _torch.testing.assert_close(_out, _ref(_x).detach())
-            """),
-            docstrings={"causal_separable_conv": "Causal depthwise-then-pointwise convolution, "
-                                                 "[batch, c_out, len]."},
-        ),
-        Exercise(
-            id="lightweight_conv", title="A lightweight convolution (Wu et al., 2019)",
-            functions=("lightweight_conv",), points=3,
-            prompt=_src("""
-                Write `lightweight_conv(x, weight)` for `x = [batch, channels, len]` and
-                `weight = [H, k]` ($H$ heads; `channels` divisible by $H$): normalise each head's
-                kernel with a softmax over its $k$ taps; channel $c$ uses head
-                `c // (channels // H)`; apply it as a **causal** depthwise convolution (left
-                padding $k-1$). It has only $H \\cdot k$ weights, and because each kernel sums to
-                1, every output is a weighted average of past inputs of its channel.
-            """),
-            solution=_src("""
-                def lightweight_conv(x, weight):
-                    heads, k = weight.shape
-                    channels = x.size(1)
-                    kernel = torch.softmax(weight, dim=-1)  # kernel = [H, k], rows sum to 1
-                    kernel = kernel.repeat_interleave(channels // heads, dim=0).unsqueeze(1)
-                    x = F.pad(x, (k - 1, 0))  # x = [batch, channels, len + k - 1]
-                    return F.conv1d(x, kernel, groups=channels)  # [batch, channels, len]
-            """),
-            hidden=_src("""
-                import torch as _torch
-                import torch.nn.functional as _F
-
-                _g = _torch.Generator().manual_seed(809)
-                _x = _torch.randn(3, 8, 6, generator=_g, dtype=_torch.float64)
-                _w = _torch.zeros(2, 1, dtype=_torch.float64)  # k = 1: every output is its input
-                _torch.testing.assert_close(lightweight_conv(_x, _w), _x)
-                for _heads, _k in [(1, 3), (8, 2), (4, 4)]:
-                    _w = _torch.randn(_heads, _k, generator=_g, dtype=_torch.float64)
-                    _taps = _torch.softmax(_w, -1).repeat_interleave(8 // _heads, dim=0)  # [8, k]
-                    _win = _F.pad(_x, (_k - 1, 0)).unfold(2, _k, 1)  # [3, 8, 6, k]
-                    _expected = (_win * _taps[None, :, None, :]).sum(-1)  # [3, 8, 6]
-                    _torch.testing.assert_close(lightweight_conv(_x, _w), _expected)
-            """),
-            docstrings={"lightweight_conv": "Causal depthwise convolution with softmax-normalised "
-                                            "kernels shared by heads."},
-        ),
-    ),
-)
-
-#: The coursework: one assignment per course notebook 01-08.
-ASSIGNMENTS: tuple[Assignment, ...] = (_A01, _A02, _A03, _A04, _A05, _A06, _A07, _A08)
-
-
-def exercise_by_id(exercise_id: str) -> Exercise:
-    for assignment in ASSIGNMENTS:
-        for ex in assignment.exercises:
-            if ex.id == exercise_id:
-                return ex
-    raise KeyError(f"no exercise {exercise_id!r}; known: {sorted(checks.EXERCISES)}")
-
-
-# --------------------------------------------------------------------------------------------
-# Reading the course notebooks
-# --------------------------------------------------------------------------------------------
-
-_HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*:\s*(.+?)\s*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class NotebookExercise:
-    """An exercise as a course notebook writes it (prompt, solution cell, test cell)."""
-
-    number: int
-    title: str
-    prompt: str  # the markdown after the "### Exercise N: title" line
-    solution: str
-    test: str
-    functions: tuple[str, ...]  # the functions the solution cell defines
-
-
-def _cell_source(cell: dict) -> str:
+def cell_source(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
 
 
-def _tags(cell: dict) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
+def _meta(cell: dict) -> dict:
+    meta = cell.get("metadata", {}).get("convs2s")
+    return meta if isinstance(meta, dict) else {}
 
 
-def defined_functions(source: str) -> tuple[str, ...]:
-    """Names of the top-level functions ``source`` defines (empty if it does not parse)."""
+def _where(path: Path, cell: dict, index: int) -> str:
+    return f"{path.name}, cell {index} (id {cell.get('id', '?')})"
+
+
+def _parse(source: str, where: str) -> ast.Module:
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ()
-    return tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise CourseworkError(f"{where}: not valid Python (line {e.lineno}: {e.msg})") from None
 
 
-def read_notebook_exercises(path: str | Path) -> list[NotebookExercise]:
-    """The exercises of a course notebook: a markdown "### Exercise N: title" cell, then a code
-    cell tagged ``solution`` and a code cell tagged ``exercise-test``."""
-    nb = json.loads(Path(path).read_text(encoding="utf-8"))
-    cells = nb.get("cells", [])
-    found = []
-    for i, cell in enumerate(cells):
-        if cell.get("cell_type") != "code" or "solution" not in _tags(cell):
-            continue
-        heading = None
-        for prev in reversed(cells[:i]):
-            if prev.get("cell_type") == "markdown":
-                text = _cell_source(prev)
-                matches = list(_HEADING.finditer(text))
-                if matches:
-                    heading = (matches[-1], text)
-                break
-        if heading is None:
-            continue
-        match, text = heading
-        test = ""
-        for nxt in cells[i + 1:]:
-            if nxt.get("cell_type") == "code" and "exercise-test" in _tags(nxt):
-                test = _cell_source(nxt)
-                break
-            if nxt.get("cell_type") == "code" and "solution" in _tags(nxt):
-                break
-        solution = _cell_source(cell)
-        found.append(NotebookExercise(
-            number=int(match.group(1)), title=match.group(2).strip(),
-            prompt=text[match.end():].strip("\n"), solution=solution, test=test,
-            functions=defined_functions(solution),
-        ))
-    return found
+def _check_call(source: str, exercise_id: str, where: str) -> tuple[str, tuple[str, ...]]:
+    """``checks.<id>(a, b)`` -> (that call's text, ("a", "b")); a clear error otherwise."""
+    tree = _parse(source, where)
+    body = [node for node in tree.body]
+    wanted = f"checks.{exercise_id}(<answer names>)"
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not _is_check_call(
+            body[0].value, exercise_id):
+        raise CourseworkError(f"{where}: the check cell must hold one call, {wanted}")
+    call = body[0].value
+    if call.keywords or not all(isinstance(a, ast.Name) for a in call.args) or not call.args:
+        raise CourseworkError(f"{where}: call the check with the answer names only: {wanted}")
+    names = tuple(a.id for a in call.args)
+    return f"checks.{exercise_id}({', '.join(names)})", names
 
 
-def notebook_title(path: str | Path) -> str | None:
-    """The course notebook's title: its first heading, without "# NN ·"."""
-    nb = json.loads(Path(path).read_text(encoding="utf-8"))
-    for cell in nb.get("cells", []):
+def _is_check_call(node: ast.AST, exercise_id: str) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == exercise_id and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "checks")
+
+
+def _strip_solution(source: str, exercise_id: str, where: str) -> str:
+    """A solution cell without its ``#@title`` line and its check call(s)."""
+    lines = source.splitlines()
+    if not lines or not _TITLE_LINE.match(lines[0]):
+        raise CourseworkError(f"{where}: a solution cell starts with `#@title Solution`")
+    lines = lines[1:]
+    tree = _parse("\n".join(lines), where)
+    drop = set()
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Expr) else (
+            node.test if isinstance(node, ast.Assert) else None)
+        if value is not None and _is_check_call(value, exercise_id):
+            drop.update(range(node.lineno - 1, node.end_lineno))
+    kept = [line for i, line in enumerate(lines) if i not in drop]
+    return "\n".join(kept).strip("\n")
+
+
+def _model_answer(source: str, where: str) -> str:
+    m = _DETAILS.search(source)
+    if not m or not m.group(1).strip():
+        raise CourseworkError(f"{where}: an explain solution is a markdown cell "
+                              "`<details><summary>Solution</summary> ... </details>`")
+    return textwrap.dedent(m.group(1)).strip("\n")
+
+
+def notebook_title(cells: list[dict]) -> str | None:
+    """The course notebook's title: its first heading, without "NN ·"."""
+    for cell in cells:
         if cell.get("cell_type") == "markdown":
-            m = re.match(r"^#\s+(?:\d+\s*·\s*)?(.+?)\s*$", _cell_source(cell), re.MULTILINE)
+            m = re.match(r"^#\s+(?:\d+\s*·\s*)?(.+?)\s*$", cell_source(cell), re.MULTILINE)
             return m.group(1) if m else None
     return None
 
 
-def find_notebook(notebooks_dir: str | Path, number: str) -> Path | None:
-    """``notebooks/<number>_*.ipynb``, or None when the course notebook does not exist (yet)."""
-    matches = sorted(Path(notebooks_dir).glob(f"{number}_*.ipynb"))
-    return matches[0] if matches else None
+def read_notebook(path: str | Path) -> NotebookExercises:
+    """The exercises of a course notebook, read from its cells' ``metadata["convs2s"]``.
+
+    Raises :class:`CourseworkError` (one line naming the notebook and the cell) when the cells
+    do not follow the format of ``tools/README.md``.
+    """
+    path = Path(path)
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError) as e:
+        raise CourseworkError(f"{path}: cannot read the notebook ({e})") from None
+    setup, setup_index = None, None
+    roles: dict[str, dict[str, tuple[int, dict]]] = {}
+    order: list[str] = []
+    for i, cell in enumerate(cells):
+        meta = _meta(cell)
+        if not meta:
+            continue
+        where = _where(path, cell, i)
+        if meta.get("role") == "exercise-setup":
+            if setup is not None:
+                raise CourseworkError(f"{where}: a second exercise-setup cell (one per notebook)")
+            if cell.get("cell_type") != "code":
+                raise CourseworkError(f"{where}: the exercise-setup cell must be a code cell")
+            setup, setup_index = cell_source(cell), i
+            continue
+        ex_id, role = meta.get("exercise"), meta.get("role")
+        if not isinstance(ex_id, str) or not ex_id.isidentifier():
+            raise CourseworkError(f"{where}: metadata convs2s.exercise must be the check's name "
+                                  f"(a Python identifier), got {ex_id!r}")
+        if role not in ROLES:
+            raise CourseworkError(f"{where}: unknown role {role!r} (one of exercise-setup, "
+                                  f"{', '.join(ROLES)})")
+        if ex_id not in roles:
+            roles[ex_id] = {}
+            order.append(ex_id)
+        if role in roles[ex_id]:
+            raise CourseworkError(f"{where}: exercise {ex_id} has a second {role} cell")
+        roles[ex_id][role] = (i, cell)
+    if not order:
+        return NotebookExercises(path, notebook_title(cells) or path.stem, setup or "", ())
+    if setup is None:
+        raise CourseworkError(f"{path.name}: no exercise-setup cell before the exercises "
+                              "(a code cell with metadata convs2s.role = \"exercise-setup\")")
+    exercises = [_read_exercise(path, ex_id, roles[ex_id]) for ex_id in order]
+    first = min(i for parts in roles.values() for i, _ in parts.values())
+    if setup_index > first:
+        raise CourseworkError(f"{path.name}: the exercise-setup cell must come before the "
+                              "first exercise")
+    return NotebookExercises(path, notebook_title(cells) or path.stem, setup, tuple(exercises))
+
+
+def _read_exercise(path: Path, ex_id: str, parts: dict[str, tuple[int, dict]]) -> Exercise:
+    if "task" not in parts:
+        raise CourseworkError(f"{path.name}: exercise {ex_id} has no task cell")
+    task_index, task_cell = parts["task"]
+    where = _where(path, task_cell, task_index)
+    meta = _meta(task_cell)
+    kind, points = meta.get("kind"), meta.get("points")
+    if kind not in KINDS:
+        raise CourseworkError(f"{where}: exercise {ex_id}: kind must be one of "
+                              f"{', '.join(KINDS)}, got {kind!r}")
+    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
+        raise CourseworkError(f"{where}: exercise {ex_id}: points must be a whole number >= 1, "
+                              f"got {points!r}")
+    if task_cell.get("cell_type") != "markdown":
+        raise CourseworkError(f"{where}: the task cell of {ex_id} must be markdown")
+    task = cell_source(task_cell).strip("\n")
+    m = _HEADING.match(task.splitlines()[0] if task else "")
+    if not m:
+        raise CourseworkError(f"{where}: a task starts with `### Exercise N ({kind}): title`")
+    if m.group(2) and m.group(2) != kind:
+        raise CourseworkError(f"{where}: the heading says ({m.group(2)}), the metadata says "
+                              f"kind {kind!r}")
+    wanted = ("task", "answer", "solution") if kind == "explain" else ROLES
+    for role in wanted:
+        if role not in parts:
+            raise CourseworkError(f"{path.name}: exercise {ex_id} has no {role} cell")
+    if kind == "explain" and "check" in parts:
+        raise CourseworkError(f"{_where(path, parts['check'][1], parts['check'][0])}: an explain "
+                              "exercise is graded by hand and has no check cell")
+    indices = [parts[role][0] for role in wanted]
+    if indices != sorted(indices):
+        raise CourseworkError(f"{path.name}: exercise {ex_id}: cells out of order (want "
+                              f"{', '.join(wanted)})")
+    want_type = "markdown" if kind == "explain" else "code"
+    for role in ("answer", "solution"):
+        i, cell = parts[role]
+        if cell.get("cell_type") != want_type:
+            raise CourseworkError(f"{_where(path, cell, i)}: the {role} cell of a {kind} "
+                                  f"exercise must be a {want_type} cell")
+    sol_index, sol_cell = parts["solution"]
+    sol_where = _where(path, sol_cell, sol_index)
+    answer = cell_source(parts["answer"][1]).strip("\n")
+    if kind == "explain":
+        return Exercise(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, "",
+                        _model_answer(cell_source(sol_cell), sol_where))
+    check_index, check_cell = parts["check"]
+    check, names = _check_call(cell_source(check_cell), ex_id,
+                               _where(path, check_cell, check_index))
+    _parse(answer, _where(path, parts["answer"][1], parts["answer"][0]))
+    solution = _strip_solution(cell_source(sol_cell), ex_id, sol_where)
+    return Exercise(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, check,
+                    solution, names)
 
 
 # --------------------------------------------------------------------------------------------
-# Rendering nbgrader cells
+# Hidden tests: coursework/hidden/NN.py, read as text
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HiddenTest:
+    """One function of ``coursework/hidden/NN.py``: its parameters and its body's lines."""
+
+    id: str
+    params: tuple[str, ...]
+    imports: str  # the module's import lines (copied into every grade cell of the module)
+    body: str  # the function's body, dedented, docstring dropped
+
+
+def _function_body(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The lines of ``node``'s body after its signature (and docstring), dedented."""
+    body = node.body
+    first = body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        start = first.end_lineno  # the line after the docstring (0-based index)
+        if len(body) == 1:
+            return ""
+    else:
+        start = _signature_end(lines, node.lineno - 1) + 1
+        if first.lineno - 1 < start:
+            raise CourseworkError(f"line {node.lineno}: write the body of {node.name} on its "
+                                  "own lines, under the `def` line")
+    text = "\n".join(lines[start:node.end_lineno])
+    return textwrap.dedent(text).strip("\n")
+
+
+def read_hidden(path: str | Path) -> dict[str, HiddenTest]:
+    """The hidden tests of one notebook's exercises (an empty dict when the file is absent)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    source = path.read_text(encoding="utf-8")
+    tree = _parse(source, str(path))
+    lines = source.splitlines()
+    imports, tests = [], {}
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+                imports.append("\n".join(lines[node.lineno - 1:node.end_lineno]))
+        elif isinstance(node, ast.FunctionDef):
+            args = node.args
+            if (args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs
+                    or node.decorator_list):
+                raise CourseworkError(f"{path}: line {node.lineno}: {node.name} takes plain "
+                                      "parameters (the answer names) and no decorator")
+            try:
+                body = _function_body(lines, node)
+            except CourseworkError as e:
+                raise CourseworkError(f"{path}: {e}") from None
+            tests[node.name] = (tuple(a.arg for a in args.args), body)
+        elif i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the module docstring
+        else:
+            raise CourseworkError(f"{path}: line {node.lineno}: a hidden-test file holds only "
+                                  "imports and one function per exercise id")
+    imports_text = "\n".join(imports)
+    return {name: HiddenTest(name, params, imports_text, body)
+            for name, (params, body) in tests.items()}
+
+
+def _bound_names(statements: list[ast.stmt], *, imports: bool) -> set[str]:
+    """Names a block binds at its own level (not inside functions or classes it defines)."""
+    names: set[str] = set()
+
+    def targets(node: ast.AST) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.id)
+
+    for node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if imports:
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                targets(t)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets(node.target)
+        elif isinstance(node, ast.For | ast.AsyncFor):
+            targets(node.target)
+            names |= _bound_names(node.body + node.orelse, imports=imports)
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    targets(item.optional_vars)
+            names |= _bound_names(node.body, imports=imports)
+        elif isinstance(node, ast.If | ast.While):
+            names |= _bound_names(node.body + node.orelse, imports=imports)
+        elif isinstance(node, ast.Try):
+            for handler in node.handlers:
+                if handler.name:
+                    names.add(handler.name)
+                names |= _bound_names(handler.body, imports=imports)
+            names |= _bound_names(node.body + node.orelse + node.finalbody, imports=imports)
+        for sub in ast.walk(node) if not isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else ():
+            if isinstance(sub, ast.NamedExpr):
+                names.add(sub.target.id)
+    return names
+
+
+def _check_hidden(nb: NotebookExercises, hidden: dict[str, HiddenTest], hidden_path: Path) -> None:
+    """Every graded exercise has its hidden test, with the check's answer names, and no hidden
+    test rebinds a name the learner's cells use (grade cells run in the learner's namespace)."""
+    ids = {ex.id for ex in nb.exercises}
+    for name in hidden:
+        if name not in ids:
+            raise CourseworkError(f"{hidden_path}: {name} is not an exercise of {nb.path.name} "
+                                  f"(its exercises: {', '.join(sorted(ids))})")
+    learner: set[str] = set()
+    for source in [nb.setup] + [c for ex in nb.exercises if not ex.manual
+                                for c in (ex.answer, ex.solution)]:
+        learner |= _bound_names(_parse(source, nb.path.name).body, imports=True)
+    setup_imports = {ast.dump(n) for n in _parse(nb.setup, nb.path.name).body
+                     if isinstance(n, ast.Import | ast.ImportFrom)}
+    for ex in nb.exercises:
+        if ex.manual:
+            if ex.id in hidden:
+                raise CourseworkError(f"{hidden_path}: {ex.id} is an explain exercise (graded "
+                                      "by hand): it has no hidden test")
+            continue
+        test = hidden.get(ex.id)
+        if test is None:
+            raise CourseworkError(f"{hidden_path}: no hidden test for {ex.id} (write "
+                                  f"`def {ex.id}({', '.join(ex.answer_names)}):` with asserts)")
+        if test.params != ex.answer_names:
+            raise CourseworkError(
+                f"{hidden_path}: {ex.id} takes ({', '.join(test.params)}) but the check is "
+                f"called with ({', '.join(ex.answer_names)}): use the answer names")
+        if not test.body.strip():
+            raise CourseworkError(f"{hidden_path}: {ex.id} has an empty body")
+        body = _parse(test.body, f"{hidden_path}: {ex.id}")
+        if isinstance(body.body[-1], ast.Expr):
+            raise CourseworkError(
+                f"{hidden_path}: {ex.id} ends with an expression, whose value nbgrader would "
+                "read as a partial score; end it with an assert (or a statement)")
+        clash = _bound_names(body.body, imports=False) & learner
+        imports = [n for n in _parse(test.imports, str(hidden_path)).body + body.body
+                   if isinstance(n, ast.Import | ast.ImportFrom)]
+        for node in imports:  # an import the setup cell also makes binds the same thing
+            if ast.dump(node) not in setup_imports:
+                clash |= _bound_names([node], imports=True) & learner
+        clash = sorted(clash)
+        if clash:
+            raise CourseworkError(
+                f"{hidden_path}: {ex.id} assigns {', '.join(clash)}, a name the notebook's "
+                "exercises use; the grade cell runs in the learner's namespace, so rename it "
+                f"(e.g. _{clash[0]})")
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering the nbgrader cells
 # --------------------------------------------------------------------------------------------
 
 
@@ -1040,67 +492,106 @@ def _signature_end(lines: list[str], def_line: int) -> int:
     raise ValueError("could not find the end of the function signature")
 
 
-def solution_cell_source(solution: str, functions: tuple[str, ...],
-                         docstrings: dict[str, str]) -> str:
-    """The nbgrader solution cell: imports, then each function with its signature and docstring
-    outside and its body inside ``### BEGIN SOLUTION`` / ``### END SOLUTION``.
+def _is_function_stub(node: ast.stmt) -> bool:
+    """``def f(...): ["docstring"] raise NotImplementedError(...)``."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    body = node.body
+    if (len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
-    Top-level statements other than imports and the listed functions (a notebook's experiment
-    code, helper definitions for it) are left out.
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _reindent(text: str, indent: str) -> list[str]:
+    return [indent + line if line.strip() else "" for line in
+            textwrap.dedent(text).splitlines()]
+
+
+def solution_cell_source(ex: Exercise) -> str:
+    """The nbgrader answer cell of a code exercise (instructor version).
+
+    A stub made only of function stubs (and imports) keeps each function's signature and
+    docstring, with the solution's body between the markers; any statement of the solution
+    besides those functions goes into the (single) function's region, or, with several
+    functions, into a region of its own at the end. Any other stub (``prediction = None``, the
+    planted bug of a ``debug`` exercise) stays as it is, and the solution follows between the
+    markers.
     """
-    tree = ast.parse(solution)
-    lines = solution.splitlines()
-    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    missing = [name for name in functions if name not in defs]
+    stub_lines = ex.answer.splitlines()
+    stub = ast.parse(ex.answer)
+    stubs = [n for n in stub.body if _is_function_stub(n)]
+    function_mode = stubs and all(
+        _is_function_stub(n) or isinstance(n, ast.Import | ast.ImportFrom) for n in stub.body)
+    if not function_mode:
+        return "\n".join([ex.answer.rstrip(), BEGIN_SOLUTION, ex.solution, END_SOLUTION])
+    sol_lines = ex.solution.splitlines()
+    sol = _parse(ex.solution, f"the solution of {ex.id}")
+    sol_defs = {n.name: n for n in sol.body if isinstance(n, ast.FunctionDef)}
+    missing = [n.name for n in stubs if n.name not in sol_defs]
     if missing:
-        raise ValueError(f"the solution does not define {', '.join(missing)}")
-    parts = []
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    if imports:
-        parts.append("\n".join("\n".join(lines[n.lineno - 1:n.end_lineno]) for n in imports))
-    for node in sorted((defs[name] for name in functions), key=lambda n: n.lineno):
-        start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
-        head_end = _signature_end(lines, node.lineno - 1)
+        raise CourseworkError(f"exercise {ex.id}: the solution cell does not define "
+                              f"{', '.join(missing)}")
+    stub_names = {n.name for n in stubs}
+    stub_imports = {ast.dump(n) for n in stub.body if isinstance(n, ast.Import | ast.ImportFrom)}
+    extras = []
+    for node in sol.body:
+        if isinstance(node, ast.FunctionDef) and node.name in stub_names:
+            continue
+        if ast.dump(node) in stub_imports:
+            continue
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        extras.append("\n".join(sol_lines[start - 1:node.end_lineno]))
+    out: list[str] = []
+    cursor = 0
+    for n, node in enumerate(stubs):
         body = node.body
-        has_doc = (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                   and isinstance(body[0].value.value, str))
-        if has_doc:
-            head_end = body[0].end_lineno - 1
-            body = body[1:]
-        if not body:
-            raise ValueError(f"{node.name} has no body to turn into a solution region")
-        first = lines[body[0].lineno - 1]
-        indent = first[: len(first) - len(first.lstrip())]
-        head = lines[start:head_end + 1]
-        if not has_doc and node.name in docstrings:
-            doc = textwrap.fill(docstrings[node.name], width=96 - len(indent),
-                                break_long_words=False)
-            doc_lines = doc.splitlines()
-            if len(doc_lines) == 1:
-                head.append(f'{indent}"""{doc_lines[0]}"""')
-            else:
-                head.append(f'{indent}"""{doc_lines[0]}')
-                head += [f"{indent}{line}" for line in doc_lines[1:]]
-                head.append(f'{indent}"""')
-        body_lines = lines[head_end + 1:node.end_lineno]
-        while body_lines and not body_lines[0].strip():
-            body_lines.pop(0)
-        parts.append("\n".join(head + [indent + BEGIN_SOLUTION] + body_lines
-                               + [indent + END_SOLUTION]))
-    return "\n\n\n".join(parts)
+        has_doc = len(body) > 1
+        head_end = body[0].end_lineno - 1 if has_doc else _signature_end(stub_lines,
+                                                                         node.lineno - 1)
+        indent = _indent_of(stub_lines[body[-1].lineno - 1])
+        out += stub_lines[cursor:head_end + 1]
+        region = []
+        if extras and len(stubs) == 1:
+            for extra in extras:
+                region += _reindent(extra, indent)
+        try:
+            body_text = _function_body(sol_lines, sol_defs[node.name])
+        except CourseworkError as e:
+            raise CourseworkError(f"the solution of {ex.id}: {e}") from None
+        region += _reindent(body_text, indent)
+        out += [indent + BEGIN_SOLUTION, *region, indent + END_SOLUTION]
+        cursor = node.end_lineno
+        if n == len(stubs) - 1:
+            out += stub_lines[cursor:]
+    if extras and len(stubs) > 1:
+        out += ["", BEGIN_SOLUTION, *("\n\n".join(extras).splitlines()), END_SOLUTION]
+    return "\n".join(out).rstrip()
 
 
-def grade_cell_source(ex: Exercise) -> str:
-    """The autograded test cell: the visible check, then the hidden tests."""
-    return "\n".join([
-        f"# Autograded test ({ex.points} point{'s' if ex.points != 1 else ''}): the visible "
-        f"checks of convs2s.checks.{ex.id};",
-        "# the grader also runs hidden tests. Do not edit this cell.",
-        ex.check_call(),
+def grade_cell_source(ex: Exercise, hidden: HiddenTest) -> str:
+    """The autograded cell: the notebook's visible check, asserted, then the hidden tests."""
+    points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
+    lines = [
+        f"# Autograded ({points}): the visible check convs2s.checks.{ex.id} must pass;",
+        "# grading also runs hidden tests. Do not edit this cell (it is restored for grading).",
+        f"assert {ex.check}",
         BEGIN_HIDDEN,
-        ex.hidden,
-        END_HIDDEN,
-    ])
+    ]
+    used = {n.id for n in ast.walk(ast.parse(hidden.body)) if isinstance(n, ast.Name)}
+    for node in ast.parse(hidden.imports).body:  # the module's imports this body uses
+        if _bound_names([node], imports=True) & used:
+            lines.append(ast.get_source_segment(hidden.imports, node))
+    lines += [hidden.body, END_HIDDEN]
+    return "\n".join(lines)
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False,
@@ -1121,11 +612,25 @@ def _cell(cell_type: str, source: str, cell_id: str, nbgrader: dict) -> dict:
     return cell
 
 
+def _with_checks_import(setup: str) -> str:
+    """The setup cell, with ``from convs2s import checks`` added if it does not bind checks."""
+    if "checks" in _bound_names(_parse(setup, "the exercise-setup cell").body, imports=True):
+        return setup.strip("\n")
+    return setup.strip("\n") + "\n\nfrom convs2s import checks"
+
+
+def _task_markdown(ex: Exercise) -> str:
+    lines = ex.task.splitlines()
+    points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
+    graded = "graded by hand" if ex.manual else "autograded"
+    return "\n".join([f"{lines[0].rstrip()} ({points}, {graded})", *lines[1:]])
+
+
 def repository_url(root: str | Path | None = None) -> str:
     """The course's GitHub URL from ``[project.urls] Repository`` (as ``make badges`` uses)."""
     if root is not None:
         try:
-            from convs2s.badges import read_repository_url
+            from tools.badges import read_repository_url
 
             return read_repository_url(Path(root) / "pyproject.toml").rstrip("/")
         except (OSError, ValueError):
@@ -1133,78 +638,65 @@ def repository_url(root: str | Path | None = None) -> str:
     return DEFAULT_REPOSITORY
 
 
-@dataclass
-class BuiltAssignment:
-    """A generated source notebook and where its parts came from."""
-
-    name: str
-    notebook: dict
-    from_notebook: list[str]  # exercise ids whose task/solution came from the course notebook
-    from_module: list[str]  # exercise ids built from this module's fallback
-    ungraded: list[str]  # course notebook exercises with no check (not in the coursework)
-
-
-def build_assignment(assignment: Assignment, notebooks_dir: str | Path,
-                     repo_url: str = DEFAULT_REPOSITORY) -> BuiltAssignment:
-    """The nbgrader source notebook of ``assignment`` (a notebook JSON dict)."""
-    path = find_notebook(notebooks_dir, assignment.number)
-    name = path.stem if path else assignment.name
-    title = (notebook_title(path) if path else None) or assignment.title
-    nb_exercises = read_notebook_exercises(path) if path else []
-    link = f"{repo_url}/blob/main/notebooks/{name}.ipynb"
-    total = assignment.points
-    header = "\n".join([
-        f"# Coursework {assignment.number} · {title}",
+def _header(nb: NotebookExercises, repo_url: str) -> str:
+    link = f"{repo_url}/blob/main/notebooks/{nb.name}.ipynb"
+    auto = [ex for ex in nb.exercises if not ex.manual]
+    manual = [ex for ex in nb.exercises if ex.manual]
+    kinds = ", ".join(sorted({ex.kind for ex in nb.exercises}, key=KINDS.index))
+    split = f"{sum(ex.points for ex in auto)} autograded"
+    if manual:
+        split += f", {sum(ex.points for ex in manual)} graded by hand"
+    return "\n".join([
+        f"# Coursework {nb.number} · {nb.title}",
         "",
-        f"Graded exercises of the course notebook [`{name}.ipynb`]({link}) (Convolutional "
+        f"Graded exercises of the course notebook [`{nb.name}.ipynb`]({link}) (Convolutional "
         "Sequence to Sequence Learning, Gehring et al., 2017). Work through the notebook first; "
         "the exercises here run on their own, on a CPU, in seconds.",
         "",
         "How to work:",
         "",
         "1. Run the setup cell below once.",
-        "2. For each exercise, write the function's body where it says `# YOUR CODE HERE`, in "
-        "place of `raise NotImplementedError()`. Keep the function's name and signature.",
-        "3. Run the test cell under it: it runs `convs2s.checks.<exercise>`, the same visible "
-        "checks you can run anywhere, and prints ✓, or ✗ with a hint.",
-        "4. Grading runs every test cell again, followed by hidden tests, so make each function "
-        "right in general, not only for the visible cases. Do not edit the test cells: they are "
-        "restored before grading.",
+        "2. Answer each exercise in the cell under its task, in place of "
+        "`raise NotImplementedError()` (keep the names, signatures and docstrings you are "
+        "given): write a function's body (*implement*, *derive*), set the value asked for "
+        "(*predict*), or fix the code shown (*debug*). An *explain* exercise asks for one or "
+        "two sentences in place of \"YOUR ANSWER HERE\"; it is graded by hand.",
+        "3. Run the test cell under your answer: it runs `convs2s.checks.<exercise>`, the same "
+        "check as in the course notebook, and prints ✓, or what is wrong with a hint.",
+        "4. Grading runs every test cell again, followed by hidden tests, so make each answer "
+        "right in general, not only for the visible cases. Do not edit the test cells: they "
+        "are restored before grading.",
         "5. Before you submit: restart the kernel and run all cells.",
         "",
-        f"This assignment has {len(assignment.exercises)} exercises worth {total} points.",
+        f"This assignment has {len(nb.exercises)} exercises ({kinds}) worth {nb.points} points "
+        f"({split}).",
     ])
-    prefix = f"cw{assignment.number}"
+
+
+def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
+                     repo_url: str = DEFAULT_REPOSITORY) -> dict:
+    """The nbgrader source notebook (instructor version, a notebook JSON dict) of ``nb``."""
+    prefix = f"cw{nb.number}"
     cells = [
-        _cell("markdown", header, f"{prefix}-header", _nbgrader("header", locked=True)),
-        _cell("code", assignment.setup, f"{prefix}-setup", _nbgrader("setup", locked=True)),
+        _cell("markdown", _header(nb, repo_url), f"{prefix}-header",
+              _nbgrader("header", locked=True)),
+        _cell("code", _with_checks_import(nb.setup), f"{prefix}-setup",
+              _nbgrader("setup", locked=True)),
     ]
-    used_numbers, from_nb, from_module = set(), [], []
-    for n, ex in enumerate(assignment.exercises, start=1):
-        match = next((e for e in nb_exercises if set(ex.functions) <= set(e.functions)), None)
-        if match is not None:
-            used_numbers.add(match.number)
-            from_nb.append(ex.id)
-            # Where the notebook's task refers to its own experiment, so may its title.
-            ex_title = match.title if ex.notebook_prompt else ex.title
-            prompt = match.prompt if ex.notebook_prompt else ex.prompt
-            solution = match.solution
-        else:
-            from_module.append(ex.id)
-            ex_title, prompt, solution = ex.title, ex.prompt, ex.solution
-        points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
-        task = f"### Exercise {n}: {ex_title} ({points})\n\n{prompt.strip()}"
-        cells += [
-            _cell("markdown", task, f"{prefix}-{ex.id}-task",
-                  _nbgrader(f"{ex.id}_task", locked=True)),
-            _cell("code", solution_cell_source(solution, ex.functions, ex.docstrings),
-                  f"{prefix}-{ex.id}-solution", _nbgrader(ex.id, solution=True)),
-            _cell("code", grade_cell_source(ex), f"{prefix}-{ex.id}-tests",
-                  _nbgrader(f"{ex.id}_tests", grade=True, locked=True, points=ex.points)),
-        ]
-    ungraded = [f"Exercise {e.number}: {e.title} ({', '.join(e.functions) or 'no function'})"
-                for e in nb_exercises if e.number not in used_numbers]
-    notebook = {
+    for n, ex in enumerate(nb.exercises, start=1):
+        cid = f"{prefix}-{n}"
+        cells.append(_cell("markdown", _task_markdown(ex), f"{cid}-task",
+                           _nbgrader(f"{ex.id}_task", locked=True)))
+        if ex.manual:
+            cells.append(_cell("markdown", ex.solution, f"{cid}-answer",
+                               _nbgrader(ex.id, solution=True, grade=True, points=ex.points)))
+            continue
+        cells.append(_cell("code", solution_cell_source(ex), f"{cid}-answer",
+                           _nbgrader(ex.id, solution=True)))
+        cells.append(_cell("code", grade_cell_source(ex, hidden[ex.id]), f"{cid}-tests",
+                           _nbgrader(f"{ex.id}_tests", grade=True, locked=True,
+                                     points=ex.points)))
+    return {
         "cells": cells,
         "metadata": {
             "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
@@ -1214,57 +706,179 @@ def build_assignment(assignment: Assignment, notebooks_dir: str | Path,
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-    return BuiltAssignment(name, notebook, from_nb, from_module, ungraded)
 
 
-def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebooks", *,
-                      repo_url: str | None = None, clean: bool = False,
+# --------------------------------------------------------------------------------------------
+# Writing the course, and --clean
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BuiltAssignment:
+    """One written assignment."""
+
+    name: str
+    path: Path
+    exercises: tuple[Exercise, ...]
+    notebook: dict = field(repr=False)
+
+    @property
+    def points(self) -> int:
+        return sum(ex.points for ex in self.exercises)
+
+
+def course_notebooks(notebooks_dir: str | Path) -> list[Path]:
+    """The course notebooks ``NN_<name>.ipynb``, in order."""
+    return sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb") if p.is_file())
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _read_marker(folder: Path) -> list[str] | None:
+    """The files listed in ``folder``'s marker, or None when it has no (readable) marker."""
+    marker = folder / MARKER
+    if not marker.is_file() or marker.is_symlink():
+        return None
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return files
+
+
+def clean(out_dir: str | Path, notebooks_dir: str | Path) -> list[Path]:
+    """Remove what this tool wrote to ``out_dir`` (the files its marker lists, then the folders
+    left empty); return what was removed. Refuses (:class:`CleanRefused`) a folder without the
+    marker, the notebooks' folder, anything holding it, and the current folder."""
+    out = Path(out_dir)
+    resolved, notebooks = out.resolve(), Path(notebooks_dir).resolve()
+    if not out.exists():
+        return []
+    if _is_within(notebooks, resolved) or _is_within(resolved, notebooks):
+        raise CleanRefused(f"refusing to --clean {out}: it is or holds the course notebooks "
+                           f"({notebooks_dir}); choose another --out")
+    if _is_within(Path.cwd().resolve(), resolved):
+        raise CleanRefused(f"refusing to --clean {out}: it is or holds the current folder; "
+                           "choose another --out")
+    if not out.is_dir() or out.is_symlink():
+        raise CleanRefused(f"refusing to --clean {out}: not a folder this tool made")
+    files = _read_marker(out)
+    if files is None:
+        raise CleanRefused(f"refusing to --clean {out}: it has no {MARKER} marker, so this tool "
+                           "did not make it; delete it yourself or choose another --out")
+    removed, folders = [], set()
+    for rel in files:
+        target = Path(os.path.normpath(out / rel))
+        if Path(rel).is_absolute() or not _is_within(target.resolve().parent, resolved):
+            continue  # a marker that names something outside the folder: not ours
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+            removed.append(target)
+        parent = target.parent
+        while parent != out and _is_within(parent, out):
+            folders.add(parent)
+            parent = parent.parent
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()  # only when empty: a user's file keeps its folder
+            removed.append(folder)
+        except OSError:
+            pass
+    (out / MARKER).unlink()
+    try:
+        out.rmdir()
+        removed.append(out)
+    except OSError:
+        pass
+    return removed
+
+
+def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebooks",
+                      hidden_dir: str | Path = "coursework/hidden", *,
+                      repo_url: str | None = None, clean_first: bool = False,
                       only: set[str] | None = None) -> list[BuiltAssignment]:
-    """Write ``out_dir/<name>/<name>.ipynb`` for every assignment (or those numbered in ``only``).
+    """Write ``out_dir/<name>/<name>.ipynb`` for every course notebook with exercises (or those
+    numbered or named in ``only``). Everything is read and checked before anything is written.
 
-    ``clean`` first removes ``out_dir`` (so renamed assignments leave nothing behind).
+    ``clean_first`` first removes what an earlier run wrote (see :func:`clean`).
     """
-    out_dir = Path(out_dir)
+    out = Path(out_dir)
     if repo_url is None:
         repo_url = repository_url(Path(notebooks_dir).resolve().parent)
-    if clean and out_dir.exists():
-        shutil.rmtree(out_dir)
-    built = []
-    for assignment in ASSIGNMENTS:
-        if only and assignment.number not in only and assignment.name not in only:
+    planned = []
+    for path in course_notebooks(notebooks_dir):
+        if only and path.stem[:2] not in only and path.stem not in only:
             continue
-        result = build_assignment(assignment, notebooks_dir, repo_url)
-        target = out_dir / result.name / f"{result.name}.ipynb"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result.notebook, indent=1, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
-        built.append(result)
+        nb = read_notebook(path)
+        if not nb.exercises:
+            continue
+        hidden_path = Path(hidden_dir) / f"{nb.number}.py"
+        hidden = read_hidden(hidden_path)
+        _check_hidden(nb, hidden, hidden_path)
+        planned.append((nb, build_assignment(nb, hidden, repo_url)))
+    listed = _read_marker(out) if out.is_dir() else None
+    ours = not out.exists() or listed is not None  # made now, or made by an earlier run
+    if clean_first:
+        clean(out, notebooks_dir)
+        listed = None
+    out.mkdir(parents=True, exist_ok=True)
+    targets = [out / nb.name / f"{nb.name}.ipynb" for nb, _ in planned]
+    if ours:  # the marker first: a run killed halfway still leaves a folder --clean can empty
+        files = set(listed or []) | {t.relative_to(out).as_posix() for t in targets}
+        write_json_atomic(out / MARKER, {
+            "tool": "tools/coursework.py",
+            "note": "this folder was made by `python -m tools.coursework`; --clean removes the "
+                    "files listed here, and nothing else",
+            "files": sorted(files),
+        })
+    built = []
+    for (nb, notebook), target in zip(planned, targets, strict=True):
+        target.parent.mkdir(exist_ok=True)
+        write_text_atomic(target, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+        built.append(BuiltAssignment(nb.name, target, nb.exercises, notebook))
     return built
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m convs2s.coursework",
-        description="Write the nbgrader source notebooks of the coursework from the course "
-                    "notebooks' exercises.")
+        prog="python -m tools.coursework",
+        description="Write the nbgrader source notebooks (instructor versions) from the course "
+                    "notebooks' exercises and coursework/hidden/.")
     parser.add_argument("--out", default="coursework/source",
                         help="nbgrader's source folder (default: coursework/source)")
     parser.add_argument("--notebooks", default="notebooks",
                         help="the course notebooks (default: notebooks)")
-    parser.add_argument("--clean", action="store_true", help="empty --out first")
+    parser.add_argument("--hidden", default="coursework/hidden",
+                        help="the hidden tests, NN.py per notebook (default: coursework/hidden)")
+    parser.add_argument("--clean", action="store_true",
+                        help="first remove what an earlier run wrote to --out (only a folder "
+                             f"this tool made: it holds {MARKER})")
     parser.add_argument("--only", nargs="*", default=None,
-                        help="assignment numbers or names to write (default: all)")
+                        help="notebook numbers or names to build (default: all)")
     args = parser.parse_args(argv)
-    built = write_assignments(args.out, args.notebooks, clean=args.clean,
-                              only=set(args.only) if args.only else None)
+    if not Path(args.notebooks).is_dir():
+        print(f"error: no notebooks folder {args.notebooks} (run from the repository root or "
+              "pass --notebooks)", file=sys.stderr)
+        return 2
+    try:
+        built = write_assignments(args.out, args.notebooks, args.hidden,
+                                  clean_first=args.clean,
+                                  only=set(args.only) if args.only else None)
+    except CourseworkError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     for b in built:
-        where = (f"{len(b.from_notebook)} from the course notebook"
-                 + (f", {len(b.from_module)} from convs2s.coursework" if b.from_module else ""))
-        n = len(b.from_notebook) + len(b.from_module)
-        print(f"{b.name}: {n} exercises ({where}) -> {Path(args.out) / b.name}")
-        for item in b.ungraded:
-            print(f"  warning: {b.name} {item} has no check in convs2s.checks; not graded",
-                  file=sys.stderr)
+        kinds = ", ".join(f"{ex.kind} {ex.id}" for ex in b.exercises)
+        print(f"{b.name}: {len(b.exercises)} exercises, {b.points} points ({kinds}) -> "
+              f"{b.path.parent}")
+    if not built:
+        print(f"error: no exercises found in {args.notebooks}/NN_*.ipynb", file=sys.stderr)
+        return 2
     return 0
 
 
