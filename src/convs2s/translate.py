@@ -7,21 +7,32 @@
 The model was trained on lower-cased spaCy tokens, so its output is lower-cased tokens;
 :func:`detokenize` joins them back into a sentence (no space before punctuation, a capital
 first letter), which is what the standard, cased sacreBLEU score sees.
+
+The command line translates sentences given as arguments, or a document line by line::
+
+    python -m convs2s.translate --checkpoint runs/cpu/best.pt "Ein Mann fährt Fahrrad."
+    python -m convs2s.translate --checkpoint runs/cpu/best.pt < in.de > out.en
+
+One line in, one line out, in batches (each batch is written and flushed as soon as it is
+translated). A line that cannot be translated (empty, not UTF-8, too long) gets an empty output
+line and a warning on stderr naming its line number; the other lines are translated anyway.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import torch
 
 from convs2s import config
-from convs2s.checkpoint import load_checkpoint, vocab_from_dict
+from convs2s.checkpoint import CheckpointError, load_checkpoint
 from convs2s.data import Vocab, check_length, make_tokenizer
 from convs2s.decode import beam_search, greedy_decode
 from convs2s.model import ConvS2S
@@ -38,6 +49,106 @@ def detokenize(tokens: Sequence[str]) -> str:
     return text[:1].upper() + text[1:]
 
 
+def check_device(device: str | torch.device | None) -> torch.device:
+    """``device`` as a ``torch.device`` that exists here, else ``ValueError`` with the fix.
+
+    ``None`` picks the best available one (:func:`convs2s.config.device`). Catches what torch
+    would otherwise report deep inside ``model.to()`` ("Torch not compiled with CUDA enabled").
+    """
+    if device is None:
+        device = config.device()
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"{device!r} is not a device (use cpu, cuda, cuda:N or mps).") from e
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {str(dev)!r}: CUDA is not available on this machine "
+                             "(torch.cuda.is_available() is False); use --device cpu.")
+        n = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"device {str(dev)!r}: this machine has {n} CUDA device(s), "
+                             f"cuda:0 to cuda:{n - 1}.")
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device {str(dev)!r}: Apple's MPS is not available on this "
+                             "machine; use --device cpu.")
+    elif dev.type != "cpu":
+        raise ValueError(f"device {str(dev)!r} is not supported here (use cpu, cuda or mps).")
+    return dev
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Checking that a checkpoint's parts belong together
+# --------------------------------------------------------------------------------------------
+
+
+def vocab_from_part(part, side: str) -> Vocab:
+    """The :class:`Vocab` a checkpoint stores as ``{"itos": [...], "specials": [...]}``.
+
+    Anything else raises ``ValueError`` saying what is wrong (never a ``KeyError``).
+    """
+    if not isinstance(part, dict):
+        raise ValueError(f"its {side} is a {type(part).__name__}, not a vocabulary "
+                         "({'itos': [...], 'specials': [...]}).")
+    for key in ("itos", "specials"):
+        value = part.get(key)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
+            raise ValueError(f"its {side} has no list of token strings under {key!r}.")
+    try:
+        return Vocab(part["itos"], part["specials"])
+    except ValueError as e:
+        raise ValueError(f"its {side} is malformed: {e}") from e
+
+
+def check_parts(model_config: dict, weights: dict, src_vocab: Vocab, trg_vocab: Vocab) -> None:
+    """Raise ``ValueError`` unless a model config, its weights and two vocabularies fit.
+
+    Checks that the vocabulary sizes and padding ids are those the model was built with, and
+    that every weight is finite (a diverged training run saves NaN weights, which translate
+    into nonsense such as "On on on on ...").
+    """
+    for side, vocab in (("src", src_vocab), ("trg", trg_vocab)):
+        size, pad = model_config.get(f"{side}_vocab_size"), model_config.get(f"{side}_pad_idx")
+        if size != len(vocab):
+            raise ValueError(
+                f"the model was built for a {side}_vocab of {size} tokens, but its {side}_vocab "
+                f"has {len(vocab)}: the parts do not belong together."
+            )
+        if pad is not None and pad != vocab.pad_idx:
+            raise ValueError(f"the model pads the {side} with id {pad}, but its {side}_vocab "
+                             f"pads with id {vocab.pad_idx}.")
+    not_tensors = [k for k, v in weights.items() if not isinstance(v, torch.Tensor)]
+    if not_tensors:
+        raise ValueError(f"its weights {not_tensors[:3]} are not tensors.")
+    bad = [k for k, v in weights.items()
+           if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ValueError(
+            f"{len(bad)} of its weight tensors hold NaN or infinite values ({shown}): training "
+            "diverged. Use an earlier checkpoint, or train again with a lower learning rate."
+        )
+
+
+def _model_class(data: dict) -> type:
+    name = data.get("model_class", "ConvS2S")
+    if name == "ConvS2S":
+        return ConvS2S
+    from convs2s.baselines import MODEL_CLASSES, _model_class
+
+    if name not in MODEL_CLASSES:
+        raise ValueError(f"its model_class {name!r} is not one of {sorted(MODEL_CLASSES)}.")
+    return _model_class(name)
+
+
 @dataclass
 class Translation:
     source_tokens: list[str]
@@ -51,9 +162,11 @@ class Translator:
 
     def __init__(self, model: ConvS2S, src_vocab: Vocab, trg_vocab: Vocab, *,
                  src_lang: str = "de", trg_lang: str = "en", lower: bool = True, device=None):
+        """``ValueError`` if the vocabularies do not fit the model or a weight is not finite."""
+        check_parts(model.config, model.state_dict(), src_vocab, trg_vocab)
         if device is None:
             device = next(model.parameters()).device
-        self.device = torch.device(device)
+        self.device = check_device(device)
         self.model = model.to(self.device).eval()
         self.src_vocab, self.trg_vocab = src_vocab, trg_vocab
         self.src_tokenizer = make_tokenizer(src_lang, lower=lower)
@@ -61,14 +174,43 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path, device=None) -> Translator:
+        """Load a checkpoint and check that its parts belong together.
+
+        Raises :class:`convs2s.checkpoint.CheckpointError` (one line naming the file and the
+        problem) for a file that is not a checkpoint, a malformed vocabulary, vocabulary sizes
+        that do not match the model, weights that do not fit it or are not finite; and
+        ``ValueError`` for a device this machine does not have.
+        """
+        device = check_device(device)
         data = load_checkpoint(path)
-        model = ConvS2S(**data["model_config"])
-        model.load_state_dict(data["model"])
-        tok = data.get("tokenizers", {})
-        device = torch.device(device) if device is not None else config.device()
-        return cls(model, vocab_from_dict(data["src_vocab"]), vocab_from_dict(data["trg_vocab"]),
-                   src_lang=tok.get("src_lang", "de"), trg_lang=tok.get("trg_lang", "en"),
-                   lower=tok.get("lower", True), device=device)
+        try:
+            src_vocab = vocab_from_part(data["src_vocab"], "src_vocab")
+            trg_vocab = vocab_from_part(data["trg_vocab"], "trg_vocab")
+            model_config, weights = data["model_config"], data["model"]
+            if not isinstance(model_config, dict) or not isinstance(weights, dict):
+                raise ValueError("its model_config or model is not a dictionary.")
+            check_parts(model_config, weights, src_vocab, trg_vocab)
+            tok = data.get("tokenizers", {})
+            if not isinstance(tok, dict):
+                raise ValueError("its tokenizers entry is not a dictionary.")
+            try:
+                model = _model_class(data)(**model_config)
+            except TypeError as e:
+                raise ValueError(f"its model_config does not fit the model: {e}") from e
+            try:
+                model.load_state_dict(weights)
+            except RuntimeError as e:
+                first = str(e).strip().splitlines()
+                raise ValueError("its weights do not fit its model_config: "
+                                 + " ".join(line.strip() for line in first[:3])) from e
+            return cls(model, src_vocab, trg_vocab, src_lang=tok.get("src_lang", "de"),
+                       trg_lang=tok.get("trg_lang", "en"), lower=tok.get("lower", True),
+                       device=device)
+        except ValueError as e:
+            raise CheckpointError(
+                f"{path} cannot be used: {e} Use the other checkpoint (best.pt / last.pt) in "
+                "its folder, or train again."
+            ) from e
 
     # -- input checks --------------------------------------------------------------------------
     def _tokens(self, sentence) -> list[str]:
@@ -93,15 +235,29 @@ class Translator:
     # -- translation ---------------------------------------------------------------------------
     def translate_tokens(self, sentences: Sequence[str], *, beam_size: int = 5,
                          max_len: int | None = None, batch_size: int = 64) -> list[list[str]]:
-        """Output token lists for a list of sentences (what the tutorial BLEU compares)."""
+        """Output token lists for a list of sentences (what the tutorial BLEU compares).
+
+        ``batch_size`` sentences are decoded together; ``ValueError`` if it or ``beam_size``
+        is not a positive integer, or a sentence is empty or too long.
+        """
+        _positive_int(batch_size, "batch_size")
+        _positive_int(beam_size, "beam_size")
         token_lists = [self._tokens(s) for s in sentences]
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be at least 1, got {beam_size}.")
+        return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
+                                          batch_size=batch_size)
+
+    def translate_token_lists(self, token_lists: Sequence[list[str]], *, beam_size: int = 5,
+                              max_len: int | None = None,
+                              batch_size: int = 64) -> list[list[str]]:
+        """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
+        _positive_int(batch_size, "batch_size")
+        _positive_int(beam_size, "beam_size")
         out: list[list[str]] = []
         v = self.trg_vocab
+        kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx,
+                  pad_idx=v.pad_idx)
         for i in range(0, len(token_lists), batch_size):
             src = self._batch(token_lists[i: i + batch_size])
-            kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx)
             if beam_size == 1:
                 ids = greedy_decode(self.model, src, **kw)
             else:
@@ -126,25 +282,182 @@ class Translator:
         tokens = self._tokens(sentence)
         v = self.trg_vocab
         ids, attn = greedy_decode(self.model, self._batch([tokens]), max_len=self._max_len(max_len),
-                                  bos_idx=v.bos_idx, eos_idx=v.eos_idx, return_attention=True)
+                                  bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx,
+                                  return_attention=True)
         out = v.decode(ids[0])
         return Translation(tokens, out, detokenize(out), attn[0])
 
 
+# --------------------------------------------------------------------------------------------
+# The command line
+# --------------------------------------------------------------------------------------------
+
+
+def _line_text(lineno: int, line: bytes | str) -> str:
+    """One input line as text, without its line ending; ``ValueError`` if it is not UTF-8."""
+    if isinstance(line, bytes):
+        line = line.removesuffix(b"\n").removesuffix(b"\r")
+        if lineno == 1:
+            line = line.removeprefix(b"\xef\xbb\xbf")  # a byte order mark is not text
+        try:
+            return line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"not valid UTF-8 (byte {line[e.start:e.start + 1]!r} at column "
+                             f"{e.start + 1}: {e.reason})") from e
+    try:  # a command-line argument: Python keeps undecodable bytes as lone surrogates
+        line.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"not valid UTF-8 (at character {e.start + 1})") from e
+    return line
+
+
+def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: TextIO,
+                    err: TextIO, *, beam_size: int = 5, batch_size: int = 64) -> tuple[int, list]:
+    """Translate ``lines`` (bytes or str) to ``out``, one output line per input line.
+
+    Lines are read and translated ``batch_size`` at a time; each batch's translations are
+    written and flushed before the next batch is read, so a long document streams. A line that
+    is empty gets an empty output line and a warning on ``err``; one that cannot be translated
+    (not UTF-8, too long) gets an empty output line and an error on ``err`` naming its line
+    number, and the other lines are translated anyway.
+
+    Returns ``(number of lines, [(line number, problem), ...] for the lines not translated)``.
+    """
+    _positive_int(batch_size, "batch_size")
+    _positive_int(beam_size, "beam_size")
+    failed: list[tuple[int, str]] = []
+    n = 0
+
+    def flush(batch: list[tuple[int, bytes | str]]) -> None:
+        outputs = [""] * len(batch)
+        todo: list[tuple[int, list[str]]] = []  # (position in batch, tokens)
+        for i, (lineno, line) in enumerate(batch):
+            try:
+                text = _line_text(lineno, line)
+                if not text.strip():
+                    print(f"warning: line {lineno} is empty; wrote an empty line.", file=err)
+                    continue
+                todo.append((i, translator._tokens(text)))
+            except ValueError as e:
+                failed.append((lineno, str(e)))
+                print(f"error: line {lineno}: {e} Wrote an empty line.", file=err)
+        try:
+            results = translator.translate_token_lists([t for _, t in todo], beam_size=beam_size,
+                                                       batch_size=batch_size)
+        except (RuntimeError, ValueError):  # find the line(s) at fault, translate the rest
+            results = []
+            for i, tokens in todo:
+                try:
+                    results += translator.translate_token_lists([tokens], beam_size=beam_size)
+                except (RuntimeError, ValueError) as e:
+                    lineno = batch[i][0]
+                    failed.append((lineno, str(e)))
+                    print(f"error: line {lineno}: {e} Wrote an empty line.", file=err)
+                    results.append(None)
+        for (i, _), tokens in zip(todo, results, strict=True):
+            if tokens is not None:
+                outputs[i] = detokenize(tokens)
+        out.write("".join(f"{o}\n" for o in outputs))
+        out.flush()
+        err.flush()
+
+    batch: list[tuple[int, bytes | str]] = []
+    for n, line in enumerate(lines, start=1):
+        batch.append((n, line))
+        if len(batch) == batch_size:
+            flush(batch)
+            batch = []
+    if batch:
+        flush(batch)
+    return n, failed
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _device_arg(text: str) -> torch.device:
+    try:
+        return check_device(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (``| head``): stop without a traceback at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m convs2s.translate",
-                                     description="Translate German sentences to English.")
+    parser = OneLineParser(
+        prog="python -m convs2s.translate",
+        description="Translate German sentences to English: the sentences given as arguments, "
+        "or else every line of --input (default: stdin), one output line per input line.")
     parser.add_argument("--checkpoint", required=True, type=Path)
-    parser.add_argument("sentences", nargs="+", help="German sentences")
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--device")
+    parser.add_argument("sentences", nargs="*", help="German sentences (none: read lines)")
+    parser.add_argument("--input", "-i", help="a UTF-8 text file, one sentence per line "
+                        "('-' or none: stdin)")
+    parser.add_argument("--beam-size", type=_positive, default=5)
+    parser.add_argument("--batch-size", type=_positive, default=64,
+                        help="sentences translated (and written) together (default 64)")
+    parser.add_argument("--device", type=_device_arg, help="cpu, cuda, cuda:N or mps "
+                        "(default: the best available)")
     args = parser.parse_args(argv)
+    if args.sentences and args.input is not None:
+        parser.error("give sentences as arguments or --input, not both.")
+    source = None
+    if not args.sentences and args.input not in (None, "-"):
+        try:
+            source = open(args.input, "rb")  # noqa: SIM115 (closed below)
+        except OSError as e:
+            parser.error(f"cannot read --input {args.input}: {e.strerror}.")
     try:
         translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
-        for text in translator.translate(args.sentences, beam_size=args.beam_size):
-            print(text)
-    except (ValueError, TypeError, RuntimeError) as e:
+        if args.sentences:
+            lines: Iterable[bytes | str] = args.sentences
+        elif source is not None:
+            lines = source
+        else:
+            if sys.stdin.isatty():
+                print("Reading German sentences from stdin, one per line (end with Ctrl-D).",
+                      file=sys.stderr)
+            lines = getattr(sys.stdin, "buffer", sys.stdin)
+        n, failed = translate_lines(translator, lines, sys.stdout, sys.stderr,
+                                    beam_size=args.beam_size, batch_size=args.batch_size)
+    except (ValueError, TypeError, RuntimeError, OSError) as e:
+        if isinstance(e, BrokenPipeError):
+            _quiet_broken_pipe()
+            return 1
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted.", file=sys.stderr)
+        return 130
+    finally:
+        if source is not None:
+            source.close()
+    if failed:
+        numbers = ", ".join(str(lineno) for lineno, _ in failed[:10])
+        more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
+        print(f"error: {len(failed)} of {n} lines could not be translated (line {numbers}{more}); "
+              "each got an empty output line.", file=sys.stderr)
         return 1
     return 0
 

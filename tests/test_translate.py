@@ -1,0 +1,280 @@
+"""convs2s.translate: checkpoint validation (issue 19, item 9), the command line reading files or
+stdin line by line (item 10) and argument checks (item 11), on a tiny random model."""
+
+from __future__ import annotations
+
+import io
+import math
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from convs2s import translate
+from convs2s.baselines import RNNAttentionSeq2Seq, checkpoint_payload
+from convs2s.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, vocab_to_dict
+from convs2s.data import Vocab, make_tokenizer
+from convs2s.model import ConvS2S
+from convs2s.translate import Translator, main
+
+GOOD = ["Ein Hund läuft.", "Eine Katze schläft.", "Zwei Kinder spielen im Park."]
+
+
+def vocabs(tiny_pairs):
+    tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
+    src = Vocab.build((tok_de(de) for de, _ in tiny_pairs), min_freq=1)
+    trg = Vocab.build((tok_en(en) for _, en in tiny_pairs), min_freq=1)
+    return src, trg
+
+
+def payload(model, src_vocab, trg_vocab) -> dict:
+    return {"model_config": dict(model.config), "model": model.state_dict(),
+            "src_vocab": vocab_to_dict(src_vocab), "trg_vocab": vocab_to_dict(trg_vocab),
+            "tokenizers": {"src_lang": "de", "trg_lang": "en", "lower": True}}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from conftest import TINY_PAIRS
+
+    src_vocab, trg_vocab = vocabs(TINY_PAIRS)
+    torch.manual_seed(0)
+    model = ConvS2S(len(src_vocab), len(trg_vocab), emb_dim=16, hid_dim=32, enc_layers=2,
+                    dec_layers=2, max_positions=24, src_pad_idx=src_vocab.pad_idx,
+                    trg_pad_idx=trg_vocab.pad_idx)
+    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "best.pt",
+                           payload(model, src_vocab, trg_vocab))
+
+
+@pytest.fixture(scope="module")
+def translator(checkpoint):
+    return Translator.from_checkpoint(checkpoint, device="cpu")
+
+
+def run(argv, stdin: bytes | None = None, monkeypatch=None, capsys=None):
+    """``main(argv)`` with ``stdin`` as standard input: (exit code, stdout, stderr lines)."""
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:
+        code = e.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.splitlines()
+
+
+# ------------------------------------------------------------------------------------------
+# item 9: a checkpoint's parts are checked before use
+# ------------------------------------------------------------------------------------------
+
+
+def broken(checkpoint, tmp_path, edit) -> str:
+    data = load_checkpoint(checkpoint)
+    edit(data)
+    path = tmp_path / "broken.pt"
+    save_checkpoint(path, {k: v for k, v in data.items() if k not in ("format", "version")})
+    return path
+
+
+def nan_weight(data):
+    data["model"]["decoder.fc_out.bias"][3] = math.nan
+
+
+def inf_weight(data):
+    data["model"]["encoder.tok_embedding.weight"][5, 0] = math.inf
+
+
+BROKEN = {
+    "trg vocab larger than the model's": (
+        lambda d: d["trg_vocab"]["itos"].append("extra"),
+        r"built for a trg_vocab of \d+ tokens, but its trg_vocab has \d+"),
+    "src vocab smaller than the model's": (
+        lambda d: d["src_vocab"]["itos"].pop(),
+        r"built for a src_vocab of \d+ tokens, but its src_vocab has \d+"),
+    "vocab without itos": (
+        lambda d: d["src_vocab"].pop("itos"),
+        "its src_vocab has no list of token strings under 'itos'"),
+    "vocab of the wrong type": (
+        lambda d: d.update(trg_vocab="not a vocabulary"),
+        "its trg_vocab is a str, not a vocabulary"),
+    "vocab with non-string tokens": (
+        lambda d: d["trg_vocab"]["itos"].__setitem__(7, 7),
+        "its trg_vocab has no list of token strings under 'itos'"),
+    "vocab with three specials": (
+        lambda d: d["trg_vocab"].update(specials=["<unk>", "<pad>", "<bos>"]),
+        "its trg_vocab is malformed: Vocab needs at least four specials"),
+    "pad ids differ": (
+        lambda d: d["model_config"].update(trg_pad_idx=0),
+        "the model pads the trg with id 0, but its trg_vocab pads with id 1"),
+    "NaN weights": (nan_weight, r"1 of its weight tensors hold NaN or infinite values "
+                                r"\(decoder.fc_out.bias\): training diverged"),
+    "infinite weights": (inf_weight, "hold NaN or infinite values"),
+    "weights of another shape": (
+        lambda d: d["model_config"].update(hid_dim=48),
+        "its weights do not fit its model_config"),
+    "unknown config entry": (
+        lambda d: d["model_config"].update(colour="blue"),
+        "its model_config does not fit the model"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_checkpoint_parts_are_refused_in_one_line(case, checkpoint, tmp_path, capsys):
+    edit, message = BROKEN[case]
+    path = broken(checkpoint, tmp_path, edit)
+    with pytest.raises(CheckpointError, match=message) as err:
+        Translator.from_checkpoint(path, device="cpu")
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+    code, out, err_lines = run(["--checkpoint", path, "Ein Hund läuft."], capsys=capsys)
+    assert code == 1 and out == ""
+    assert len(err_lines) == 1 and err_lines[0].startswith("error: ")
+    assert "Traceback" not in err_lines[0]
+
+
+def test_a_translator_built_from_parts_checks_them_too(checkpoint):
+    data = load_checkpoint(checkpoint)
+    model = ConvS2S(**data["model_config"])
+    model.load_state_dict(data["model"])
+    src = Vocab(data["src_vocab"]["itos"], data["src_vocab"]["specials"])
+    trg = Vocab(data["trg_vocab"]["itos"], data["trg_vocab"]["specials"])
+    with pytest.raises(ValueError, match="built for a src_vocab"):
+        Translator(model, trg, trg, device="cpu")
+    with torch.no_grad():
+        model.decoder.fc_out.bias[0] = math.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        Translator(model, src, trg, device="cpu")
+
+
+def test_a_baseline_checkpoint_translates_too(tmp_path, tiny_pairs, capsys):
+    src_vocab, trg_vocab = vocabs(tiny_pairs)
+    torch.manual_seed(0)
+    rnn = RNNAttentionSeq2Seq(len(src_vocab), len(trg_vocab), emb_dim=8, enc_hid_dim=8,
+                              dec_hid_dim=8, max_positions=16, src_pad_idx=src_vocab.pad_idx,
+                              trg_pad_idx=trg_vocab.pad_idx)
+    path = save_checkpoint(tmp_path / "rnn.pt", checkpoint_payload(rnn, src_vocab, trg_vocab))
+    code, out, err = run(["--checkpoint", path, "--beam-size", 2, *GOOD], capsys=capsys)
+    assert code == 0 and err == []
+    expected = Translator.from_checkpoint(path, device="cpu").translate(GOOD, beam_size=2)
+    assert out.splitlines() == expected
+
+
+# ------------------------------------------------------------------------------------------
+# item 10: files and stdin, line by line; bad lines reported by number, the rest translated
+# ------------------------------------------------------------------------------------------
+
+
+def test_stdin_one_line_in_one_line_out(checkpoint, translator, monkeypatch, capsys):
+    text = "".join(f"{s}\n" for s in GOOD * 3).encode()
+    code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 1, "--batch-size", 4],
+                         stdin=text, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0 and err == []
+    assert out.splitlines() == translator.translate(GOOD * 3, beam_size=1)
+
+
+def test_bad_lines_are_reported_by_number_and_the_rest_translated(checkpoint, translator,
+                                                                  tmp_path, monkeypatch,
+                                                                  capsys):
+    too_long = " ".join(["Hund"] * 30)  # 30 tokens, the model has 24 positions
+    lines = [GOOD[0].encode(), b"", b"Ein \xff Hund.", GOOD[1].encode(), too_long.encode(),
+             b"   ", GOOD[2].encode() + b"\r"]
+    raw = b"\n".join(lines)  # no newline after the last line
+    expected = translator.translate(GOOD, beam_size=2)
+    for source in ("stdin", "file"):
+        if source == "file":
+            (tmp_path / "in.de").write_bytes(raw)
+            argv, stdin = ["--input", tmp_path / "in.de"], None
+        else:
+            argv, stdin = [], raw
+        code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 2, "--batch-size", 3,
+                              *argv], stdin=stdin, monkeypatch=monkeypatch, capsys=capsys)
+        assert out.split("\n") == [expected[0], "", "", expected[1], "", "", expected[2], ""]
+        assert err[0] == "warning: line 2 is empty; wrote an empty line."
+        assert err[1].startswith("error: line 3: not valid UTF-8 (byte b'\\xff' at column 5")
+        assert err[2].startswith("error: line 5: The source sentence is 30 positions long")
+        assert err[3] == "warning: line 6 is empty; wrote an empty line."
+        assert err[4] == ("error: 2 of 7 lines could not be translated (line 3, 5); each got an "
+                          "empty output line.")
+        assert len(err) == 5 and code == 1
+
+
+def test_an_empty_sentence_among_arguments_does_not_stop_the_others(checkpoint, translator,
+                                                                    capsys):
+    code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 1, GOOD[0], "", *GOOD[1:]],
+                         capsys=capsys)
+    expected = translator.translate(GOOD, beam_size=1)
+    assert out.splitlines() == [expected[0], "", *expected[1:]]
+    assert err == ["warning: line 2 is empty; wrote an empty line."] and code == 0
+
+
+def test_translations_stream_batch_by_batch(checkpoint, translator):
+    """The first batch's lines come out while stdin is still open (flushed per batch)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "convs2s.translate", "--checkpoint", str(checkpoint),
+         "--device", "cpu", "--beam-size", "1", "--batch-size", "2"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(f"{GOOD[0]}\n{GOOD[1]}\n{GOOD[2]}\n".encode())
+        proc.stdin.flush()
+        received = b""
+        deadline = time.monotonic() + 120  # generous: the interpreter imports torch first
+        while received.count(b"\n") < 2:
+            assert time.monotonic() < deadline, "the first batch was not written in time"
+            if select.select([proc.stdout], [], [], 1.0)[0]:
+                chunk = proc.stdout.read1(4096)
+                assert chunk, proc.stderr.read().decode()
+                received += chunk
+        # the first batch (two lines) is out; the third line waits for its batch to fill
+        first = received.decode().splitlines()
+        rest, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert first == translator.translate(GOOD[:2], beam_size=1)
+    assert rest.decode().splitlines() == translator.translate(GOOD[2:], beam_size=1)
+    assert proc.returncode == 0 and err == b""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("device", ["cuda", "cuda:1", "gpu"])
+def test_a_device_this_machine_lacks_is_one_line_exit_2(checkpoint, capsys, device):
+    code, out, err = run(["--checkpoint", checkpoint, "--device", device, GOOD[0]],
+                         capsys=capsys)
+    assert code == 2 and out == "" and len(err) == 1
+    assert err[0].startswith("python -m convs2s.translate: error: argument --device: ")
+    assert ("CUDA is not available" in err[0]) if device != "gpu" else "not a device" in err[0]
+
+
+def test_usage_mistakes_are_one_line_exit_2(checkpoint, tmp_path, capsys):
+    for argv in (["--batch-size", 0], ["--beam-size", -1], ["--beam-size", "x"],
+                 ["--input", tmp_path / "missing.de"], ["--input", "-", GOOD[0]]):
+        code, out, err = run(["--checkpoint", checkpoint, *argv], capsys=capsys)
+        assert code == 2 and out == "" and len(err) == 1, (argv, err)
+        assert err[0].startswith("python -m convs2s.translate: error: ")
+
+
+# ------------------------------------------------------------------------------------------
+# item 11: the batching function checks its arguments
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True, None])
+def test_translate_tokens_needs_a_positive_batch_size(translator, bad):
+    with pytest.raises(ValueError, match=f"batch_size must be a positive integer, got {bad!r}"):
+        translator.translate_tokens(GOOD, batch_size=bad)
+    with pytest.raises(ValueError, match=f"beam_size must be a positive integer, got {bad!r}"):
+        translator.translate_tokens(GOOD, beam_size=bad)
+
+
+def test_batches_give_the_same_translations_as_one_batch(translator):
+    one = translator.translate_tokens(GOOD * 2, beam_size=1, batch_size=64)
+    assert translator.translate_tokens(GOOD * 2, beam_size=1, batch_size=1) == one
+    assert translator.translate_tokens(GOOD * 2, beam_size=1, batch_size=4) == one
+
+
+def test_check_device():
+    assert translate.check_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="not a device"):
+        translate.check_device("quantum")
