@@ -7,7 +7,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from convs2s.evaluate import write_json_atomic
+from convs2s.fileio import write_json_atomic
 
 
 def command() -> str:
@@ -21,8 +21,11 @@ def stamp(report: dict) -> dict:
 
 
 def write_report(path: Path | str | None, report: dict) -> None:
-    """Write ``report`` as JSON to ``path`` (if given) atomically: no half-written file ever."""
+    """Write ``report`` as JSON to ``path`` (if given) atomically: no half-written file ever.
+
+    A new file gets the mode the umask gives, an existing one keeps its own."""
     if path is None:
         return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(Path(path), report)
     print(f"wrote {path}")

@@ -1,14 +1,14 @@
 """Evaluate a checkpoint on a Multi30k split: perplexity and BLEU (greedy and beam).
 
     python -m convs2s.evaluate --checkpoint runs/cpu/best.pt --split test [--json metrics.json]
+
+The metrics JSON is written atomically (a new file gets the mode the umask gives, an existing
+one keeps its own); that its folder is writable is checked before any work is done.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -17,9 +17,12 @@ from pathlib import Path
 
 from convs2s import config
 from convs2s.data import TranslationDataset, load_multi30k, make_loader, make_tokenizer
+from convs2s.fileio import write_json_atomic
 from convs2s.metrics import corpus_bleu
 from convs2s.train import evaluate_loss
-from convs2s.translate import Translator, detokenize
+from convs2s.translate import OneLineParser, Translator, detokenize, device_arg, positive_int_arg
+
+__all__ = ["SPLITS", "evaluate", "check_writable", "main", "write_json_atomic"]
 
 SPLITS = ("train", "valid", "test")
 
@@ -27,9 +30,16 @@ SPLITS = ("train", "valid", "test")
 def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | None = None) -> dict:
     """Perplexity and both BLEU scores for ``pairs`` (``(german, english)``) at each beam size.
 
-    Sentences too long for the model are skipped and counted (``skipped``).
+    Sentences too long for the model are skipped and counted (``skipped``). ``limit``: only
+    the first ``limit`` pairs (a positive integer; None: all).
     """
-    pairs = list(pairs)[:limit] if limit else list(pairs)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
+    beam_sizes = list(beam_sizes)
+    if not beam_sizes or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
+                             for b in beam_sizes):
+        raise ValueError(f"beam_sizes must be positive integers, got {beam_sizes!r}.")
+    pairs = list(pairs)[:limit] if limit is not None else list(pairs)
     keep = []
     for de, en in pairs:
         try:
@@ -56,41 +66,63 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     return result
 
 
-def write_json_atomic(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def check_writable(path: Path) -> None:
+    """Raise ``OSError`` unless a file can be written (atomically) at ``path``, before any work.
+
+    The folder must exist and accept a new file (tried with a temporary file that vanishes at
+    once); ``path`` must not be a folder.
+    """
+    path = Path(path)
+    folder = path.parent.resolve()
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; give a file name such as {path / 'm.json'}")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise FileNotFoundError(f"the folder {folder} {what}; create it or choose another path")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise PermissionError(f"cannot write in {folder} ({e.strerror or e}); choose a "
+                              "writable folder") from e
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m convs2s.evaluate", description=__doc__)
+    parser = OneLineParser(prog="python -m convs2s.evaluate",
+                           description="Evaluate a checkpoint on a Multi30k split: perplexity "
+                           "and BLEU (greedy and beam).")
     parser.add_argument("--checkpoint", required=True, type=Path)
     parser.add_argument("--split", choices=SPLITS, default="test")
-    parser.add_argument("--beam-sizes", type=int, nargs="+", default=[1, 5])
-    parser.add_argument("--limit", type=int, help="only the first N sentences")
+    parser.add_argument("--beam-sizes", type=positive_int_arg, nargs="+", default=[1, 5])
+    parser.add_argument("--limit", type=positive_int_arg,
+                        help="only the first N sentences (N >= 1)")
     parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--device")
+    parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
+                        "(default: the best available)")
     parser.add_argument("--json", type=Path, help="where to write the metrics "
                         "(default: metrics_<split>.json beside the checkpoint)")
     args = parser.parse_args(argv)
+    out = args.json or args.checkpoint.with_name(f"metrics_{args.split}.json")
+    try:
+        if args.json is not None or args.checkpoint.is_file():  # else: "No checkpoint at ..."
+            check_writable(out)
+    except OSError as e:
+        print(f"error: cannot write the metrics to {out}: {e}.", file=sys.stderr)
+        return 1
     try:
         translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
         pairs = load_multi30k(args.data_dir)[args.split]
         metrics = evaluate(translator, pairs, beam_sizes=args.beam_sizes, limit=args.limit)
-    except (ValueError, TypeError, RuntimeError) as e:
+        metrics.update({"checkpoint": str(args.checkpoint), "split": args.split,
+                        "device": config.describe_device(translator.device),
+                        "date": date.today().isoformat()})
+        write_json_atomic(out, metrics)
+    except (ValueError, TypeError, RuntimeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    metrics.update({"checkpoint": str(args.checkpoint), "split": args.split,
-                    "device": config.describe_device(translator.device),
-                    "date": date.today().isoformat()})
-    out = args.json or args.checkpoint.with_name(f"metrics_{args.split}.json")
-    write_json_atomic(out, metrics)
+    except KeyboardInterrupt:
+        print("interrupted; no metrics written.", file=sys.stderr)
+        return 130
     print(f"{args.split}: {metrics['sentences']} sentences, perplexity {metrics['perplexity']:.2f}")
     for beam in args.beam_sizes:
         m = metrics[f"beam{beam}"]

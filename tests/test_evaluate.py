@@ -1,0 +1,133 @@
+"""convs2s.evaluate: arguments refused at parse time, an unwritable --json refused before any
+work (issue 19, item 11), and metrics written with the umask's mode (item 12); a tiny random
+model on the tiny invented corpus."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+import torch
+
+from convs2s import data, evaluate
+from convs2s.checkpoint import save_checkpoint, vocab_to_dict
+from convs2s.data import Vocab, load_multi30k, make_tokenizer
+from convs2s.model import ConvS2S
+from convs2s.translate import Translator
+
+
+@pytest.fixture
+def corpus(tiny_corpus, monkeypatch, tmp_path):
+    """The tiny corpus as the Multi30k files (its own checksums), and no network."""
+    sums = {n: hashlib.sha256((tiny_corpus / n).read_bytes()).hexdigest()
+            for n in data.MULTI30K_SHA256}
+    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
+    (tmp_path / "no_mirror").mkdir()
+    monkeypatch.setenv("CONVS2S_DATA_URL", (tmp_path / "no_mirror").as_uri())
+    return tiny_corpus
+
+
+@pytest.fixture
+def checkpoint(tmp_path, tiny_pairs):
+    tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
+    src = Vocab.build((tok_de(de) for de, _ in tiny_pairs), min_freq=1)
+    trg = Vocab.build((tok_en(en) for _, en in tiny_pairs), min_freq=1)
+    torch.manual_seed(0)
+    model = ConvS2S(len(src), len(trg), emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=2,
+                    max_positions=24, src_pad_idx=src.pad_idx, trg_pad_idx=trg.pad_idx)
+    return save_checkpoint(tmp_path / "run" / "best.pt", {
+        "model_config": dict(model.config), "model": model.state_dict(),
+        "src_vocab": vocab_to_dict(src), "trg_vocab": vocab_to_dict(trg)})
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if evaluation starts (loading the model or the data)."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the work started before the arguments were checked")
+
+    monkeypatch.setattr(evaluate.Translator, "from_checkpoint", forbidden)
+    monkeypatch.setattr(evaluate, "load_multi30k", forbidden)
+
+
+def run(argv, capsys):
+    try:
+        code = evaluate.main([str(a) for a in argv])
+    except SystemExit as e:
+        code = e.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.splitlines()
+
+
+@pytest.mark.parametrize("limit", ["0", "-995", "2.5", "all"])
+def test_limit_must_be_positive_refused_at_parse_time(limit, checkpoint, capsys, no_work):
+    code, out, err = run(["--checkpoint", checkpoint, "--limit", limit], capsys)
+    assert code == 2 and out == "" and len(err) == 1
+    assert err[0].startswith("python -m convs2s.evaluate: error: argument --limit: ")
+
+
+def test_beam_sizes_and_device_refused_at_parse_time(checkpoint, capsys, no_work):
+    for argv in (["--beam-sizes", "1", "0"], ["--device", "quantum"]):
+        code, out, err = run(["--checkpoint", checkpoint, *argv], capsys)
+        assert code == 2 and out == "" and len(err) == 1, err
+
+
+@pytest.mark.parametrize("limit", [0, -995, 2.5, True])
+def test_evaluate_function_refuses_a_limit_that_is_not_positive(limit):
+    with pytest.raises(ValueError, match="limit must be None .* or a positive integer"):
+        evaluate.evaluate(None, [("a", "b")] * 10, limit=limit)
+    with pytest.raises(ValueError, match="beam_sizes must be positive integers"):
+        evaluate.evaluate(None, [("a", "b")], beam_sizes=[1, 0])
+
+
+@pytest.mark.parametrize("where", ["missing folder", "folder is a file", "path is a folder"])
+def test_an_unwritable_json_fails_before_the_work(where, checkpoint, tmp_path, capsys, no_work):
+    (tmp_path / "a_file").write_text("x")
+    target = {"missing folder": tmp_path / "nope" / "m.json",
+              "folder is a file": tmp_path / "a_file" / "m.json",
+              "path is a folder": tmp_path}[where]
+    code, out, err = run(["--checkpoint", checkpoint, "--json", target], capsys)
+    assert code == 1 and out == "" and len(err) == 1, err
+    assert err[0].startswith(f"error: cannot write the metrics to {target}: ")
+    assert not (tmp_path / "nope").exists()
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="needs a POSIX user that folder permissions apply to")
+def test_a_read_only_json_folder_fails_before_the_work(checkpoint, tmp_path, capsys, no_work):
+    folder = tmp_path / "ro"
+    folder.mkdir(mode=0o555)
+    code, _, err = run(["--checkpoint", checkpoint, "--json", folder / "m.json"], capsys)
+    assert code == 1 and len(err) == 1 and f"cannot write in {folder}" in err[0]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027], ids=["umask022", "umask027"])
+def test_metrics_json_gets_the_umask_mode(mask, corpus, checkpoint, tmp_path, capsys):
+    old = os.umask(mask)
+    try:
+        code, out, err = run(["--checkpoint", checkpoint, "--data-dir", corpus, "--split",
+                              "valid", "--beam-sizes", "1", "2", "--limit", "1"], capsys)
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    path = checkpoint.with_name("metrics_valid.json")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+    metrics = json.loads(path.read_text())
+    assert metrics["sentences"] == 1 and metrics["split"] == "valid"
+    assert {"beam1", "beam2"} <= set(metrics) and f"wrote {path}" in out
+    assert sorted(p.name for p in path.parent.iterdir()) == ["best.pt", "metrics_valid.json"]
+
+
+def test_limit_evaluates_exactly_the_first_n(corpus, checkpoint):
+    translator = Translator.from_checkpoint(checkpoint, device="cpu")
+    train = load_multi30k(corpus)["train"]
+    for n in (1, 5, len(train), len(train) + 3):
+        result = evaluate.evaluate(translator, train, beam_sizes=(1,), limit=n)
+        assert result["sentences"] + result["skipped"] == min(n, len(train))
+
+
+def test_a_missing_checkpoint_is_named_first(tmp_path, capsys):
+    code, out, err = run(["--checkpoint", tmp_path / "nowhere" / "best.pt"], capsys)
+    assert code == 1 and len(err) == 1 and err[0].startswith("error: No checkpoint at ")
