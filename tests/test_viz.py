@@ -227,6 +227,35 @@ def test_gtu_loses_gradient_that_glu_keeps():
     assert big_gtu[0] < gtu[0]  # larger activations saturate tanh more
 
 
+def test_glu_gradient_grows_with_large_inputs_and_so_do_its_activations():
+    """The measurement behind notebook 01's claim: the GLU passes more than it receives."""
+    big_glu = viz.gate_gradient_norms("glu", n_layers=20, input_std=1.0)
+    assert big_glu[0] > 1e4  # grows by orders of magnitude on the way down
+    small = viz.gate_activation_stds("glu", n_layers=20)
+    big = viz.gate_activation_stds("glu", n_layers=20, input_std=1.0)
+    assert small.shape == (21,)
+    assert small[0] == pytest.approx(viz.ENCODER_INPUT_STD, rel=0.05)
+    assert 0.7 < float(small[-1] / small[0]) < 1.6  # about constant at the encoder's scale
+    assert float(big[-1] / big[0]) > 50  # grows with large inputs
+    gtu = viz.gate_activation_stds("gtu", n_layers=20, input_std=1.0)
+    assert float(gtu[-1]) < 1.0  # |tanh(A)·σ(B)| < 1
+    with pytest.raises(ValueError):
+        viz.gate_activation_stds("relu")
+
+
+def test_gate_activation_stds_is_the_forward_pass_of_gate_gradient_norms():
+    blocks = viz.conv_glu_stack(3, 4, "same", hid_dim=6, residual=False, seed=2)
+    g = torch.Generator().manual_seed(3)
+    h = 0.5 * torch.randn(2, 6, 9, generator=g, dtype=torch.float64)
+    stds = [h.std()]
+    for block in blocks:
+        h = viz.gate(block.conv(viz.pad_sequence(h, 3, "same")), "glu")
+        stds.append(h.std())
+    measured = viz.gate_activation_stds("glu", n_layers=4, input_std=0.5, hid_dim=6, length=9,
+                                        batch=2, seed=2)
+    torch.testing.assert_close(measured, torch.stack(stds).float().detach())
+
+
 def test_residual_scale_keeps_variance_and_its_absence_doubles_it():
     scaled = viz.activation_variances(8, scale=True)
     unscaled = viz.activation_variances(8, scale=False)

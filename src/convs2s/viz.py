@@ -13,8 +13,8 @@ is a *measurement* of the package's real layers, never a drawing made by hand:
   output sees inputs to its right ("the future"), and how far.
 - :func:`plot_dependency_map`, :func:`dependency_legend_handles`,
   :func:`draw_dependency_explorer` -- the pictures (and the logic of notebook 01's widget).
-- :func:`gate`, :func:`gate_gradient_norms` -- GLU and GTU, and gradient norms through a deep
-  stack gated by either.
+- :func:`gate`, :func:`gate_gradient_norms`, :func:`gate_activation_stds` -- GLU and GTU, and
+  gradient norms and activation scales through a deep stack gated by either.
 - :func:`residual_stack_activations`, :func:`activation_variances` -- activations through
   residual blocks with and without the √0.5 scale.
 
@@ -437,6 +437,44 @@ def gate_gradient_norms(
     grads = torch.autograd.grad((h * proj).sum(), inputs)
     norms = torch.stack([gr.norm() for gr in grads])
     return (norms / norms[-1]).float()
+
+
+def gate_activation_stds(
+    kind: str = "glu",
+    *,
+    n_layers: int = 20,
+    input_std: float = ENCODER_INPUT_STD,
+    hid_dim: int = 32,
+    kernel_size: int = 3,
+    length: int = 32,
+    batch: int = 8,
+    seed: int = 0,
+) -> Tensor:
+    """The forward pass of :func:`gate_gradient_norms`'s stack: activation std per layer.
+
+    Same weights and input as :func:`gate_gradient_norms` for the same arguments. Returns
+    ``[n_layers + 1]``: entry 0 is the input's standard deviation, entry l the output's of
+    layer l.
+    """
+    if kind not in GATES:
+        raise ValueError(f"gate={kind!r} is not known; choose one of {GATES}.")
+    blocks = conv_glu_stack(
+        kernel_size,
+        n_layers,
+        "same",
+        hid_dim=hid_dim,
+        residual=False,
+        seed=seed,
+        dtype=torch.float64,
+    )
+    g = torch.Generator().manual_seed(seed + 1)
+    h = input_std * torch.randn(batch, hid_dim, length, generator=g, dtype=torch.float64)
+    stds = [h.std()]
+    with torch.no_grad():
+        for block in blocks:
+            h = gate(block.conv(pad_sequence(h, kernel_size, "same")), kind)  # [batch, hid, len]
+            stds.append(h.std())
+    return torch.stack(stds).float()
 
 
 def residual_stack_activations(

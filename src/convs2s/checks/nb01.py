@@ -1,4 +1,7 @@
-"""Checks for notebook 01 · GLU and padding."""
+"""Checks for notebook 01 · GLU and padding.
+
+The exercise ``glu_vs_gtu`` (explain) is graded by hand and has no check.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +18,10 @@ from convs2s.checks._core import (
     _forbidden,
     _gen,
     _Run,
-    _seeded,
-    _shape,
     check,
 )
 
-__all__ = ["my_glu", "causal_left_padding", "my_receptive_field"]
+__all__ = ["my_glu", "same_padding_moves", "my_receptive_field"]
 
 
 @check
@@ -46,34 +47,38 @@ def my_glu(fn: Callable) -> None:
     run.done()
 
 
-@check
-def causal_left_padding(fn: Callable) -> None:
-    """Exercise "how much causal padding?": ``fn(k)`` zeros on the left keep length + causality."""
+# The stack of the "predict" exercise: L "same"-padded blocks of width k over n positions.
+SAME_K, SAME_LAYERS, SAME_LENGTH, SAME_CHANGED = 3, 3, 10, 8
+
+
+def _measured_moves(changed: int = SAME_CHANGED) -> list[int]:
+    """The outputs of a real "same"-padded ConvGLUBlock stack that move when input ``changed``
+    changes, measured with autograd (viz.dependency_map)."""
     from convs2s import viz
-    from convs2s.layers import ConvGLUBlock
 
-    run = _Run("causal_left_padding")
-    hint = ("a width-k convolution without padding returns k - 1 fewer outputs than inputs; "
-            "put all the missing positions on the left, so output i only reaches back")
-    g = _gen(1)
-    for k in range(1, 7):
-        with _seeded(k):
-            blk = ConvGLUBlock(4, k, padding="causal", residual=False).eval()
-        x = torch.randn(1, 4, 10, generator=g)  # x = [1, 4, 10]
-        with run.case(f"causal_left_padding({k})", hint):
-            pad = _assert_int(fn(k))
+    dep = viz.dependency_map(SAME_K, SAME_LAYERS, "same", length=SAME_LENGTH)  # [out, in]
+    return dep[:, changed].nonzero().flatten().tolist()
 
-            def padded_conv(t, blk=blk, pad=pad):
-                return F.glu(blk.conv(F.pad(t, (pad, 0))), dim=1)  # [1, 4, len]
 
-            out = padded_conv(x)
-            if _shape(out) != _shape(x):
-                raise AssertionError(f"with {pad} zeros on the left the length changes from "
-                                     f"{x.size(2)} to {out.size(2)}")
-            dep = viz.measure_dependency(padded_conv, x)
-            if bool(viz.future_leaks(dep).any()):
-                raise AssertionError("an output depends on a later input (it sees the future)")
-            _assert_close(out, blk(x), ref='ConvGLUBlock(padding="causal")')
+@check
+def same_padding_moves(prediction) -> None:
+    """Exercise "which outputs move?" (predict): vs the outputs a real stack moves."""
+    run = _Run("same_padding_moves")
+    hint = (f"one 'same' block of width k reaches (k - 1)/2 = {(SAME_K - 1) // 2} position(s) "
+            f"to each side, and {SAME_LAYERS} stacked blocks reach {SAME_LAYERS} times as far; "
+            f"the sentence only has positions 0 ... {SAME_LENGTH - 1}")
+    measured = _measured_moves()
+    with run.case(f"your prediction for input {SAME_CHANGED} of {SAME_LENGTH} "
+                  f"(k={SAME_K}, {SAME_LAYERS} blocks)", hint):
+        if isinstance(prediction, int | str) or not hasattr(prediction, "__iter__"):
+            raise AssertionError("write the prediction as a list of output positions, e.g. "
+                                 "[2, 3, 4]")
+        guess = sorted({_assert_int(p, "each position") for p in prediction})
+        if guess != measured:
+            raise AssertionError(f"you predicted {guess}, the measured outputs that move are "
+                                 f"{measured}")
+    print(f"  predicted {guess}, measured {measured} on a stack of {SAME_LAYERS} "
+          f"ConvGLUBlocks: your prediction held")
     run.done()
 
 

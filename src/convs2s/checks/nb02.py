@@ -1,36 +1,45 @@
-"""Checks for notebook 02 · The convolutional encoder."""
+"""Checks for notebook 02 · The convolutional encoder.
+
+The exercise ``keys_and_values`` (explain) is graded by hand and has no check.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
-from torch import Tensor, nn
+import torch.nn.functional as F
+from torch import Tensor
 
 from convs2s.checks._core import (
     _PAD,
     _assert_close,
-    _assert_equal,
     _assert_int,
     _assert_tensor,
+    _float,
     _gen,
     _Run,
     _seeded,
-    _shape,
     check,
 )
 
-__all__ = ["embed", "mask_padding", "measured_receptive_field"]
+__all__ = ["residual_variance", "mask_source_padding", "block_parameters"]
+
+# The encoder of the "predict" exercise (the notebook's toy sizes).
+VARIANCE_BLOCKS, VARIANCE_SEEDS = 10, 3
+#: A prediction within this factor of the measurement holds (a variance spans decades here).
+VARIANCE_FACTOR = 5.0
 
 
-
-
-def _tiny_encoder(n_layers: int = 2, kernel_size: int = 3, seed: int = 0):
+def _tiny_encoder(n_layers: int = 2, kernel_size: int = 3, seed: int = 0, *, emb_dim: int = 16,
+                  hid_dim: int = 32, vocab: int = 60):
     from convs2s.encoder import Encoder
 
     with _seeded(seed):
-        return Encoder(60, emb_dim=16, hid_dim=32, n_layers=n_layers, kernel_size=kernel_size,
-                       dropout=0.0, max_positions=32, pad_idx=_PAD).eval()
+        return Encoder(vocab, emb_dim=emb_dim, hid_dim=hid_dim, n_layers=n_layers,
+                       kernel_size=kernel_size, dropout=0.0, max_positions=32,
+                       pad_idx=_PAD).eval()
 
 
 def _padded_batch(lengths: Sequence[int], seed: int, vocab: int = 60) -> Tensor:
@@ -41,102 +50,138 @@ def _padded_batch(lengths: Sequence[int], seed: int, vocab: int = 60) -> Tensor:
     return src
 
 
-@check
-def embed(fn: Callable) -> None:
-    """Exercise "the input embeddings": ``e = w + p`` equals what the package's encoder uses."""
-    from convs2s.layers import RESIDUAL_SCALE
-
-    run = _Run("embed")
-    hint = ("w = tok_embedding(src) is [batch, src_len, emb_dim]; p = pos_embedding(positions) "
-            "with positions = torch.arange(src_len) (0, 1, ...) is [src_len, emb_dim]; "
-            "return w + p (p broadcasts over the batch)")
-    enc = _tiny_encoder()
-    for lengths in ([6, 6], [8, 5, 3], [1], [20, 2, 11, 7]):
-        src = _padded_batch(lengths, seed=len(lengths))
-        with run.case(f"embed(src of shape {_shape(src)}, ...)", hint), torch.no_grad():
-            out = enc(src)
-            expected = out.combined / RESIDUAL_SCALE - out.conved  # e, from section 4's fact
-            _assert_close(fn(src, enc.tok_embedding, enc.pos_embedding), expected,
-                          ref="the encoder's e = combined / √0.5 − conved")
-    run.done()
+# --------------------------------------------------------------------------------------------
+# Predict, then measure: the variance after 10 residual blocks without √0.5
+# --------------------------------------------------------------------------------------------
 
 
-@check
-def mask_padding(fn: Callable) -> None:
-    """Exercise "mask the padding": zeros at padding, nothing changed in place."""
-    from convs2s.layers import ConvGLUBlock
+def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
+                               seeds: int = VARIANCE_SEEDS) -> float:
+    """Var(after ``n_blocks`` blocks) / Var(input) of a ``convs2s.Encoder``'s blocks, run
+    without the √0.5 (median over ``seeds`` initialisations; the notebook's toy sizes)."""
+    from convs2s import viz
 
-    run = _Run("mask_padding")
-    hint = ("src_mask is [batch, src_len] and True on real tokens; add a channel dimension "
-            "(src_mask.unsqueeze(1)) and use x.masked_fill(~mask, 0.0), which returns a copy")
-    g = _gen(2)
-    src = _padded_batch([8, 4, 3], seed=3)
-    mask = src != _PAD  # mask = [3, 8]
-    x = torch.randn(3, 6, 8, generator=g)  # x = [batch, hid_dim, src_len]
-    before = x.clone()
-    with run.case("mask_padding(x of shape [3, 6, 8], src_mask)", hint):
-        masked = fn(x, mask)
-        _assert_tensor(masked)
-        if _shape(masked) != _shape(x):
-            raise AssertionError(f"the result has shape {_shape(masked)}, expected {_shape(x)}")
-    with run.case("x after mask_padding(x, src_mask)",
-                  "do not assign into x (x[...] = 0 or x.masked_fill_); return a new tensor"):
-        if not torch.equal(x, before):
-            raise AssertionError("x was changed in place")
-    pads = ~mask.unsqueeze(1).expand_as(x)  # [3, 6, 8]
-    with run.case("the padding positions of the result", hint):
-        if not bool((masked[pads] == 0).all()):
-            raise AssertionError(f"{int((masked[pads] != 0).sum())} padding values are not 0")
-    with run.case("the real-token positions of the result",
-                  "only the positions where src_mask is False may change"):
-        _assert_close(masked[~pads], x[~pads], name="the real positions", ref="x's")
-    with _seeded(4):
-        block = ConvGLUBlock(6, 3, padding="same").eval()
-    with run.case("ConvGLUBlock(your masked x) vs ConvGLUBlock(x, mask=src_mask)", hint):
+    ratios = []
+    for seed in range(seeds):
+        enc = _tiny_encoder(n_blocks, seed=seed, emb_dim=32, hid_dim=64, vocab=100)
+        tokens = torch.randint(4, 100, (16, 20), generator=_gen(seed))  # [batch, src_len]
         with torch.no_grad():
-            _assert_close(block(fn(x, mask)), block(x, mask=mask), ref="the block's own masking")
-    run.done()
-
-
-def _encoder_stack(n_layers: int, kernel_size: int, *, buggy: bool, seed: int = 0,
-                   emb_dim: int = 8, hid_dim: int = 12) -> Callable[[Tensor], Tensor]:
-    """A tiny encoder conv stack, embeddings ``[1, src_len, emb]`` -> ``[1, src_len, emb]``.
-
-    ``buggy=True`` repeats the encoder bug of notebook 02, section 7: every block reads the
-    stack's input instead of the previous block's output, so the field stays one block wide.
-    """
-    from convs2s.layers import ConvGLUBlock
-
-    with _seeded(seed):
-        emb2hid = nn.Linear(emb_dim, hid_dim)
-        blocks = [ConvGLUBlock(hid_dim, kernel_size, padding="same").eval()
-                  for _ in range(n_layers)]
-        hid2emb = nn.Linear(hid_dim, emb_dim)
-
-    def stack(e: Tensor) -> Tensor:
-        x = emb2hid(e).transpose(1, 2)  # x = [batch, hid_dim, src_len]
-        out = x
-        for block in blocks:
-            out = block(x if buggy else out)  # out = [batch, hid_dim, src_len]
-        return hid2emb(out.transpose(1, 2))  # [batch, src_len, emb_dim]
-
-    return stack
+            e = enc.tok_embedding(tokens) + enc.pos_embedding(torch.arange(20))
+            x0 = enc.emb2hid(e).transpose(1, 2)  # x0 = [batch, hid_dim, src_len]
+            out = viz.residual_stack_activations(enc.blocks, x0, scale=False)[-1]
+        ratios.append(float(out.var() / x0.var()))
+    return float(torch.tensor(ratios).median())
 
 
 @check
-def measured_receptive_field(fn: Callable) -> None:
-    """Exercise "a receptive-field meter": 1 + L(k-1) for a correct stack, k for the buggy one."""
-    run = _Run("measured_receptive_field")
-    hint = ("dep = viz.measure_dependency(stack, e, channels_last=True) is a bool "
-            "[outputs, inputs] map; count the True entries of each row (each output) and "
-            "return the largest count as an int")
-    e = torch.randn(1, 16, 8, generator=_gen(5))  # e = [1, src_len, emb_dim]
-    for n_layers, k in [(1, 3), (2, 3), (5, 3), (2, 5)]:
-        for buggy in (False, True):
-            stack = _encoder_stack(n_layers, k, buggy=buggy, seed=n_layers)
-            expected = k if buggy else 1 + n_layers * (k - 1)
-            kind = "buggy" if buggy else "correct"
-            with run.case(f"measured_receptive_field({kind} stack of {n_layers} blocks, k={k})",
-                          hint):
-                _assert_equal(_assert_int(fn(stack, e)), expected)
+def residual_variance(prediction) -> None:
+    """Exercise "the variance without √0.5" (predict): within a factor 5 of the measurement."""
+    run = _Run("residual_variance")
+    hint = ("a block returns GLU(conv(x)) + x; at initialisation the two terms have about the "
+            "same variance and are nearly independent, so each block roughly doubles the "
+            "variance; what do 10 doublings give?")
+    with run.case(f"your prediction of Var(after {VARIANCE_BLOCKS} blocks) / Var(input) "
+                  "without √0.5", hint):
+        guess = _float(prediction, "the prediction")
+        if not guess > 0:
+            raise AssertionError(f"a ratio of variances is positive, you wrote {guess}")
+        measured = measured_unscaled_variance()
+        if abs(math.log(guess / measured)) > math.log(VARIANCE_FACTOR):
+            raise AssertionError(f"you predicted {guess:.3g}, the measurement gives "
+                                 f"{measured:.3g} (more than {VARIANCE_FACTOR:g}x off)")
+    print(f"  predicted {guess:.3g}, measured {measured:.3g} ({VARIANCE_BLOCKS} blocks of a "
+          f"convs2s.Encoder without √0.5, median of {VARIANCE_SEEDS} initialisations): your "
+          f"prediction held (within {VARIANCE_FACTOR:g}x)")
+    run.done()
+
+
+# --------------------------------------------------------------------------------------------
+# Debug: an encoder stack that lets the padding leak (the classic tutorial's encoder)
+# --------------------------------------------------------------------------------------------
+
+
+def planted_conv_stack(e, src_mask, emb2hid, convs, hid2emb):
+    """The planted bug of notebook 02's debug exercise, verbatim: no masking before the convs."""
+    x = emb2hid(e).transpose(1, 2)  # x = [batch, hid_dim, src_len]
+    for conv in convs:
+        k = conv.kernel_size[0]
+        h = conv(F.pad(x, ((k - 1) // 2, (k - 1) // 2)))  # h = [batch, 2·hid_dim, src_len]
+        x = (F.glu(h, dim=1) + x) * math.sqrt(0.5)  # x = [batch, hid_dim, src_len]
+    z = hid2emb(x.transpose(1, 2))  # z = [batch, src_len, emb_dim]
+    return z.masked_fill(~src_mask.unsqueeze(-1), 0.0)  # z = 0 at padding
+
+
+@check
+def mask_source_padding(fn: Callable) -> None:
+    """Exercise "the padding leaks" (debug): z must equal convs2s.Encoder's on padded batches."""
+    run = _Run("mask_source_padding")
+    hint = ("the pad positions hold emb2hid(position vector) ≠ 0, and a 'same' convolution "
+            "at the last real tokens reads them; zero them before EVERY convolution, e.g. "
+            "x = x.masked_fill(~src_mask.unsqueeze(1), 0.0) at the top of the loop")
+    for seed, lengths in [(0, [7, 4, 2]), (1, [9, 9, 5, 1]), (2, [6, 3])]:
+        enc = _tiny_encoder(n_layers=3, seed=seed)
+        src = _padded_batch(lengths, seed=seed + 10)  # src = [batch, src_len]
+        mask = src != _PAD
+        args = (enc.emb2hid, [block.conv for block in enc.blocks], enc.hid2emb)
+        what = f"conv_stack(e, src_mask, ...) on a batch of lengths {list(lengths)}"
+        with run.case(what, hint), torch.no_grad():
+            e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(src.size(1)))
+            expected = enc(src).conved  # z = [batch, src_len, emb_dim]
+            planted = planted_conv_stack(e, mask, *args)
+            z = fn(e, mask, *args)
+            _assert_tensor(z, "z")
+            if (z.shape == planted.shape and torch.allclose(z, planted, atol=1e-6)
+                    and not torch.allclose(planted, expected, atol=1e-6)):
+                run.not_answered("the planted bug is still there (z equals the leaky "
+                                 "encoder's): encode one of these sentences alone and padded, "
+                                 "compare z at its real positions, fix the cell above, run it, "
+                                 "then run this check again")
+            _assert_close(z, expected, name="z", ref="convs2s.Encoder's conved")
+    with run.case("a sentence alone vs the same sentence with 4 pads", hint), torch.no_grad():
+        enc = _tiny_encoder(n_layers=4, seed=7)
+        alone = _padded_batch([5], seed=20)
+        padded = torch.cat([alone, torch.full((1, 4), _PAD)], dim=1)  # [1, 9]
+        args = (enc.emb2hid, [block.conv for block in enc.blocks], enc.hid2emb)
+
+        def z_of(src: Tensor) -> Tensor:
+            e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(src.size(1)))
+            return fn(e, src != _PAD, *args)  # [1, src_len, emb_dim]
+
+        _assert_close(z_of(padded)[:, :5], z_of(alone), name="z at the real positions",
+                      ref="z of the sentence alone")
+    run.done()
+
+
+# --------------------------------------------------------------------------------------------
+# Derive: the parameters of one conv-GLU block with weight normalisation
+# --------------------------------------------------------------------------------------------
+
+
+def counted_block_parameters(hid_dim: int, kernel_size: int, weight_norm: bool = True) -> int:
+    """The parameters of a real ``ConvGLUBlock(hid_dim, kernel_size)``, counted."""
+    from convs2s.layers import ConvGLUBlock
+
+    with _seeded(0):
+        block = ConvGLUBlock(hid_dim, kernel_size, padding="same", weight_norm=weight_norm)
+    return sum(p.numel() for p in block.parameters())
+
+
+@check
+def block_parameters(fn: Callable) -> None:
+    """Exercise "the parameters of one block" (derive): vs a real ConvGLUBlock's count."""
+    run = _Run("block_parameters")
+    hint = ("the convolution maps hid_dim channels to 2·hid_dim (the GLU halves them again) "
+            "over k positions; count its weight v, its bias, and weight norm's gain g: one "
+            "number per output channel")
+    for hid_dim, k in [(4, 3), (16, 5), (1, 1), (7, 3), (512, 3)]:
+        what = f"block_parameters(hid_dim={hid_dim}, kernel_size={k}) vs a ConvGLUBlock"
+        with run.case(what, hint):
+            got = _assert_int(fn(hid_dim, k))
+            counted = counted_block_parameters(hid_dim, k)
+            if got != counted:
+                without_g = counted_block_parameters(hid_dim, k, weight_norm=False)
+                extra = " (that is the count WITHOUT weight norm)" if got == without_g else ""
+                raise AssertionError(f"you said {got:,}, ConvGLUBlock(hid_dim={hid_dim}, "
+                                     f"kernel_size={k}, weight_norm=True) has {counted:,} "
+                                     f"parameters{extra}")
     run.done()
