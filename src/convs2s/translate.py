@@ -372,7 +372,8 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: T
     return n, failed
 
 
-def _positive(text: str) -> int:
+def positive_int_arg(text: str) -> int:
+    """argparse ``type``: a whole number >= 1 (0, negatives and fractions are refused)."""
     try:
         value = int(text)
     except ValueError:
@@ -382,7 +383,8 @@ def _positive(text: str) -> int:
     return value
 
 
-def _device_arg(text: str) -> torch.device:
+def device_arg(text: str) -> torch.device:
+    """argparse ``type``: a device this machine has (see :func:`check_device`)."""
     try:
         return check_device(text)
     except ValueError as e:
@@ -414,10 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sentences", nargs="*", help="German sentences (none: read lines)")
     parser.add_argument("--input", "-i", help="a UTF-8 text file, one sentence per line "
                         "('-' or none: stdin)")
-    parser.add_argument("--beam-size", type=_positive, default=5)
-    parser.add_argument("--batch-size", type=_positive, default=64,
+    parser.add_argument("--beam-size", type=positive_int_arg, default=5)
+    parser.add_argument("--batch-size", type=positive_int_arg, default=64,
                         help="sentences translated (and written) together (default 64)")
-    parser.add_argument("--device", type=_device_arg, help="cpu, cuda, cuda:N or mps "
+    parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
     args = parser.parse_args(argv)
     if args.sentences and args.input is not None:
