@@ -46,9 +46,21 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"format": FORMAT, "version": VERSION, **payload}
-    # Writing to a file object (not a path) lets a full disk surface as OSError(ENOSPC) rather
-    # than as torch's "unexpected pos" RuntimeError.
-    return atomic_write(path, lambda f: torch.save(data, f))
+    return atomic_write(path, lambda f: _torch_save(data, f))
+
+
+def _torch_save(data: dict, f) -> None:
+    """``torch.save``, except that a failed write (a full disk) raises its OSError (ENOSPC),
+    not the RuntimeError ("unexpected pos", "iostream error") torch raises on top of it."""
+    try:
+        torch.save(data, f)
+    except RuntimeError as e:
+        cause = e.__context__
+        while cause is not None and not isinstance(cause, OSError):
+            cause = cause.__context__
+        if cause is None:
+            raise
+        raise cause from e
 
 
 def copy_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> Path:
