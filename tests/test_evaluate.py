@@ -126,6 +126,8 @@ def test_limit_evaluates_exactly_the_first_n(corpus, checkpoint):
     for n in (1, 5, len(train), len(train) + 3):
         result = evaluate.evaluate(translator, train, beam_sizes=(1,), limit=n)
         assert result["sentences"] + result["skipped"] == min(n, len(train))
+    alone = evaluate.evaluate(translator, train, beam_sizes=())  # the perplexity alone
+    assert alone["perplexity"] > 1 and not any(k.startswith("beam") for k in alone)
 
 
 def test_a_missing_checkpoint_is_named_first(tmp_path, capsys):

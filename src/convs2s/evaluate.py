@@ -31,13 +31,13 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     """Perplexity and both BLEU scores for ``pairs`` (``(german, english)``) at each beam size.
 
     Sentences too long for the model are skipped and counted (``skipped``). ``limit``: only
-    the first ``limit`` pairs (a positive integer; None: all).
+    the first ``limit`` pairs (a positive integer; None: all). ``beam_sizes=()`` computes the
+    perplexity alone.
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
     beam_sizes = list(beam_sizes)
-    if not beam_sizes or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
-                             for b in beam_sizes):
+    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in beam_sizes):
         raise ValueError(f"beam_sizes must be positive integers, got {beam_sizes!r}.")
     pairs = list(pairs)[:limit] if limit is not None else list(pairs)
     keep = []
