@@ -511,11 +511,11 @@ class Trainer:
         _set_rng_state(ckpt["train_state"]["rng"])
         self.saved["last.pt"] = self.state["step"]
         if self.dist.main:
-            self._reconcile_best(ckpt)
+            self._reconcile_best()
         self.say(f"resumed from {self.last_path}: epoch {self.state['epoch'] + 1}, "
                  f"step {self.state['step']}")
 
-    def _reconcile_best(self, last: dict) -> None:
+    def _reconcile_best(self) -> None:
         """Make ``best.pt`` the checkpoint the history calls best, after a kill between saves."""
         best_loss = self.state["best_valid_loss"]
         row = next((r for r in self.state["history"] if r["valid_loss"] == best_loss), None)
