@@ -1,6 +1,11 @@
 # The course's two commands: `make lab` (install, open the course) and `make test` (install, run
-# every test and every notebook in quick mode). Both install into .venv from nothing and are
-# idempotent: the install step reruns only when pyproject.toml changes or .venv is missing.
+# every test and every notebook in quick mode). Both install from nothing and are idempotent:
+# an install step reruns only when pyproject.toml changes or its virtual environment is missing.
+#
+# Two virtual environments, so that a learner's JupyterLab holds the course and nothing else:
+#   .venv-lab  make lab: the package and what the notebooks import (`pip install -e .`, no extras)
+#   .venv      make test, images, bench: the package with `.[dev]` (tests, lint, nbgrader,
+#              playwright); make student and badges: `.[instructor]` (nbgrader)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -8,8 +13,12 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV ?= .venv
+LAB_VENV ?= .venv-lab
 PY := $(VENV)/bin/python
+LAB_PY := $(LAB_VENV)/bin/python
 STAMP := $(VENV)/.convs2s-installed
+INSTRUCTOR_STAMP := $(VENV)/.convs2s-instructor
+LAB_STAMP := $(LAB_VENV)/.convs2s-lab
 # The CPU build of torch that some machines keep on local disk. Installing it first means the
 # package's range (torch>=2.2) is already met, so pip does not pull a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
@@ -17,36 +26,67 @@ PORT ?= 8888
 # Jupyter refuses to run as root without this flag (containers, Colab-like VMs).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # pip's "location is ignored" chatter about absent local mirrors hides real errors; drop it.
-QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
+# (Braced, so that a failing pip still fails the pipeline under pipefail.)
+QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: help install test unit notebooks lint lab student images badges bench bench-gpu clean
+# A relative CONVS2S_DATA_DIR means relative to where `make` runs (the repository root), not to
+# the folder a notebook's kernel runs in (notebooks/): export it as an absolute path.
+ifneq ($(strip $(CONVS2S_DATA_DIR)),)
+override CONVS2S_DATA_DIR := $(shell $(PYTHON) -c 'import os, sys; \
+	print(os.path.abspath(os.path.expanduser(sys.argv[1])))' '$(subst ','\'',$(CONVS2S_DATA_DIR))')
+export CONVS2S_DATA_DIR
+endif
+
+.PHONY: help install lab-install test unit notebooks lint lab student images badges bench \
+	bench-gpu clean
 
 help:
-	@echo "make lab    install into $(VENV) and open the course in JupyterLab"
-	@echo "make test   install into $(VENV), run ruff, unit tests and every notebook (quick mode)"
+	@echo "make lab    install the course into $(LAB_VENV) and open it in JupyterLab"
+	@echo "make test   install into $(VENV) (.[dev]), run ruff, unit tests and every notebook"
 	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
 	@echo "make images screenshots of the widgets into images/ (needs chromium)"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
 	@echo "make bench  the CPU-sized benchmarks (~15 min), then the GPU ones if there is a GPU"
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-
-$(STAMP): pyproject.toml | $(PY)
-	@if $(PY) -m pip download -q --no-index --no-deps -d $(VENV)/.probe "$(TORCH_PIN)" >/dev/null 2>&1; then \
-		echo "installing $(TORCH_PIN) (CPU build from local disk) first"; \
-		$(PY) -m pip install -q "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
+# $(call install_into,VENV,PIP SPEC,STAMP): the local CPU torch first (when there is one), then
+# the package, editable, with the extras in SPEC; the stamp records that it is done.
+define install_into
+	@if $(1)/bin/python -m pip download -q --no-index --no-deps -d $(1)/.probe \
+			"$(TORCH_PIN)" >/dev/null 2>&1; then \
+		echo "installing $(TORCH_PIN) (CPU build from local disk) into $(1) first"; \
+		$(1)/bin/python -m pip install -q "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
 	else \
 		echo "no local $(TORCH_PIN) wheel here: torch comes from the index with the package"; \
 	fi
-	rm -rf $(VENV)/.probe
-	$(PY) -m pip install -q -e ".[dev]" 2>&1 | $(QUIET_PIP)
-	touch $(STAMP)
+	rm -rf $(1)/.probe
+	$(1)/bin/python -m pip install -q -e "$(2)" 2>&1 | $(QUIET_PIP)
+	touch $(3)
+endef
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(LAB_PY):
+	$(PYTHON) -m venv $(LAB_VENV)
+
+# Tests, lint, notebooks in CI, screenshots, benchmarks (nbgrader too: the coursework tests).
+$(STAMP): pyproject.toml | $(PY)
+	$(call install_into,$(VENV),.[dev],$(STAMP))
+
+# The instructor's tools (nbgrader) for make student.
+$(INSTRUCTOR_STAMP): pyproject.toml | $(PY)
+	$(call install_into,$(VENV),.[instructor],$(INSTRUCTOR_STAMP))
+
+# What a learner needs and nothing else: the lab shows no nbgrader menus or formgrader.
+$(LAB_STAMP): pyproject.toml | $(LAB_PY)
+	$(call install_into,$(LAB_VENV),.,$(LAB_STAMP))
 
 install: $(STAMP)
 
+lab-install: $(LAB_STAMP)
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks tools
 
 unit: $(STAMP)
 	CONVS2S_QUICK=1 $(PY) -m pytest tests -q -rs
@@ -57,27 +97,30 @@ notebooks: $(STAMP)
 
 test: lint unit notebooks
 
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
+lab: $(LAB_STAMP)
+	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 COURSEWORK := coursework
 # nbgrader runs `alembic` (gradebook migrations) from PATH, so the venv's bin goes first.
 NBGRADER := PATH="$(abspath $(VENV))/bin:$$PATH" $(abspath $(VENV))/bin/nbgrader
 
-# The student versions: course notebooks -> coursework/source (instructor versions, solutions
-# in) -> nbgrader generate_assignment -> coursework/release (+ coursework/gradebook.db).
-student: $(STAMP)
-	$(PY) -m convs2s.coursework --clean --out $(COURSEWORK)/source --notebooks notebooks
-	rm -rf $(COURSEWORK)/release
+# The student versions: course notebooks (+ coursework/hidden) -> coursework/source (instructor
+# versions, solutions in) -> nbgrader generate_assignment -> coursework/release
+# (+ coursework/gradebook.db). --clean removes only what an earlier run wrote there.
+student: $(INSTRUCTOR_STAMP)
+	$(PY) -m tools.coursework --clean --out $(COURSEWORK)/source --notebooks notebooks \
+		--hidden $(COURSEWORK)/hidden
 	cd $(COURSEWORK) && $(NBGRADER) generate_assignment "*" --force --log-level=WARN
 	@echo "student versions: $(COURSEWORK)/release/ (see $(COURSEWORK)/README.md)"
 
-# Screenshots of the three widgets (notebooks 01, 03, 06) in JupyterLab in headless Chromium.
+# The architecture diagrams, then screenshots of the three widgets (notebooks 01, 03, 06) in
+# JupyterLab in headless Chromium.
 images: $(STAMP)
-	CONVS2S_QUICK=1 $(PY) -m convs2s.screenshots --out images
+	$(PY) -m convs2s.diagrams --out images
+	CONVS2S_QUICK=1 $(PY) -m tools.screenshots --out images
 
-badges: $(STAMP)
-	$(PY) -m convs2s.badges
+badges: $(INSTRUCTOR_STAMP)
+	$(PY) -m tools.badges
 
 # The CPU-sized benchmarks (about 15 minutes on 2 cores; needs CONVS2S_DATA_DIR or the cache),
 # then the GPU-sized ones where torch sees a GPU. By hand: benchmarks/quality.py --preset cpu
@@ -107,4 +150,4 @@ bench-gpu: $(STAMP)
 		--json $(RESULTS)/quality_gpu.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info
+	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .ruff_cache src/*.egg-info

@@ -129,7 +129,8 @@ def _exercise(n: int, ex_id: str, kind: str, points: int, title: str, answer: st
     def role(r: str) -> dict:
         return {"exercise": ex_id, "role": r}
 
-    cells = [_cell("markdown", f"### Exercise {n} ({kind}): {title}\n\nDo it.", f"e{n}t",
+    label = {"predict": "predict, then measure"}.get(kind, kind)  # the kind comes first
+    cells = [_cell("markdown", f"### Exercise {n} ({label}): {title}\n\nDo it.", f"e{n}t",
                    {**role("task"), "kind": kind, "points": points})]
     if kind == "explain":
         cells.append(_cell("markdown", answer, f"e{n}a", role("answer")))
@@ -354,6 +355,7 @@ def test_built_assignment_has_the_nbgrader_cells(tmp_path):
         "The gate lets gradients through the linear path.")
     tasks = [_source(c).splitlines()[0] for c in cells if _meta(c)["grade_id"].endswith("_task")]
     assert tasks[0] == "### Exercise 1 (implement): twice (2 points, autograded)"
+    assert tasks[1] == "### Exercise 2 (predict, then measure): how many? (1 point, autograded)"
     assert tasks[-1] == "### Exercise 5 (explain): why a gate? (3 points, graded by hand)"
     header = _source(cells[0])
     assert "5 exercises (predict, derive, debug, implement, explain) worth 10 points " \
@@ -447,8 +449,12 @@ def test_hidden_tests_must_match_the_exercises(tmp_path):
     assert "guess_count assigns types" in _broken(tmp_path / "h", keep, shadow)
     trailing = FIXTURE_HIDDEN + "\n\ndef why_gate(x):\n    assert x\n"
     assert "why_gate is an explain exercise" in _broken(tmp_path / "e", keep, trailing)
-    expression = FIXTURE_HIDDEN.replace("assert prediction == 12", "prediction == 12")
-    assert "ends with an expression" in _broken(tmp_path / "f", keep, expression)
+    idle = FIXTURE_HIDDEN.replace("assert prediction == 12", "prediction == 12")
+    assert "guess_count, line 1 of its body: an expression that tests nothing (a comparison " \
+        "without assert?); write `assert ...`" in _broken(tmp_path / "f", keep, idle)
+    value = FIXTURE_HIDDEN.replace("assert prediction == 12", "assert prediction\n    [1][0]")
+    assert "ends with an expression, whose value nbgrader would read as a partial score" in \
+        _broken(tmp_path / "i", keep, value)
     stray = FIXTURE_HIDDEN + "\nCASES = [1, 2]\n"
     assert "holds only imports and one function per exercise id" in _broken(
         tmp_path / "g", keep, stray)

@@ -1,19 +1,24 @@
 """Keep every "Open in Colab" link pointing at one repository URL.
 
 The URL lives in one place, ``[project.urls] Repository`` in ``pyproject.toml``. An instructor
-who forks the course changes that line and runs ``make badges`` (``python -m convs2s.badges``):
+who forks the course changes that line and runs ``make badges`` (``python -m tools.badges``):
 every Colab badge in ``README.md`` and ``notebooks/*.ipynb``, and every Colab setup cell's
 ``pip install git+...`` line, is rewritten to the fork.
+
+Files are replaced atomically and keep their mode (``convs2s.fileio``); a notebook is rewritten
+string by string and written back with a JSON writer, so no ``--branch`` can break its JSON.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import re
 import sys
-import tempfile
 from pathlib import Path
+from typing import Any
+
+from convs2s.fileio import write_text_atomic
 
 COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 
@@ -56,10 +61,11 @@ def install_spec(repo_url: str) -> str:
 def rewrite_text(text: str, repo_url: str, branch: str = "main") -> str:
     """Point every Colab link and Colab install line in ``text`` at ``repo_url``. Pure."""
     owner, repo = parse_repository(repo_url)
-    text = _COLAB_LINK.sub(
-        f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}/", text
-    )
-    return _GIT_INSTALL.sub(install_spec(repo_url), text)
+    link = f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}/"
+    spec = install_spec(repo_url)
+    # functions, not replacement strings: a backslash in a branch name stays a backslash
+    text = _COLAB_LINK.sub(lambda _m: link, text)
+    return _GIT_INSTALL.sub(lambda _m: spec, text)
 
 
 def read_repository_url(pyproject: Path) -> str:
@@ -73,31 +79,54 @@ def read_repository_url(pyproject: Path) -> str:
         raise ValueError(f"{pyproject} has no [project.urls] Repository entry") from e
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _rewrite_strings(obj: Any, repo_url: str, branch: str) -> Any:
+    """Every string inside a notebook's JSON (cell sources, outputs, metadata) rewritten."""
+    if isinstance(obj, str):
+        return rewrite_text(obj, repo_url, branch)
+    if isinstance(obj, list):
+        return [_rewrite_strings(x, repo_url, branch) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _rewrite_strings(v, repo_url, branch) for k, v in obj.items()}
+    return obj
+
+
+def notebook_json(nb: dict) -> str:
+    """A notebook as nbformat writes it (1-space indent, sorted keys, a final newline)."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def rewrite_notebook(text: str, repo_url: str, branch: str = "main") -> str:
+    """A notebook's JSON text with every Colab link and install line pointing at ``repo_url``;
+    ``text`` itself when nothing changes. Raises ValueError for text that is not JSON."""
+    nb = json.loads(text)
+    new = _rewrite_strings(nb, repo_url, branch)
+    return text if new == nb else notebook_json(new)
 
 
 def rewrite_tree(root: Path, branch: str = "main") -> list[Path]:
-    """Rewrite README.md and notebooks/**/*.ipynb under ``root``; returns the files changed."""
+    """Rewrite README.md and notebooks/**/*.ipynb under ``root``; returns the files changed.
+
+    Every file is read and rewritten in memory first, so a file that is not valid JSON stops
+    the run before anything is written."""
     url = read_repository_url(root / "pyproject.toml")
-    changed = []
+    changes = []
     files = [root / "README.md", *sorted((root / "notebooks").glob("**/*.ipynb"))]
     for path in files:
         if not path.exists() or ".ipynb_checkpoints" in path.parts:
             continue
         old = path.read_text(encoding="utf-8")
-        new = rewrite_text(old, url, branch)
+        if path.suffix == ".ipynb":
+            try:
+                new = rewrite_notebook(old, url, branch)
+            except ValueError as e:
+                raise ValueError(f"{path} is not a valid notebook (JSON): {e}") from None
+        else:
+            new = rewrite_text(old, url, branch)
         if new != old:
-            _write_atomic(path, new)
-            changed.append(path)
-    return changed
+            changes.append((path, new))
+    for path, new in changes:
+        write_text_atomic(path, new)  # keeps the file's mode
+    return [path for path, _ in changes]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,8 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository's root")
     parser.add_argument("--branch", default="main")
     args = parser.parse_args(argv)
-    changed = rewrite_tree(args.root, args.branch)
-    url = read_repository_url(args.root / "pyproject.toml")
+    if not args.branch.strip() or any(c.isspace() or not c.isprintable() for c in args.branch):
+        print(f"error: --branch {args.branch!r}: a branch name has no spaces or control "
+              "characters", file=sys.stderr)
+        return 2
+    try:
+        changed = rewrite_tree(args.root, args.branch)
+        url = read_repository_url(args.root / "pyproject.toml")
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"Colab links now point at {url} ({len(changed)} file(s) changed)")
     for path in changed:
         print(f"  {path.relative_to(args.root)}")

@@ -58,7 +58,8 @@ ROLES = ("task", "answer", "check", "solution")
 #: The file that marks a folder this tool created; it lists the files the tool wrote there.
 MARKER = ".convs2s-coursework"
 
-_HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*(?:\(\s*([\w-]+)\s*\))?\s*:\s*(.+?)\s*$")
+# "### Exercise 2 (predict, then measure): title": the parenthesis starts with the kind.
+_HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*(?:\(\s*([\w-]+)[^)]*\))?\s*:\s*(.+?)\s*$")
 _TITLE_LINE = re.compile(r"^\s*#@title\b")
 _DETAILS = re.compile(r"<details>\s*<summary>.*?</summary>(.*)</details>", re.DOTALL)
 
@@ -454,7 +455,15 @@ def _check_hidden(nb: NotebookExercises, hidden: dict[str, HiddenTest], hidden_p
         if not test.body.strip():
             raise CourseworkError(f"{hidden_path}: {ex.id} has an empty body")
         body = _parse(test.body, f"{hidden_path}: {ex.id}")
-        if isinstance(body.body[-1], ast.Expr):
+        idle = [n for n in ast.walk(body) if isinstance(n, ast.Expr)
+                and isinstance(n.value, ast.Compare | ast.BoolOp | ast.Name | ast.Constant)
+                and not (isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))]
+        if idle:
+            raise CourseworkError(
+                f"{hidden_path}: {ex.id}, line {idle[0].lineno} of its body: an expression "
+                "that tests nothing (a comparison without assert?); write `assert ...`")
+        last = body.body[-1]
+        if isinstance(last, ast.Expr) and not isinstance(last.value, ast.Call):
             raise CourseworkError(
                 f"{hidden_path}: {ex.id} ends with an expression, whose value nbgrader would "
                 "read as a partial score; end it with an assert (or a statement)")
