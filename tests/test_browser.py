@@ -9,15 +9,22 @@ Run menu, move each widget's controls and check that its figure is redrawn and t
 They need Debian's /usr/bin/chromium (or CONVS2S_CHROMIUM) and the playwright package; without
 them they skip and say how to enable them. CI sets CONVS2S_REQUIRE_BROWSER=1, which turns that
 skip into a failure.
+
+They must not depend on what a learner's earlier runs left behind, nor on an idle machine
+(issue 19, items 13 and 14): the lab has its own runs folder (notebook 06 trains its quick model
+there), its own settings, a random token, and every step waits for a condition (the kernel idle,
+the figure redrawn for each slider step, the layout unchanged over two reads), never for a fixed
+time.
 """
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from convs2s import screenshots
-from convs2s.screenshots import WIDGETS
+from tools import screenshots
+from tools.screenshots import WIDGETS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -111,8 +118,13 @@ def test_causal_decoder_widget(lab):
 @pytest.mark.slow
 def test_translator_widget(lab):
     """06 (quick model): typing a sentence and moving the beam slider retranslate and redraw."""
+    server, _ = lab
     with _open(lab, "translator") as nb:
         nb.run_all()
+        # notebook 06 found no checkpoint in the lab's own (empty) runs folder and trained the
+        # quick preset there: nothing from notebooks/runs/ was used
+        assert (server.runs_dir / "05_quick" / "best.pt").is_file(), (
+            f"notebook 06 did not train into the lab's runs folder {server.runs_dir}")
         _assert_clean(nb)
         w = nb.widget(WIDGETS["translator"])
         first = nb.figure_src(w)
@@ -177,3 +189,56 @@ def test_missing_browser_says_how_to_enable_it(monkeypatch, tmp_path):
         pytest.skip(reason)
     assert reason is not None
     assert "apt-get install chromium" in reason and "CONVS2S_CHROMIUM" in reason
+
+
+# --------------------------------------------------------------------------------------------
+# The lab's own state (no browser needed)
+# --------------------------------------------------------------------------------------------
+
+
+def test_lab_token_is_random(tmp_path):
+    """13: the token comes from `secrets`: long, different every time, not the pid or port."""
+    labs = [screenshots.JupyterLab(tmp_path, tmp_path / f"lab{i}") for i in range(3)]
+    tokens = [lab.token for lab in labs]
+    assert len(set(tokens)) == 3
+    for lab in labs:
+        assert len(lab.token) >= 32
+        assert str(os.getpid()) not in lab.token and str(lab.port) not in lab.token
+        assert re.fullmatch(r"[A-Za-z0-9_-]+", lab.token)
+        assert lab.environment()["JUPYTER_TOKEN"] == lab.token
+
+
+def test_lab_has_its_own_runs_folder_and_settings(tmp_path, monkeypatch):
+    """14: the kernels train into the lab's own runs folder whatever the caller's environment
+    says, read no user matplotlib settings, and get the data folder as an absolute path."""
+    monkeypatch.setenv("CONVS2S_RUNS_DIR", str(tmp_path / "learners_runs"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", "data/multi30k")
+    lab = screenshots.JupyterLab(tmp_path / "notebooks", tmp_path / "lab",
+                                 env={"CONVS2S_QUICK": "1"})
+    env = lab.environment()
+    assert env["CONVS2S_RUNS_DIR"] == str(tmp_path / "lab" / "runs") == str(lab.runs_dir)
+    assert env["CONVS2S_DATA_DIR"] == str((tmp_path / "data" / "multi30k").resolve())
+    assert env["MPLCONFIGDIR"].startswith(str(tmp_path / "lab"))
+    assert env["CONVS2S_QUICK"] == "1" and "MPLBACKEND" not in env
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTERLAB_SETTINGS_DIR",
+                 "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR"):
+        assert env[name].startswith(str(tmp_path / "lab")), name
+    assert not (tmp_path / "lab").exists(), "environment() must not create anything"
+    # a caller can still choose the runs folder explicitly
+    chosen = screenshots.JupyterLab(tmp_path, tmp_path / "lab2",
+                                    env={"CONVS2S_RUNS_DIR": str(tmp_path / "mine")})
+    assert chosen.environment()["CONVS2S_RUNS_DIR"] == str(tmp_path / "mine")
+    assert chosen.runs_dir == tmp_path / "mine"
+
+
+def test_copy_leaves_runs_behind(tmp_path):
+    """The lab's notebooks are a copy without runs/ or checkpoints of earlier runs."""
+    src = tmp_path / "notebooks"
+    (src / "runs" / "05_quick").mkdir(parents=True)
+    (src / "runs" / "05_quick" / "best.pt").write_bytes(b"x")
+    (src / "01_x.ipynb").write_text("{}")
+    copy = screenshots.copy_notebooks(src, tmp_path / "copy")
+    assert sorted(p.name for p in copy.iterdir()) == ["01_x.ipynb"]
+

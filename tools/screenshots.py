@@ -8,10 +8,15 @@ with a token, opens a notebook in headless Chromium through Playwright, runs all
 
 ``tests/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and 06, and
 
-    python -m convs2s.screenshots --out images/        (``make images``)
+    python -m tools.screenshots --out images/        (``make images``, from the repository root)
 
 saves a PNG screenshot of each of those widgets for the README. Both work on a temporary copy
-of the notebooks, so the stored outputs in ``notebooks/`` are never touched.
+of the notebooks, so the stored outputs in ``notebooks/`` are never touched, and give the lab
+its own state: a fresh runs folder (``CONVS2S_RUNS_DIR``, so notebook 06 trains its quick model
+there whatever earlier runs left in ``notebooks/runs/``), and its own Jupyter, IPython and
+matplotlib settings. Nothing waits for a fixed time: every step waits for a condition (the
+kernel idle, the widget's figure loaded, its box unchanged over two reads), so the tools work
+on a busy machine.
 
 Needs the ``playwright`` Python package (a dev dependency) and a Chromium binary: Debian's
 ``/usr/bin/chromium`` (``apt-get install chromium``), or any Chromium/Chrome named by
@@ -26,6 +31,7 @@ import itertools
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -45,6 +51,9 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 )
 VIEWPORT = {"width": 1280, "height": 1000}
+# How long one browser action (a click, a key press) may take: long enough for a machine whose
+# every core is busy. A limit, never a wait: each action returns as soon as it is done.
+ACTION_TIMEOUT_MS = 180_000
 
 # What a learner must never see in a widget's place.
 WIDGET_ERROR_TEXT = "Error displaying widget"
@@ -139,6 +148,11 @@ def _write_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
+def new_token() -> str:
+    """A JupyterLab token nobody can guess: 32 random bytes from :mod:`secrets`."""
+    return secrets.token_urlsafe(32)
+
+
 class JupyterLab:
     """JupyterLab from this Python's environment on a free localhost port, with a token.
 
@@ -147,18 +161,25 @@ class JupyterLab:
     under ``work_dir`` so a learner's own JupyterLab settings or kernels cannot change what runs.
     Kernels inherit ``env`` on top of this process's environment, minus ``MPLBACKEND`` (the
     notebooks need the inline backend to show figures).
+
+    The lab's state is its own: training runs go to ``work_dir/runs`` (``CONVS2S_RUNS_DIR``,
+    empty at the start, so a checkpoint a learner's earlier run left in ``notebooks/runs/``
+    changes nothing), matplotlib reads no user configuration (``MPLCONFIGDIR``), and a
+    relative ``CONVS2S_DATA_DIR`` is made absolute here, before the kernels run elsewhere.
+    The token is random (``secrets``), never derived from the pid or port.
     """
 
     def __init__(self, notebook_dir: str | os.PathLike, work_dir: str | os.PathLike, *,
-                 env: dict[str, str] | None = None, start_timeout: float = 120.0):
+                 env: dict[str, str] | None = None, start_timeout: float = 300.0):
         self.notebook_dir = Path(notebook_dir)
         self.work_dir = Path(work_dir)
         self.extra_env = dict(env or {})
         self.start_timeout = start_timeout
         self.port = free_port()
-        self.token = f"convs2s-{os.getpid()}-{self.port}"
+        self.token = new_token()
         self.proc: subprocess.Popen | None = None
         self.log_path = self.work_dir / "jupyterlab.log"
+        self.runs_dir = Path(self.extra_env.get("CONVS2S_RUNS_DIR") or self.work_dir / "runs")
 
     @property
     def base(self) -> str:
@@ -173,17 +194,24 @@ class JupyterLab:
         except OSError:
             return ""
 
-    def start(self) -> JupyterLab:
-        self.work_dir.mkdir(parents=True, exist_ok=True)
-        dirs = {name: self.work_dir / name for name in
-                ("config", "data", "runtime", "settings", "workspaces", "ipython")}
-        for d in dirs.values():
-            d.mkdir(exist_ok=True)
-        _write_settings(dirs["settings"])
+    @property
+    def state_dirs(self) -> dict[str, Path]:
+        """The lab's own folders for Jupyter's, IPython's and matplotlib's state."""
+        return {name: self.work_dir / name for name in
+                ("config", "data", "runtime", "settings", "workspaces", "ipython", "mpl")}
+
+    def environment(self) -> dict[str, str]:
+        """The environment the lab (and so every kernel) runs with; see the class docstring."""
+        dirs = self.state_dirs
         env = dict(os.environ)
         env.pop("MPLBACKEND", None)
+        data_dir = env.get("CONVS2S_DATA_DIR", "").strip()
+        if data_dir:
+            env["CONVS2S_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
+        env["CONVS2S_RUNS_DIR"] = str(self.runs_dir)
         env.update(self.extra_env)
         env.update(
+            MPLCONFIGDIR=str(dirs["mpl"]),
             JUPYTER_TOKEN=self.token,
             JUPYTER_CONFIG_DIR=str(dirs["config"]),
             JUPYTER_DATA_DIR=str(dirs["data"]),
@@ -192,6 +220,15 @@ class JupyterLab:
             JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
             IPYTHONDIR=str(dirs["ipython"]),
         )
+        return env
+
+    def start(self) -> JupyterLab:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        for d in self.state_dirs.values():
+            d.mkdir(exist_ok=True)
+        self.runs_dir.mkdir(exist_ok=True)
+        _write_settings(self.state_dirs["settings"])
+        env = self.environment()
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
                f"--port={self.port}", f"--notebook-dir={self.notebook_dir}"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -209,7 +246,8 @@ class JupyterLab:
                     if r.status == 200:
                         return self
             except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.5)
+                pass
+            time.sleep(0.5)  # poll again: the server is still starting
         self.stop()
         raise RuntimeError(f"JupyterLab did not answer on {self.base}/lab within "
                            f"{self.start_timeout:.0f} s:\n{self.log_tail()}")
@@ -281,6 +319,7 @@ class Browser:
     def notebook(self, lab: JupyterLab, name: str) -> Iterator[NotebookPage]:
         """Open ``name`` in a fresh browser tab; on leaving, close it and stop its kernel."""
         context = self.browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+        context.set_default_timeout(ACTION_TIMEOUT_MS)
         page = context.new_page()
         nb = NotebookPage(page, name)
         try:
@@ -306,10 +345,12 @@ def _poll(check: Callable[[], object], timeout: float, what: str, interval: floa
 
 _WORKSPACES = itertools.count(1)
 
-# The state of a notebook's cells, read in the page: prompts, stale outputs, tracebacks.
+# The state of a notebook's cells, read in the page: prompts, stale outputs, tracebacks. A
+# cell whose input is hidden (an exercise's collapsed solution) shows no prompt: "hidden".
 _CELL_STATE_JS = """() => {
   const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
   const prompts = cells.map(c => {
+    if (c.querySelector('.jp-InputPlaceholder')) return 'hidden';
     const p = c.querySelector('.jp-InputArea-prompt');
     return p ? p.textContent.trim() : '';
   });
@@ -339,7 +380,7 @@ class NotebookPage:
 
     # -- opening and running -------------------------------------------------------------
 
-    def open(self, lab: JupyterLab, timeout: float = 90.0) -> None:
+    def open(self, lab: JupyterLab, timeout: float = 300.0) -> None:
         # A workspace of its own: JupyterLab would otherwise reopen (and start kernels for)
         # the notebooks an earlier tab had open.
         workspace = f"convs2s-{next(_WORKSPACES)}"
@@ -351,25 +392,23 @@ class NotebookPage:
     def state(self) -> dict:
         return self.page.evaluate(_CELL_STATE_JS)
 
-    def wait_idle(self, timeout: float = 120.0, what: str = "the kernel to go idle") -> None:
+    def wait_idle(self, timeout: float = 300.0, what: str = "the kernel to go idle") -> None:
         _poll(lambda: self.state()["status"] == "idle", timeout, what)
 
-    def run_all(self, timeout: float = 300.0) -> float:
+    def run_all(self, timeout: float = 1200.0) -> float:
         """Run > Run All Cells, as a learner would; wait until every cell ran. Returns seconds.
 
         Raises AssertionError with the traceback when a cell fails, or when cells still show
         the outputs stored in the file (they never ran).
         """
         # Mark the stored outputs: after the run, none of them may be left.
-        self.page.evaluate("""() => document.querySelectorAll(
-            '.jp-CodeCell .jp-OutputArea-child').forEach(e => e.setAttribute(
-            'data-convs2s-stale', '1'))""")
+        marked = self.page.evaluate("""() => {
+            const stored = document.querySelectorAll('.jp-CodeCell .jp-OutputArea-child');
+            stored.forEach(e => e.setAttribute('data-convs2s-stale', '1'));
+            return stored.length;
+        }""")
         t0 = time.monotonic()
-        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        self.page.locator(".lm-Menu-itemLabel",
-                          has_text=re.compile(r"^Run All Cells$")).click()
-        _poll(lambda: (s := self.state())["status"] == "busy" or "[*]:" in s["prompts"],
-              60, f"{self.name} to start running")
+        self._click_run_all(marked)
 
         def finished():
             s = self.state()
@@ -381,14 +420,40 @@ class NotebookPage:
         if s["errors"]:
             raise AssertionError(f"a cell of {self.name} failed in JupyterLab:\n"
                                  + "\n---\n".join(s["errors"]))
-        not_run = [i for i, p in enumerate(s["prompts"]) if not re.fullmatch(r"\[\d+\]:", p)]
+        not_run = [i for i, p in enumerate(s["prompts"])
+                   if p != "hidden" and not re.fullmatch(r"\[\d+\]:", p)]
         assert not not_run, f"{self.name}: code cells {not_run} did not run ({s['prompts']})"
         assert s["stale"] == 0, f"{self.name}: {s['stale']} stored outputs were not replaced"
         return time.monotonic() - t0
 
+    def _click_run_all(self, marked: int, attempts: int = 3, timeout: float = 120.0) -> None:
+        """Run > Run All Cells, then wait until the run has visibly started.
+
+        Started means a cell shows ``[*]`` (the front end marks every queued cell at once) or,
+        for a run faster than one poll, every stored output has been replaced. The kernel's
+        busy status alone is no sign: a kernel is busy with other requests too. A click that
+        did not take (the menu item still disabled while the lab settles) is retried.
+        """
+        def started():
+            s = self.state()
+            return "[*]:" in s["prompts"] or (marked > 0 and s["stale"] == 0)
+
+        for attempt in range(1, attempts + 1):
+            self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            label = self.page.locator(".lm-Menu-itemLabel",
+                                      has_text=re.compile(r"^Run All Cells$"))
+            self.page.locator(".lm-Menu-item:not(.lm-mod-disabled)", has=label).click()
+            try:
+                _poll(started, timeout, f"Run All Cells to start in {self.name}")
+                return
+            except TimeoutError:
+                if attempt == attempts:
+                    raise
+                self.page.keyboard.press("Escape")  # close a menu left open, then retry
+
     # -- widgets ---------------------------------------------------------------------------
 
-    def widget(self, spec: WidgetSpec, timeout: float = 30.0):
+    def widget(self, spec: WidgetSpec, timeout: float = 120.0):
         """The widget's outer box: the ``spec.box`` element holding all of ``spec.labels``."""
         loc = self.page.locator(spec.box)
         for label in spec.labels:
@@ -411,12 +476,25 @@ class NotebookPage:
         return self.control(widget, label).locator("select").evaluate(
             "s => s.options[s.selectedIndex].textContent")
 
-    def nudge_slider(self, widget, label: str, steps: int) -> None:
-        """Move a slider by ``steps`` with the arrow keys on its handle."""
+    def nudge_slider(self, widget, label: str, steps: int, *, redraws: bool = True,
+                     timeout: float = 300.0) -> None:
+        """Move a slider by ``steps`` with the arrow keys on its handle, one step at a time.
+
+        Every key press is a new value the kernel draws; with ``redraws`` each step waits until
+        the slider shows its new value and the kernel has drawn the figure for it, so no redraw
+        of an earlier step can arrive after this returns (on a busy machine they would).
+        """
         handle = self.control(widget, label).locator(".noUi-handle")
-        handle.focus()
         for _ in range(abs(steps)):
+            before = self.slider_value(widget, label)
+            if redraws:
+                self.mark_figure(widget)
+            handle.focus()
             handle.press("ArrowRight" if steps > 0 else "ArrowLeft")
+            _poll(lambda before=before: self.slider_value(widget, label) != before, timeout,
+                  f"the slider {label!r} in {self.name} to move")
+            if redraws:
+                self.wait_redrawn(widget, timeout)
 
     def slider_value(self, widget, label: str) -> str:
         readout = self.control(widget, label).locator(".widget-readout")
@@ -433,7 +511,7 @@ class NotebookPage:
     def figure(self, widget):
         return widget.locator(".widget-output img").last
 
-    def figure_src(self, widget, timeout: float = 60.0) -> str:
+    def figure_src(self, widget, timeout: float = 180.0) -> str:
         """The ``src`` (a data URL) of the widget's figure, once it has one."""
         img = self.figure(widget)
         img.wait_for(state="visible", timeout=timeout * 1000)
@@ -443,7 +521,7 @@ class NotebookPage:
         """Tag the figure's current <img> node: :meth:`wait_redrawn` waits for a new one."""
         self.figure(widget).evaluate("e => e.setAttribute('data-convs2s-old', '1')")
 
-    def wait_redrawn(self, widget, timeout: float = 60.0) -> str:
+    def wait_redrawn(self, widget, timeout: float = 300.0) -> str:
         """Wait until the kernel drew the figure anew and went idle; returns the new ``src``.
 
         A figure counts as redrawn when the <img> tagged by :meth:`mark_figure` is gone and a
@@ -483,21 +561,50 @@ class NotebookPage:
                 messages.append(item)
         return messages
 
+    def wait_settled(self, widget, timeout: float = 120.0) -> dict:
+        """Wait until the widget's layout is final; returns its bounding box.
+
+        Final means: the kernel is idle, every image in the widget has loaded and decoded,
+        the page's fonts are loaded, and the widget's box and its figure's box read the same
+        twice in a row, one animation frame apart (a busy machine lays out late: a capture
+        taken while the figure still moves shows part of it).
+        """
+        self.wait_idle(timeout)
+        last: list = [None]
+
+        def settled():
+            now = widget.evaluate("""async e => {
+              await document.fonts.ready;
+              await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+              const imgs = [...e.querySelectorAll('img')];
+              const loaded = imgs.every(i => i.complete && i.naturalWidth > 0);
+              const box = r => [r.x, r.y, r.width, r.height].map(v => Math.round(v * 10));
+              return loaded ? JSON.stringify([box(e.getBoundingClientRect()),
+                  ...imgs.map(i => box(i.getBoundingClientRect()))]) : null;
+            }""")
+            stable = now is not None and now == last[0]
+            last[0] = now
+            return stable
+        _poll(settled, timeout, f"the widget's layout in {self.name} to settle", interval=0.1)
+        box = widget.bounding_box()
+        if box is None:
+            raise RuntimeError(f"{self.name}: the widget is not visible")
+        return box
+
     def screenshot(self, widget, margin: int = 10) -> bytes:
         """A PNG of the widget (controls and figure) and ``margin`` pixels of page around it.
 
         A widget taller than the window gets a taller window first: a clip must lie inside it.
+        The capture waits until the layout has settled (:meth:`wait_settled`).
         """
         self.page.mouse.move(0, 0)
+        self.wait_settled(widget)
         height = widget.evaluate("e => e.getBoundingClientRect().height")
         if height + 4 * margin > self.page.viewport_size["height"]:
             self.page.set_viewport_size({"width": self.page.viewport_size["width"],
                                          "height": int(height) + 8 * margin})
         widget.scroll_into_view_if_needed()
-        time.sleep(0.3)  # let the scroll and any hover styles settle
-        box = widget.bounding_box()
-        if box is None:
-            raise RuntimeError(f"{self.name}: the widget is not visible")
+        box = self.wait_settled(widget)  # after the resize and the scroll
         x, y = max(box["x"] - margin, 0), max(box["y"] - margin, 0)
         clip = {"x": x, "y": y, "width": box["x"] + box["width"] + margin - x,
                 "height": box["y"] + box["height"] + margin - y}
@@ -551,24 +658,15 @@ def capture(names: list[str], notebooks: Path, work_dir: Path,
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the image from others
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` over ``path`` atomically (the package's writer: the file's mode kept)."""
+    from convs2s.fileio import atomic_write
+
+    atomic_write(path, lambda f: f.write(data))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m convs2s.screenshots",
+        prog="python -m tools.screenshots",
         description="Screenshot the course's widgets (notebooks 01, 03, 06) in JupyterLab in "
                     "headless Chromium, for the README. Set CONVS2S_QUICK=1 for the quick "
                     "models (what `make images` does).")

@@ -3,10 +3,12 @@
 This module does on plain ``torch.utils.data`` what torchtext's ``Multi30k.splits``, ``Field``
 and ``BucketIterator`` used to do:
 
-- :func:`load_multi30k` reads (and, when they are missing, downloads and sha256-checks) the six
-  raw Multi30k task-1 files and returns ``{"train", "valid", "test"}`` lists of
-  ``(german, english)`` string pairs. :func:`load_pairs` reads any parallel pair of files.
-- :func:`make_tokenizer` gives a lowercasing spaCy tokenizer for a language.
+- :func:`load_multi30k` reads (and, when they are missing, downloads and sha256-checks) the raw
+  Multi30k task-1 files of one direction (any two of English, German, French and Czech; German
+  to English by default) and returns ``{"train", "valid", "test"}`` lists of
+  ``(source, target)`` string pairs. :func:`load_pairs` reads any parallel pair of files.
+- :func:`make_tokenizer` gives a lowercasing spaCy tokenizer for a language (the word-level
+  pipeline; :mod:`convs2s.subword` has the cased subword one).
 - :class:`Vocab` maps tokens to ids (``<unk>``, ``<pad>``, ``<bos>``, ``<eos>`` first).
 - :class:`TranslationDataset` numericalises the pairs once, dropping over-long examples.
 - :func:`make_loader` batches them with :class:`BucketBatchSampler` (similar lengths together,
@@ -53,6 +55,10 @@ __all__ = [
     "MULTI30K_FILES",
     "MULTI30K_SHA256",
     "DEFAULT_DATA_URL",
+    "LANGUAGES",
+    "check_direction",
+    "multi30k_files",
+    "fetch_multi30k",
     "load_multi30k",
     "load_pairs",
     "make_tokenizer",
@@ -82,6 +88,9 @@ DEFAULT_DATA_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/da
 #: split name -> file stem. ``test`` is ``test_2016_flickr``, the test set of published results.
 MULTI30K_FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 
+#: The languages of Multi30k task 1; every line of one split's four files is the same caption.
+LANGUAGES = ("en", "de", "fr", "cs")
+
 #: sha256 of every file the loader reads; a file that does not match is never used.
 MULTI30K_SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
@@ -90,13 +99,28 @@ MULTI30K_SHA256 = {
     "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
     "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
+    "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
+    "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
+    "train.cs.gz": "a65adb8b32e3bc664f21ecba7a6e7f6950fd1f405e135f7c312faabdb6255077",
+    "val.cs.gz": "b63226e05c4bd5dd6a42897d74b86a1b9d2c31498252c572b1ea7f7996927fcc",
+    "test_2016_flickr.cs.gz": "200a4a74cc9560f051924abb9803be008d1908d77f747e9141aeb86dfd2797f1",
 }
 
-_OFFLINE_HINT = (
-    "If this machine cannot download, copy the six Multi30k files ("
-    + ", ".join(MULTI30K_SHA256)
-    + ") into a folder and set CONVS2S_DATA_DIR to that folder."
-)
+
+def _offline_hint(names) -> str:
+    return (
+        "If this machine cannot download, copy the Multi30k files ("
+        + ", ".join(names)
+        + ") into a folder and set CONVS2S_DATA_DIR to that folder."
+    )
+
+
+def multi30k_files(src: str = "de", trg: str = "en") -> list[str]:
+    """The six file names one direction needs (three splits, two languages), checked."""
+    check_direction(src, trg)
+    return [f"{stem}.{lang}.gz" for stem in MULTI30K_FILES.values() for lang in (src, trg)]
+
 
 # (resolved path, size, mtime_ns) -> sha256 of files already checked in this process.
 _VERIFIED: dict[tuple[str, int, int], str] = {}
@@ -130,7 +154,7 @@ def _check_sha256(path: Path, expected: str) -> None:
         )
 
 
-def _download(name: str, root: Path, expected: str) -> None:
+def _download(name: str, root: Path, expected: str, names: list[str]) -> None:
     """Download ``name`` into ``root``; nothing is created there unless the download succeeds.
 
     The bytes first go to an unnamed temporary file (it vanishes with the process, whatever
@@ -160,7 +184,7 @@ def _download(name: str, root: Path, expected: str) -> None:
             reason = getattr(e, "reason", None) or e
             raise DataError(
                 f"Could not download Multi30k file {name} from {url} into {root}: {reason}. "
-                f"{_OFFLINE_HINT}"
+                f"{_offline_hint(names)}"
             ) from e
         actual = h.hexdigest()
         if actual != expected:
@@ -180,7 +204,7 @@ def _download(name: str, root: Path, expected: str) -> None:
             ) from e
 
 
-def _ensure_file(name: str, root: Path, download: bool) -> Path:
+def _ensure_file(name: str, root: Path, download: bool, names: list[str] | None = None) -> Path:
     path = root / name
     expected = MULTI30K_SHA256[name]
     if not path.is_file():
@@ -189,18 +213,38 @@ def _ensure_file(name: str, root: Path, download: bool) -> Path:
                 f"Multi30k file {name} is not in {root} and download=False. Set CONVS2S_DATA_DIR "
                 f"to a folder that has the files, or call load_multi30k(download=True)."
             )
-        _download(name, root, expected)
+        _download(name, root, expected, names or [name])
     _check_sha256(path, expected)
     return path
 
 
+def check_direction(src: str, trg: str) -> tuple[str, str]:
+    """``(src, trg)`` if both are Multi30k languages and differ, else one-line ``ValueError``."""
+    for side, lang in (("source", src), ("target", trg)):
+        if lang not in LANGUAGES:
+            raise ValueError(
+                f"Multi30k has no {side} language {lang!r}; choose one of "
+                f"{', '.join(LANGUAGES)} (e.g. --src de --trg en)."
+            )
+    if src == trg:
+        raise ValueError(f"The source and target language are both {src!r}; choose two "
+                         f"different languages of {', '.join(LANGUAGES)}.")
+    return src, trg
+
+
 def load_multi30k(
-    root: str | os.PathLike | None = None, *, download: bool = True
+    root: str | os.PathLike | None = None, *, download: bool = True, src: str = "de",
+    trg: str = "en"
 ) -> dict[str, list[tuple[str, str]]]:
-    """The Multi30k task-1 German-English splits as raw ``(german, english)`` string pairs.
+    """The Multi30k task-1 splits of one direction as raw ``(source, target)`` string pairs.
+
+    ``src`` and ``trg`` are two different languages of :data:`LANGUAGES` (``en``, ``de``,
+    ``fr``, ``cs``); the default is German to English, ``(german, english)`` pairs. An unknown
+    language raises ``ValueError``. Swapping ``src`` and ``trg`` swaps every pair.
 
     Returns ``{"train": ..., "valid": ..., "test": ...}`` with 29,000 / 1,014 / 1,000 pairs
-    (``test`` is ``test_2016_flickr``). ``root`` defaults to :func:`convs2s.config.data_dir`
+    (``test`` is ``test_2016_flickr``). Only the six files of the direction are read (and, if
+    missing, downloaded). ``root`` defaults to :func:`convs2s.config.data_dir`
     (``CONVS2S_DATA_DIR`` when set). Files missing there are downloaded from
     ``CONVS2S_DATA_URL`` (default :data:`DEFAULT_DATA_URL`) unless ``download=False``. Every
     file, downloaded or already there, must match its sha256 in :data:`MULTI30K_SHA256`;
@@ -209,17 +253,39 @@ def load_multi30k(
     when a download into it succeeded; half-written downloads a killed run left there are
     removed first.
     """
+    names = multi30k_files(src, trg)
     root = _absolute(root) if root is not None else _absolute(data_dir())
     if root.exists() and not root.is_dir():
         raise DataError(f"The Multi30k data folder {root} exists but is not a folder.")
-    # downloads an earlier, killed run left half-written (.<file>.<random>.part)
+    # downloads an earlier, killed run left half-written (.<file>.<random>.part), any language
     remove_stale_temps(root, targets=list(MULTI30K_SHA256), suffixes=(".part",))
     splits = {}
     for split, stem in MULTI30K_FILES.items():
-        de = _ensure_file(f"{stem}.de.gz", root, download)
-        en = _ensure_file(f"{stem}.en.gz", root, download)
-        splits[split] = load_pairs(de, en)
+        source = _ensure_file(f"{stem}.{src}.gz", root, download, names)
+        target = _ensure_file(f"{stem}.{trg}.gz", root, download, names)
+        splits[split] = load_pairs(source, target)
     return splits
+
+
+def fetch_multi30k(
+    root: str | os.PathLike | None = None, *, languages: Sequence[str] = LANGUAGES,
+    download: bool = True
+) -> list[Path]:
+    """Make sure the files of ``languages`` (default: all four, twelve files) are in ``root``.
+
+    Each file is downloaded if missing (unless ``download=False``) and sha256-checked, as
+    :func:`load_multi30k` does; returns their paths. ``ValueError`` for an unknown language.
+    """
+    for lang in languages:
+        if lang not in LANGUAGES:
+            raise ValueError(f"Multi30k has no language {lang!r}; choose from "
+                             f"{', '.join(LANGUAGES)}.")
+    names = [f"{stem}.{lang}.gz" for stem in MULTI30K_FILES.values() for lang in languages]
+    root = _absolute(root) if root is not None else _absolute(data_dir())
+    if root.exists() and not root.is_dir():
+        raise DataError(f"The Multi30k data folder {root} exists but is not a folder.")
+    remove_stale_temps(root, targets=list(MULTI30K_SHA256), suffixes=(".part",))
+    return [_ensure_file(name, root, download, names) for name in names]
 
 
 def _absolute(path: str | os.PathLike) -> Path:

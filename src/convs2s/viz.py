@@ -349,7 +349,7 @@ def plot_dependency_map(
             handles=dependency_legend_handles(),
             loc="upper left",
             bbox_to_anchor=(1.02, 1.0),
-            fontsize="small",
+            fontsize=9,
             frameon=False,
         )
     return image
@@ -367,7 +367,7 @@ def draw_dependency_explorer(
         dep = dependency_map(kernel_size, n_layers, padding, length=length)
     except ValueError as e:
         ax.clear()
-        ax.text(0.5, 0.5, str(e), ha="center", va="center", wrap=True, fontsize="small")
+        ax.text(0.5, 0.5, str(e), ha="center", va="center", wrap=True, fontsize=9)
         ax.set_axis_off()
         return f"not possible: {e}"
     r = receptive_field(kernel_size, n_layers)

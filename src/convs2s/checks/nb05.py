@@ -6,37 +6,43 @@ import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
 from convs2s.checks._core import (
+    _PAD,
     _assert_equal,
     _assert_tensor,
     _float,
+    _gen,
     _made_up_sentences,
     _Run,
     _shape,
     check,
 )
 
-__all__ = ["shift_for_teacher_forcing", "perplexity_from_loss", "build_itos"]
+__all__ = ["shift_for_teacher_forcing", "perplexity_from_loss", "token_loss", "build_itos"]
 
 
-
-
-
-
-@check
-def shift_for_teacher_forcing(fn: Callable) -> None:
-    """Exercise "the teacher-forcing shift": decoder input and target, shifted by one."""
+def _made_up_targets():
+    """A right-padded batch of made-up target rows ``<bos> … <eos> <pad>…`` and its vocabulary."""
     from convs2s.data import TranslationDataset, Vocab, make_loader
 
-    run = _Run("shift_for_teacher_forcing")
-    hint = ("the decoder reads every token but the last (trg[:, :-1]) and must predict every "
-            "token but the first (trg[:, 1:])")
     sentences = _made_up_sentences(24, seed=11)
     vocab = Vocab.build([s.split() for s in sentences], min_freq=1)
     ds = TranslationDataset(list(zip(sentences, sentences, strict=True)), str.split, str.split,
                             vocab, vocab)
     _, trg = next(iter(make_loader(ds, batch_size=8, shuffle=False, bucket=False)))
+    return trg, vocab
+
+
+@check
+def shift_for_teacher_forcing(fn: Callable) -> None:
+    """Exercise "the off-by-one shift" (debug): decoder input and target, shifted by one."""
+    run = _Run("shift_for_teacher_forcing")
+    hint = ("position i of the decoder reads token i and must predict token i + 1: the input "
+            "is every token but the last (trg[:, :-1]), the target every token but the first "
+            "(trg[:, 1:])")
+    trg, vocab = _made_up_targets()  # trg = [8, trg_len]
     before = trg.clone()
     what = f"shift_for_teacher_forcing(trg of shape {_shape(trg)})"
     with run.case(what, hint):
@@ -47,30 +53,36 @@ def shift_for_teacher_forcing(fn: Callable) -> None:
         trg_in, trg_out = result
         _assert_tensor(trg_in, "trg_in")
         _assert_tensor(trg_out, "trg_out")
+        if not torch.equal(trg, before):
+            raise AssertionError("trg was changed in place")
         expected = [trg.size(0), trg.size(1) - 1]
         if _shape(trg_in) != expected or _shape(trg_out) != expected:
             raise AssertionError(f"trg_in {_shape(trg_in)} and trg_out {_shape(trg_out)} should "
                                  f"both be {expected}")
+    if torch.equal(trg_in, trg_out):
+        run.not_answered("the planted bug is still there: trg_out equals trg_in, so every "
+                         "position is asked to predict the very token it reads (a copy task: "
+                         "the loss falls to ~0 and nothing is learned). Fix it, then run "
+                         "this check again")
     with run.case(f"{what}: the first decoder input of every row", hint):
         if not bool((trg_in[:, 0] == vocab.bos_idx).all()):
-            raise AssertionError("not every row of trg_in starts with <bos>")
+            raise AssertionError("not every row of trg_in starts with <bos>: the decoder must "
+                                 "start from <bos> (did you swap trg_in and trg_out?)")
     with run.case(f"{what}: <eos> in the targets", hint):
         if not bool(((trg_out == vocab.eos_idx).sum(dim=1) == 1).all()):
             raise AssertionError("each row of trg_out should contain exactly one <eos>")
     with run.case(f"{what}: trg_out vs trg_in", hint):
         if not torch.equal(trg_out[:, :-1], trg_in[:, 1:]):
             raise AssertionError("trg_out is not trg_in shifted by one position")
-        if not torch.equal(trg, before):
-            raise AssertionError("trg was changed in place")
     run.done()
 
 
 @check
 def perplexity_from_loss(fn: Callable) -> None:
-    """Exercise "perplexity from the loss": ``exp`` of the mean cross-entropy in nats."""
+    """Exercise "perplexity from the loss" (derive): exp of nats, 2 to the power of bits."""
     run = _Run("perplexity_from_loss")
-    hint = ("the loss is the mean negative log-probability per token in nats (natural log); "
-            "undo the log: math.exp(loss)")
+    hint = ("the loss is the mean of -log p over the tokens, so exp(-mean log p) undoes it: "
+            "perplexity = e ** loss for natural logs (nats), 2 ** loss for log base 2 (bits)")
     with run.case("perplexity_from_loss(0.0) (a perfectly sure, correct model)", hint):
         _assert_equal(round(_float(fn(0.0)), 12), 1.0)
     with run.case("perplexity_from_loss(log(8000)) (uniform over 8000 words)", hint):
@@ -82,12 +94,102 @@ def perplexity_from_loss(fn: Callable) -> None:
             value = _float(fn(loss))
             if not math.isclose(value, math.exp(loss), rel_tol=1e-9):
                 raise AssertionError(f"got {value:.6g}, expected {math.exp(loss):.6g}")
+    for loss in (0.0, 1.0, 2.5, math.log2(8000)):
+        with run.case(f'perplexity_from_loss({loss:.4g}, unit="bits")', hint):
+            value = _float(fn(loss, "bits"))
+            if not math.isclose(value, 2.0 ** loss, rel_tol=1e-9):
+                raise AssertionError(f"got {value:.6g}, expected {2.0 ** loss:.6g}")
+    with run.case("the same model measured in nats and in bits", hint):
+        nats = 3.47
+        a, b = _float(fn(nats, "nats")), _float(fn(nats / math.log(2), "bits"))
+        if not math.isclose(a, b, rel_tol=1e-9):
+            raise AssertionError(f"a loss of {nats} nats = {nats / math.log(2):.4g} bits gave "
+                                 f"perplexities {a:.6g} and {b:.6g}; the perplexity does not "
+                                 "depend on the unit")
+    run.done()
+
+
+def _padded_logits(n_pad: int, pad_idx: int, *, sure_of_pad: bool):
+    """Made-up logits ``[4, 6 + n_pad, 20]`` and targets whose last ``n_pad`` columns are pads.
+
+    ``sure_of_pad``: at the pad positions the logits put almost all mass on ``<pad>``, as a
+    model trained on the padded loss learns to (a pad always follows <eos> or a pad).
+    """
+    g = _gen(21)
+    vocab, batch, real = 20, 4, 6
+    trg = torch.randint(4, vocab, (batch, real), generator=g)  # real tokens, no pad
+    trg[1, 4:] = pad_idx  # one shorter sentence: some padding even with n_pad = 0
+    logits = torch.randn(batch, real, vocab, generator=g)  # [4, 6, 20], the same for any n_pad
+    trg = torch.cat([trg, torch.full((batch, n_pad), pad_idx)], dim=1)  # [4, 6 + n_pad]
+    extra = torch.randn(batch, n_pad, vocab, generator=_gen(22))  # [4, n_pad, 20]
+    logits = torch.cat([logits, extra], dim=1)  # [4, 6 + n_pad, 20]
+    if sure_of_pad:
+        logits[trg == pad_idx] = -10.0
+        logits[..., pad_idx][trg == pad_idx] = 10.0
+    return logits, trg
+
+
+@check
+def token_loss(fn: Callable) -> None:
+    """Exercise "a loss that counts padding" (debug): the mean over real target tokens only."""
+    run = _Run("token_loss")
+    hint = ("the mean must run over the real tokens only: cross-entropy with "
+            "ignore_index=pad_idx (or multiply by trg_out != pad_idx and divide by its sum)")
+    pad = _PAD
+    results = {}
+    for n_pad in (0, 10, 40):
+        logits, trg = _padded_logits(n_pad, pad, sure_of_pad=True)
+        with run.case(f"token_loss(logits {_shape(logits)}, trg_out with {n_pad} extra pad "
+                      "columns)", hint):
+            value = fn(logits, trg, pad)
+            _assert_tensor(value, "the loss")
+            if value.dim() != 0:
+                raise AssertionError(f"the loss should be a scalar (0-dim tensor), got shape "
+                                     f"{_shape(value)}")
+            results[n_pad] = float(value)
+    planted = [float(F.cross_entropy(lg.reshape(-1, lg.size(-1)), t.reshape(-1)))
+               for lg, t in (_padded_logits(n, pad, sure_of_pad=True) for n in (0, 10, 40))]
+    if all(math.isclose(results[n], p, rel_tol=1e-5, abs_tol=1e-7)
+           for n, p in zip((0, 10, 40), planted, strict=True)):
+        run.not_answered(
+            "the planted bug is still there: the mean runs over the <pad> positions too. For "
+            "a model that has learned to predict <pad> after <eos>, it reads "
+            + ", ".join(f"{p:.2f}" for p in planted)
+            + " with 0, 10 and 40 extra pad columns, the same sentences and predictions: the "
+            "more padding, the better the loss looks. Fix it, then run this check again")
+    logits, trg = _padded_logits(0, pad, sure_of_pad=False)
+    expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1), ignore_index=pad))
+    with run.case("token_loss on a batch with one padded sentence", hint):
+        if not math.isclose(results[0], expected, rel_tol=1e-5, abs_tol=1e-6):
+            raise AssertionError(f"got {results[0]:.5f}, expected {expected:.5f} (plain "
+                                 "cross-entropy per real token, no label smoothing)")
+    with run.case("the loss does not change when padding is added", hint):
+        for n_pad in (10, 40):
+            if not math.isclose(results[n_pad], results[0], rel_tol=1e-5, abs_tol=1e-6):
+                raise AssertionError(f"{results[0]:.4f} without extra padding, "
+                                     f"{results[n_pad]:.4f} with {n_pad} extra pad columns")
+    with run.case("token_loss with pad_idx=0", hint):
+        logits, trg = _padded_logits(5, 0, sure_of_pad=False)
+        value = float(fn(logits, trg, 0))
+        expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1),
+                                         ignore_index=0))
+        if not math.isclose(value, expected, rel_tol=1e-5, abs_tol=1e-6):
+            raise AssertionError(f"got {value:.5f}, expected {expected:.5f}: use the pad_idx "
+                                 "you are given")
+    with run.case("gradients reach the logits of real tokens only", hint):
+        logits, trg = _padded_logits(3, pad, sure_of_pad=False)
+        logits.requires_grad_(True)
+        fn(logits, trg, pad).backward()
+        if logits.grad is None:
+            raise AssertionError("no gradient reached the logits")
+        if bool(logits.grad[trg == pad].abs().sum() > 0):
+            raise AssertionError("the logits at <pad> positions receive gradient")
     run.done()
 
 
 @check
 def build_itos(fn: Callable) -> None:
-    """Exercise "a vocabulary by hand": equals ``Vocab.build(...).itos``."""
+    """Exercise "a vocabulary by hand" (implement): equals ``Vocab.build(...).itos``."""
     from convs2s.data import Vocab
 
     run = _Run("build_itos")

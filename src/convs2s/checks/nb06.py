@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -16,7 +15,7 @@ from convs2s.checks._core import (
     check,
 )
 
-__all__ = ["rerank", "brevity_penalty", "repeats"]
+__all__ = ["rerank", "brevity_prediction", "repeats"]
 
 
 def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
@@ -49,43 +48,53 @@ def rerank(fn: Callable) -> None:
     run.done()
 
 
-@check
-def brevity_penalty(fn: Callable) -> None:
-    """Exercise "the brevity penalty": as sacreBLEU computes it."""
+def _halved_outputs_bleu():
+    """sacreBLEU of outputs that are the first half of their references (even lengths)."""
     import sacrebleu
 
-    run = _Run("brevity_penalty")
-    hint = ("c = hyp_len, r = ref_len: return 1.0 when c > r, 0.0 when c == 0, else "
-            "math.exp(1 - r / c)")
-    for hyp_len, ref_len, expected in [(12, 10, 1.0), (10, 10, 1.0), (5, 10, math.exp(-1)),
-                                       (0, 10, 0.0), (9, 10, math.exp(1 - 10 / 9))]:
-        with run.case(f"brevity_penalty({hyp_len}, {ref_len})", hint):
-            value = _float(fn(hyp_len, ref_len))
-            if not math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12):
-                raise AssertionError(f"got {value:.6g}, expected {expected:.6g}")
     metric = sacrebleu.metrics.BLEU(tokenize="none", smooth_method="none", force=True)
-    refs = _made_up_sentences(20, seed=14)
-    for name, cut in (("shorter", 0.5), ("slightly shorter", 0.9), ("longer", 1.3)):
-        hyps = []
-        for s in refs:
-            words = s.split()
-            n = max(1, round(len(words) * cut))
-            hyps.append(" ".join((words * 2)[:n]))
-        score = metric.corpus_score(hyps, [refs])
-        with run.case(f"brevity_penalty({score.sys_len}, {score.ref_len}) ({name} outputs) vs "
-                      "sacreBLEU", hint):
-            value = _float(fn(score.sys_len, score.ref_len))
-            if not math.isclose(value, score.bp, rel_tol=1e-9):
-                raise AssertionError(f"got {value:.6g}, sacreBLEU says {score.bp:.6g}")
+    refs = [s for s in _made_up_sentences(60, seed=14, min_len=8, max_len=20)
+            if len(s.split()) % 2 == 0]
+    hyps = [" ".join(s.split()[: len(s.split()) // 2]) for s in refs]
+    return metric.corpus_score(hyps, [refs])
+
+
+@check
+def brevity_prediction(prediction) -> None:
+    """Exercise "outputs half as long" (predict, then measure): BLEU = 100 · exp(1 - 2)."""
+    run = _Run("brevity_prediction")
+    hint = ("every n-gram of a prefix also occurs in its reference, so all four precisions "
+            "are 100%; what is left is the brevity penalty exp(1 - r/c) with r/c = 2")
+    with run.case("your prediction", "write one number, BLEU on the 0-100 scale"):
+        predicted = _float(prediction, "prediction")
+    score = _halved_outputs_bleu()
+    print(f"  measured with sacreBLEU: {score.sys_len} output tokens vs {score.ref_len} "
+          f"reference tokens; precisions {' / '.join(f'{p:.0f}' for p in score.precisions)}; "
+          f"brevity penalty {score.bp:.3f}; BLEU {score.score:.2f}")
+    with run.case(f"prediction {predicted:g} vs measured BLEU {score.score:.2f}", hint):
+        if 0 < predicted <= 1 and abs(100 * predicted - score.score) <= 1.0:
+            raise AssertionError("that is the right factor, but BLEU is reported on the "
+                                 "0-100 scale: multiply by 100")
+        if abs(predicted - score.score) > 1.0:
+            raise AssertionError(f"off by {predicted - score.score:+.1f} BLEU points")
     run.done()
+
+
+def _planted_repeats(tokens, n=1):
+    """The notebook's planted bug: the loop stops one start too early."""
+    for i in range(len(tokens) - 2 * n):
+        if tokens[i: i + n] == tokens[i + n: i + 2 * n]:
+            return True
+    return False
 
 
 @check
 def repeats(fn: Callable) -> None:
-    """Exercise "stuttering outputs": the same n-gram twice in a row."""
+    """Exercise "stuttering outputs" (debug): the same n-gram twice in a row."""
     run = _Run("repeats")
-    hint = ("for every start i with i + 2n <= len(tokens), compare tokens[i:i + n] with "
-            "tokens[i + n:i + 2n]; True as soon as one pair is equal")
+    hint = ("the last start that still leaves room for two n-grams is i = len(tokens) - 2n, "
+            "so the starts are range(len(tokens) - 2 * n + 1); a stutter at the very end of "
+            "the output must be found too")
     cases = [
         ((["a", "a"], 1), True),
         ((["a", "b", "a"], 1), False),
@@ -99,8 +108,18 @@ def repeats(fn: Callable) -> None:
         (("a dog runs on the grass on the grass".split(), 3), True),
         (("a dog runs on the grass on the grass".split(), 2), False),
         (("x y z x y z".split(), 3), True),
+        (("two men play play".split(), 1), True),
+        (("a a".split(), 2), False),
     ]
-    for (tokens, n), expected in cases:
+    answers = []
+    with run.case(f"repeats(...) on {len(cases)} token lists", hint):
+        for (tokens, n), _ in cases:
+            answers.append(bool(fn(list(tokens), n)))
+    if answers == [_planted_repeats(list(t), n) for (t, n), _ in cases]:
+        run.not_answered("the planted bug is still there: repeats(['two', 'men', 'play', "
+                         "'play'], 1) is still False. Find why, fix it, then run this check "
+                         "again")
+    for ((tokens, n), expected), answer in zip(cases, answers, strict=True):
         with run.case(f"repeats({tokens}, n={n})", hint):
-            _assert_equal(bool(fn(tokens, n)), expected)
+            _assert_equal(answer, expected)
     run.done()
