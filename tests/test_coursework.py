@@ -172,7 +172,13 @@ def fixture_notebook() -> dict:
             raise NotImplementedError'''), "checks.field_size(field)", textwrap.dedent('''\
         def field(k, n):
             # each layer adds k - 1 positions
-            return 1 + n * (k - 1)'''))
+            return 1 + n * (k - 1)
+
+
+        # a demonstration, not part of the answer (inside the function it would recurse)
+        print(f"9 layers of width 3 see {field(3, 9)} inputs")
+        for n in range(3):
+            print(field(3, n))'''))
     cells += _exercise(4, "fix_mean", "debug", 2, "the mean", textwrap.dedent('''\
         def mean(xs):
             return sum(xs) / (len(xs) - 1)'''), "checks.fix_mean(mean)", textwrap.dedent('''\

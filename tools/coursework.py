@@ -529,11 +529,12 @@ def solution_cell_source(ex: Exercise) -> str:
     """The nbgrader answer cell of a code exercise (instructor version).
 
     A stub made only of function stubs (and imports) keeps each function's signature and
-    docstring, with the solution's body between the markers; any statement of the solution
-    besides those functions goes into the (single) function's region, or, with several
-    functions, into a region of its own at the end. Any other stub (``prediction = None``, the
-    planted bug of a ``debug`` exercise) stays as it is, and the solution follows between the
-    markers.
+    docstring, with the solution's body between the markers. The solution's support code
+    (imports, helper functions and classes, assignments that do not use the answer) goes into
+    the (single) function's region, or, with several functions, into a region of its own at the
+    end; what only demonstrates the answer (a print, a loop, a call of it) is left out. Any
+    other stub (``prediction = None``, the planted bug of a ``debug`` exercise) stays as it is,
+    and the solution follows between the markers.
     """
     stub_lines = ex.answer.splitlines()
     stub = ast.parse(ex.answer)
@@ -557,6 +558,12 @@ def solution_cell_source(ex: Exercise) -> str:
             continue
         if ast.dump(node) in stub_imports:
             continue
+        uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        support = isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef
+                             | ast.AsyncFunctionDef | ast.ClassDef) or (
+            isinstance(node, ast.Assign | ast.AnnAssign) and not uses & stub_names)
+        if not support:
+            continue  # a demonstration (a print, a loop, a use of the answer): not the answer
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         extras.append("\n".join(sol_lines[start - 1:node.end_lineno]))
     out: list[str] = []
