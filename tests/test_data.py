@@ -29,7 +29,7 @@ from convs2s.data import (
     padding_ratio,
 )
 
-FILES = list(data.MULTI30K_SHA256)
+FILES = data.multi30k_files("de", "en")  # the six files of the default direction
 
 
 def gz(path: Path, lines) -> Path:
@@ -624,7 +624,7 @@ def test_downloaded_files_and_vocab_get_the_umask_mode(tiny_corpus, tiny_sums, t
 REAL = os.environ.get("CONVS2S_DATA_DIR", "").strip()
 real_corpus = pytest.mark.skipif(
     not REAL,
-    reason="real corpus: set CONVS2S_DATA_DIR to a folder with the six Multi30k files "
+    reason="real corpus: set CONVS2S_DATA_DIR to a folder with the Multi30k files "
     "(e.g. CONVS2S_DATA_DIR=../shared/data/multi30k) to run it",
 )
 

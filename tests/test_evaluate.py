@@ -22,7 +22,7 @@ from convs2s.translate import Translator
 def corpus(tiny_corpus, monkeypatch, tmp_path):
     """The tiny corpus as the Multi30k files (its own checksums), and no network."""
     sums = {n: hashlib.sha256((tiny_corpus / n).read_bytes()).hexdigest()
-            for n in data.MULTI30K_SHA256}
+            for n in data.multi30k_files("de", "en")}
     monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
     (tmp_path / "no_mirror").mkdir()
     monkeypatch.setenv("CONVS2S_DATA_URL", (tmp_path / "no_mirror").as_uri())

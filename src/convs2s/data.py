@@ -56,6 +56,7 @@ __all__ = [
     "MULTI30K_SHA256",
     "DEFAULT_DATA_URL",
     "LANGUAGES",
+    "LANGUAGE_NAMES",
     "check_direction",
     "multi30k_files",
     "fetch_multi30k",
@@ -90,6 +91,7 @@ MULTI30K_FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 
 #: The languages of Multi30k task 1; every line of one split's four files is the same caption.
 LANGUAGES = ("en", "de", "fr", "cs")
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 
 #: sha256 of every file the loader reads; a file that does not match is never used.
 MULTI30K_SHA256 = {

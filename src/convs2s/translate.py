@@ -4,9 +4,13 @@
     >>> t.translate("Ein Mann fährt Fahrrad.")                     # doctest: +SKIP
     'A man rides a bike.'
 
-The model was trained on lower-cased spaCy tokens, so its output is lower-cased tokens;
-:func:`detokenize` joins them back into a sentence (no space before punctuation, a capital
-first letter), which is what the standard, cased sacreBLEU score sees.
+The checkpoint says which languages and which text pipeline the model was trained with
+(:class:`convs2s.subword.TextPipeline`): a word-level model (the course's original, trained on
+lower-cased spaCy tokens) outputs lower-cased tokens, which :func:`detokenize` joins back into
+a sentence (no space before punctuation, a capital first letter); a subword model outputs
+sentencepiece pieces of cased text, decoded back into the exact cased sentence. Either way the
+text is what the standard, cased sacreBLEU score sees. A checkpoint written before checkpoints
+recorded this is German to English, word-level.
 
 The command line translates sentences given as arguments, or a document line by line::
 
@@ -33,9 +37,10 @@ import torch
 
 from convs2s import config
 from convs2s.checkpoint import CheckpointError, load_checkpoint
-from convs2s.data import Vocab, check_length, make_tokenizer
+from convs2s.data import LANGUAGE_NAMES, Vocab, check_length
 from convs2s.decode import beam_search, greedy_decode
 from convs2s.model import ConvS2S
+from convs2s.subword import TextPipeline
 
 _NO_SPACE_BEFORE = re.compile(r" (?=[.,!?;:%)\]}]|'s\b|'re\b|'ll\b|'ve\b|'d\b|'m\b|n't\b)")
 _NO_SPACE_AFTER = re.compile(r"(?<=[(\[{]) ")
@@ -138,6 +143,18 @@ def check_parts(model_config: dict, weights: dict, src_vocab: Vocab, trg_vocab: 
         )
 
 
+def check_pipeline(pipeline: TextPipeline, src_vocab: Vocab, trg_vocab: Vocab) -> None:
+    """``ValueError`` unless a subword pipeline's models give exactly these vocabularies."""
+    if pipeline.kind != "subword":
+        return
+    for side, vocab, tok in (("src", src_vocab, pipeline.src_tokenizer),
+                             ("trg", trg_vocab, pipeline.trg_tokenizer)):
+        if list(vocab.itos) != list(tok.pieces):
+            raise ValueError(f"its {side}_vocab ({len(vocab)} tokens) is not the pieces of its "
+                             f"{side} subword model ({len(tok.pieces)}): the parts do not belong "
+                             "together.")
+
+
 def _model_class(data: dict) -> type:
     name = data.get("model_class", "ConvS2S")
     if name == "ConvS2S":
@@ -158,19 +175,35 @@ class Translation:
 
 
 class Translator:
-    """A model, its vocabularies and tokenizers, ready to translate sentences."""
+    """A model, its vocabularies and its text pipeline, ready to translate sentences.
+
+    ``pipeline`` (:class:`convs2s.subword.TextPipeline`) gives the languages, the tokenizers
+    and the detokenizer; without it, ``src_lang``/``trg_lang``/``lower`` make a word-level one.
+    """
 
     def __init__(self, model: ConvS2S, src_vocab: Vocab, trg_vocab: Vocab, *,
-                 src_lang: str = "de", trg_lang: str = "en", lower: bool = True, device=None):
-        """``ValueError`` if the vocabularies do not fit the model or a weight is not finite."""
+                 src_lang: str = "de", trg_lang: str = "en", lower: bool = True, device=None,
+                 pipeline: TextPipeline | None = None):
+        """``ValueError`` if the vocabularies do not fit the model or the pipeline, or a weight
+        is not finite."""
         check_parts(model.config, model.state_dict(), src_vocab, trg_vocab)
+        if pipeline is None:
+            pipeline = TextPipeline.word(src_lang, trg_lang, lower=lower)
+        check_pipeline(pipeline, src_vocab, trg_vocab)
         if device is None:
             device = next(model.parameters()).device
         self.device = check_device(device)
         self.model = model.to(self.device).eval()
         self.src_vocab, self.trg_vocab = src_vocab, trg_vocab
-        self.src_tokenizer = make_tokenizer(src_lang, lower=lower)
+        self.pipeline = pipeline
+        self.src_lang, self.trg_lang = pipeline.src_lang, pipeline.trg_lang
+        self.src_tokenizer = pipeline.src_tokenizer
+        self.trg_tokenizer = pipeline.trg_tokenizer
         self.max_positions = model.config["max_positions"]
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        """Output tokens as a sentence (a subword model: the exact cased text)."""
+        return self.pipeline.detokenize(tokens)
 
     @classmethod
     def from_checkpoint(cls, path, device=None) -> Translator:
@@ -190,9 +223,7 @@ class Translator:
             if not isinstance(model_config, dict) or not isinstance(weights, dict):
                 raise ValueError("its model_config or model is not a dictionary.")
             check_parts(model_config, weights, src_vocab, trg_vocab)
-            tok = data.get("tokenizers", {})
-            if not isinstance(tok, dict):
-                raise ValueError("its tokenizers entry is not a dictionary.")
+            pipeline = TextPipeline.from_checkpoint(data)
             try:
                 model = _model_class(data)(**model_config)
             except TypeError as e:
@@ -203,9 +234,7 @@ class Translator:
                 first = str(e).strip().splitlines()
                 raise ValueError("its weights do not fit its model_config: "
                                  + " ".join(line.strip() for line in first[:3])) from e
-            return cls(model, src_vocab, trg_vocab, src_lang=tok.get("src_lang", "de"),
-                       trg_lang=tok.get("trg_lang", "en"), lower=tok.get("lower", True),
-                       device=device)
+            return cls(model, src_vocab, trg_vocab, pipeline=pipeline, device=device)
         except ValueError as e:
             raise CheckpointError(
                 f"{path} cannot be used: {e} Use the other checkpoint (best.pt / last.pt) in "
@@ -215,7 +244,7 @@ class Translator:
     # -- input checks --------------------------------------------------------------------------
     def _tokens(self, sentence) -> list[str]:
         if not isinstance(sentence, str):
-            raise TypeError(f"translate() takes a German sentence (str) or a list of them, not "
+            raise TypeError(f"translate() takes a sentence (str) or a list of them, not "
                             f"{type(sentence).__name__}.")
         if not sentence.strip():
             raise ValueError("Cannot translate an empty or whitespace-only sentence.")
@@ -273,8 +302,8 @@ class Translator:
             raise TypeError(f"translate() takes a str or a list of str, not "
                             f"{type(sentences).__name__}.")
         batch = [sentences] if single else list(sentences)
-        texts = [detokenize(t) for t in self.translate_tokens(batch, beam_size=beam_size,
-                                                               max_len=max_len)]
+        texts = [self.detokenize(t) for t in self.translate_tokens(batch, beam_size=beam_size,
+                                                                    max_len=max_len)]
         return texts[0] if single else texts
 
     def translate_with_attention(self, sentence: str, *, max_len: int | None = None) -> Translation:
@@ -285,7 +314,7 @@ class Translator:
                                   bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx,
                                   return_attention=True)
         out = v.decode(ids[0])
-        return Translation(tokens, out, detokenize(out), attn[0])
+        return Translation(tokens, out, self.detokenize(out), attn[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,7 +385,7 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: T
                     results.append(None)
         for (i, _), tokens in zip(todo, results, strict=True):
             if tokens is not None:
-                outputs[i] = detokenize(tokens)
+                outputs[i] = translator.detokenize(tokens)
         out.write("".join(f"{o}\n" for o in outputs))
         out.flush()
         err.flush()
@@ -410,10 +439,12 @@ def _quiet_broken_pipe() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(
         prog="python -m convs2s.translate",
-        description="Translate German sentences to English: the sentences given as arguments, "
+        description="Translate sentences from the checkpoint's source language into its target "
+        "language (German to English for word-level checkpoints trained before checkpoints "
+        "recorded their languages): the sentences given as arguments, "
         "or else every line of --input (default: stdin), one output line per input line.")
     parser.add_argument("--checkpoint", required=True, type=Path)
-    parser.add_argument("sentences", nargs="*", help="German sentences (none: read lines)")
+    parser.add_argument("sentences", nargs="*", help="source sentences (none: read lines)")
     parser.add_argument("--input", "-i", help="a UTF-8 text file, one sentence per line "
                         "('-' or none: stdin)")
     parser.add_argument("--beam-size", type=positive_int_arg, default=5)
@@ -438,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
             lines = source
         else:
             if sys.stdin.isatty():
-                print("Reading German sentences from stdin, one per line (end with Ctrl-D).",
+                name = LANGUAGE_NAMES.get(translator.src_lang, translator.src_lang)
+                print(f"Reading {name} sentences from stdin, one per line (end with Ctrl-D).",
                       file=sys.stderr)
             lines = getattr(sys.stdin, "buffer", sys.stdin)
         n, failed = translate_lines(translator, lines, sys.stdout, sys.stderr,

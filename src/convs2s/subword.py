@@ -1,0 +1,431 @@
+"""Cased subword vocabularies (sentencepiece), and the text pipeline a checkpoint records.
+
+The word-level pipeline (:func:`convs2s.data.make_tokenizer`) lower-cases spaCy tokens and maps
+every word seen fewer than twice to ``<unk>``: its output is lower-cased, with ``<unk>`` holes
+("eisfischerhütte" -> ``<unk>``). A subword vocabulary splits rare words into known pieces
+(``▁Eis fisch er hütte``), so every sentence is encoded without ``<unk>``, and keeps the case;
+decoding the pieces gives back the exact text, which is what the standard, cased sacreBLEU wants
+to see.
+
+- :class:`SubwordSettings`: vocabulary size, joint or one vocabulary per side, model type.
+- :func:`train_subword`: a :class:`SubwordTokenizer` learned on given sentences (the training
+  split only), cached on disk under :func:`cache_dir` by a hash of those sentences, the settings
+  and the library version; a second call with the same input reads the cache.
+- :class:`TextPipeline`: the source and target language, the tokenizers, the detokenizer and
+  how to build the vocabularies, for either kind (``"word"`` or ``"subword"``).
+  :meth:`TextPipeline.record` is what a checkpoint stores and :meth:`TextPipeline.from_checkpoint`
+  reads it back; a checkpoint without these fields (written before they existed) means German to
+  English, word-level, lower-cased.
+
+Why sentencepiece (``benchmarks/subword_choice.py`` on Multi30k de-en train, vocabulary 8,000,
+one thread, 2-core CPU): sentencepiece and Hugging Face ``tokenizers`` both decode the cased
+validation sentences back exactly, have no ``<unk>`` there, and train deterministically;
+sentencepiece keeps the whole model in one self-contained byte string (stored in the checkpoint),
+works on raw text with no pre-tokenizer to configure, and its BPE trained fastest. The figures
+are in the module's tests' companion benchmark output and the lead's notes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from convs2s.data import LANGUAGES, Tokenizer, Vocab, check_direction
+from convs2s.fileio import atomic_write, remove_stale_temps
+
+__all__ = [
+    "SPECIALS",
+    "SubwordSettings",
+    "SubwordTokenizer",
+    "TextPipeline",
+    "cache_dir",
+    "cache_key",
+    "train_subword",
+]
+
+#: The four specials, in the roles (and ids 0-3) :class:`convs2s.data.Vocab` gives them.
+SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")
+
+LIBRARY = "sentencepiece"
+MODEL_TYPES = ("bpe", "unigram")
+KINDS = ("word", "subword")
+
+
+def _sentencepiece():
+    try:
+        import sentencepiece
+    except ImportError as e:  # pragma: no cover - a dependency of the package
+        raise ImportError("Subword vocabularies need sentencepiece: pip install sentencepiece"
+                          ) from e
+    return sentencepiece
+
+
+# --------------------------------------------------------------------------------------------
+# Settings
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubwordSettings:
+    """How a subword vocabulary is learned.
+
+    ``vocab_size``: pieces per vocabulary, the four specials included (an upper bound: a small
+    corpus may give fewer). ``joint``: one vocabulary learned on both sides together, shared by
+    source and target (True), or one per side, each ``vocab_size`` pieces (False).
+    ``model_type``: sentencepiece's ``"bpe"`` or ``"unigram"``. Every character of the training
+    text is kept (``character_coverage=1.0``) and the text is not normalised (sentencepiece's
+    ``identity`` rule), so decoding gives back the text exactly.
+    """
+
+    vocab_size: int = 8000
+    joint: bool = True
+    model_type: str = "bpe"
+
+    def __post_init__(self):
+        v = self.vocab_size
+        if isinstance(v, bool) or not isinstance(v, int) or v < len(SPECIALS) + 4:
+            raise ValueError(f"vocab_size must be a whole number >= {len(SPECIALS) + 4}, "
+                             f"not {v!r}.")
+        if not isinstance(self.joint, bool):
+            raise ValueError(f"joint must be True or False, not {self.joint!r}.")
+        if self.model_type not in MODEL_TYPES:
+            raise ValueError(f"model_type must be one of {', '.join(MODEL_TYPES)}, not "
+                             f"{self.model_type!r}.")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# The tokenizer
+# --------------------------------------------------------------------------------------------
+
+
+class SubwordTokenizer:
+    """A trained sentencepiece model: ``tok(text) -> pieces`` and ``tok.decode(pieces) -> text``.
+
+    Cased text in, cased text out: ``tok.decode(tok(s)) == s`` for text made of characters the
+    model saw in training (a character it never saw becomes ``<unk>``). Built from the model's
+    bytes (``tok.model``, what a checkpoint stores); ``tok.sha256`` names them. Picklable.
+    """
+
+    def __init__(self, model: bytes):
+        if not isinstance(model, (bytes, bytearray)) or not model:
+            raise ValueError("a subword model is a non-empty byte string (a sentencepiece "
+                             "model's serialized proto).")
+        self.model = bytes(model)
+        self.sha256 = hashlib.sha256(self.model).hexdigest()
+        self._load()
+
+    def _load(self) -> None:
+        spm = _sentencepiece()
+        proc = spm.SentencePieceProcessor()
+        try:
+            proc.LoadFromSerializedProto(self.model)
+        except (RuntimeError, OSError, TypeError) as e:
+            raise ValueError(f"the bytes are not a sentencepiece model ({e}).") from None
+        pieces = [proc.id_to_piece(i) for i in range(proc.get_piece_size())]
+        if tuple(pieces[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"the subword model's first pieces are {pieces[:4]}, not the "
+                             f"specials {list(SPECIALS)}.")
+        self._proc, self.pieces = proc, pieces
+
+    def __getstate__(self) -> dict:
+        return {"model": self.model}
+
+    def __setstate__(self, state: dict) -> None:
+        self.model = state["model"]
+        self.sha256 = hashlib.sha256(self.model).hexdigest()
+        self._load()
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def __call__(self, text: str) -> list[str]:
+        return self._proc.encode(text, out_type=str)
+
+    def decode(self, pieces: Sequence[str]) -> str:
+        """The text of ``pieces`` (specials other than ``<unk>`` are dropped)."""
+        return self._proc.decode([p for p in pieces if p not in SPECIALS[1:]])
+
+    def vocab(self) -> Vocab:
+        """The model's pieces as a :class:`Vocab`: the same ids as sentencepiece's."""
+        return Vocab(self.pieces, SPECIALS)
+
+    def __repr__(self) -> str:
+        return f"SubwordTokenizer({len(self)} pieces, sha256 {self.sha256[:12]})"
+
+
+# --------------------------------------------------------------------------------------------
+# Training and the cache
+# --------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Where learned subword models are kept: ``CONVS2S_CACHE_DIR`` if set, else
+    ``$XDG_CACHE_HOME/convs2s/subword`` (``~/.cache/convs2s/subword``), beside the default data
+    folder ``~/.cache/convs2s/multi30k``. Created when the first model is written."""
+    env = os.environ.get("CONVS2S_CACHE_DIR", "").strip()
+    if env:
+        return Path(env).expanduser().resolve() / "subword"
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "convs2s" / "subword"
+
+
+def _library_version() -> str:
+    return _sentencepiece().__version__
+
+
+def _text_sha256(lines: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for line in lines:
+        h.update(line.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def cache_key(lines: Sequence[str], settings: SubwordSettings) -> str:
+    """The hash a model learned on ``lines`` with ``settings`` is cached under.
+
+    It covers the sentences themselves (so the Multi30k files' contents, and which slice of
+    them), every setting and the library's version: any change gives another key.
+    """
+    what = {"library": LIBRARY, "version": _library_version(), "settings": settings.as_dict(),
+            "data": _text_sha256(lines), "sentences": len(lines)}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _learn(lines: Sequence[str], settings: SubwordSettings) -> bytes:
+    spm = _sentencepiece()
+    lines = [s for s in lines if s.strip()]
+    if not lines:
+        raise ValueError("Cannot learn a subword vocabulary from no text.")
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines), model_writer=model,
+            vocab_size=settings.vocab_size, model_type=settings.model_type,
+            character_coverage=1.0, normalization_rule_name="identity",
+            hard_vocab_limit=False, unk_id=0, pad_id=1, bos_id=2, eos_id=3,
+            unk_piece=SPECIALS[0], pad_piece=SPECIALS[1], bos_piece=SPECIALS[2],
+            eos_piece=SPECIALS[3], minloglevel=2, num_threads=1,
+            max_sentence_length=1 << 16, input_sentence_size=0,
+        )
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"sentencepiece cannot learn a vocabulary of {settings.vocab_size} "
+                         f"pieces from these {len(lines)} sentences: {first}. Lower "
+                         "vocab_size.") from None
+    return model.getvalue()
+
+
+def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None, *,
+                  cache: str | os.PathLike | None | bool = True,
+                  on_train: Callable[[], None] | None = None) -> SubwordTokenizer:
+    """A :class:`SubwordTokenizer` learned on ``lines`` (give it the training split only).
+
+    ``cache``: True (default) keeps models in :func:`cache_dir`, a folder keeps them there,
+    False/None learns afresh every time. A cached model is read back when the sentences, the
+    settings and the library version all match (see :func:`cache_key`); otherwise it is learned
+    (seconds on Multi30k) and written atomically (a temporary file, then a rename), so a crash
+    never leaves half a model. A cache folder that cannot be written only costs a warning.
+    ``on_train`` is called just before learning (tests count cache misses with it).
+    """
+    settings = settings or SubwordSettings()
+    lines = list(lines)
+    if not all(isinstance(s, str) for s in lines):
+        raise TypeError("train_subword takes sentences (str), not token lists.")
+    folder = None
+    if cache is True:
+        folder = cache_dir()
+    elif cache not in (False, None):
+        folder = Path(cache).expanduser()
+    path = folder / f"{cache_key(lines, settings)}.model" if folder is not None else None
+    if path is not None and path.is_file():
+        try:
+            return SubwordTokenizer(path.read_bytes())
+        except (OSError, ValueError) as e:
+            warnings.warn(f"ignoring the unreadable cached subword model {path} ({e}); "
+                          "learning it again.", stacklevel=2)
+    if on_train is not None:
+        on_train()
+    tok = SubwordTokenizer(_learn(lines, settings))
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(path.parent, targets=[path.name])
+            atomic_write(path, lambda f: f.write(tok.model))
+        except OSError as e:
+            warnings.warn(f"could not cache the subword model in {path.parent} ({e}); it will "
+                          "be learned again next time.", stacklevel=2)
+    return tok
+
+
+# --------------------------------------------------------------------------------------------
+# The text pipeline a checkpoint records
+# --------------------------------------------------------------------------------------------
+
+
+class TextPipeline:
+    """Source/target language, tokenizers and detokenizer of one model: word or subword.
+
+    ``kind="word"``: spaCy tokens, lower-cased when ``lower`` (the course's original pipeline,
+    what notebooks 00-08 use); vocabularies built from the training split with ``min_freq``;
+    the output detokenized by :func:`convs2s.translate.detokenize`.
+    ``kind="subword"``: sentencepiece pieces of the cased text (``src_model``/``trg_model``,
+    the same one when ``settings.joint``); the vocabularies are the models' pieces; the output
+    decoded back into cased text.
+
+    Build one with :meth:`word`, :meth:`learn` (subword, from training pairs) or
+    :meth:`from_checkpoint`.
+    """
+
+    def __init__(self, kind: str, src_lang: str = "de", trg_lang: str = "en", *,
+                 lower: bool = True, settings: SubwordSettings | None = None,
+                 src_model: SubwordTokenizer | None = None,
+                 trg_model: SubwordTokenizer | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"tokenizer kind must be one of {', '.join(KINDS)}, not {kind!r}.")
+        check_direction(src_lang, trg_lang)
+        self.kind, self.src_lang, self.trg_lang = kind, src_lang, trg_lang
+        if kind == "word":
+            self.lower, self.settings = bool(lower), None
+            self.src_tokenizer: Callable[[str], list[str]] = Tokenizer(src_lang, lower=lower)
+            self.trg_tokenizer: Callable[[str], list[str]] = Tokenizer(trg_lang, lower=lower)
+        else:
+            if src_model is None or trg_model is None:
+                raise ValueError("a subword pipeline needs its source and target models.")
+            self.lower, self.settings = False, settings or SubwordSettings()
+            self.src_tokenizer, self.trg_tokenizer = src_model, trg_model
+
+    # -- building --------------------------------------------------------------------------------
+    @classmethod
+    def word(cls, src_lang: str = "de", trg_lang: str = "en", lower: bool = True) -> TextPipeline:
+        return cls("word", src_lang, trg_lang, lower=lower)
+
+    @classmethod
+    def learn(cls, train_pairs: Sequence[tuple[str, str]], src_lang: str = "de",
+              trg_lang: str = "en", settings: SubwordSettings | None = None, *,
+              cache: str | os.PathLike | None | bool = True,
+              on_train: Callable[[], None] | None = None) -> TextPipeline:
+        """A subword pipeline learned on ``train_pairs`` (``(source, target)`` sentences)."""
+        settings = settings or SubwordSettings()
+        check_direction(src_lang, trg_lang)
+        src = [s for s, _ in train_pairs]
+        trg = [t for _, t in train_pairs]
+        if settings.joint:
+            src_model = trg_model = train_subword(src + trg, settings, cache=cache,
+                                                  on_train=on_train)
+        else:
+            src_model = train_subword(src, settings, cache=cache, on_train=on_train)
+            trg_model = train_subword(trg, settings, cache=cache, on_train=on_train)
+        return cls("subword", src_lang, trg_lang, settings=settings, src_model=src_model,
+                   trg_model=trg_model)
+
+    def vocabs(self, train_pairs: Sequence[tuple[str, str]] = (), *,
+               min_freq: int = 2) -> tuple[Vocab, Vocab]:
+        """Source and target :class:`Vocab`: the subword models' pieces, or for words the
+        tokens of ``train_pairs`` seen at least ``min_freq`` times."""
+        if self.kind == "subword":
+            return self.src_tokenizer.vocab(), self.trg_tokenizer.vocab()
+        src = Vocab.build((self.src_tokenizer(s) for s, _ in train_pairs), min_freq=min_freq)
+        trg = Vocab.build((self.trg_tokenizer(t) for _, t in train_pairs), min_freq=min_freq)
+        return src, trg
+
+    # -- using -----------------------------------------------------------------------------------
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        """Output tokens back into a sentence (subword: the exact cased text)."""
+        if self.kind == "subword":
+            return self.trg_tokenizer.decode(tokens)
+        from convs2s.translate import detokenize
+
+        return detokenize(tokens)
+
+    @property
+    def cased(self) -> bool:
+        return self.kind == "subword" or not self.lower
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def settings_dict(self) -> dict:
+        """What identifies this pipeline, without the model bytes (for resume checks, reports)."""
+        out: dict[str, Any] = {"src_lang": self.src_lang, "trg_lang": self.trg_lang,
+                               "kind": self.kind}
+        if self.kind == "word":
+            out["lower"] = self.lower
+        else:
+            out.update(self.settings.as_dict(), library=LIBRARY,
+                       src_sha256=self.src_tokenizer.sha256, trg_sha256=self.trg_tokenizer.sha256)
+        return out
+
+    def record(self) -> dict:
+        """The checkpoint fields: ``src_lang``, ``trg_lang`` and ``tokenizer``.
+
+        ``tokenizer`` is ``{"kind": "word", "lower": bool}`` or ``{"kind": "subword",
+        "library": "sentencepiece", "library_version", "vocab_size", "joint", "model_type",
+        "src_model": bytes, "src_sha256", "trg_model": bytes, "trg_sha256"}``: the models
+        themselves travel in the checkpoint, so it translates on any machine.
+        """
+        if self.kind == "word":
+            tokenizer: dict[str, Any] = {"kind": "word", "lower": self.lower}
+        else:
+            tokenizer = {"kind": "subword", "library": LIBRARY,
+                         "library_version": _library_version(), **self.settings.as_dict(),
+                         "src_model": self.src_tokenizer.model,
+                         "src_sha256": self.src_tokenizer.sha256,
+                         "trg_model": self.trg_tokenizer.model,
+                         "trg_sha256": self.trg_tokenizer.sha256}
+        return {"src_lang": self.src_lang, "trg_lang": self.trg_lang, "tokenizer": tokenizer}
+
+    @classmethod
+    def from_checkpoint(cls, data: dict) -> TextPipeline:
+        """The pipeline a checkpoint's fields describe; ``ValueError`` (one line) if malformed.
+
+        Reads ``src_lang``/``trg_lang``/``tokenizer`` (:meth:`record`); older checkpoints have
+        only ``tokenizers: {"src_lang", "trg_lang", "lower"}`` or nothing at all, which means
+        German to English, word-level, lower-cased.
+        """
+        old = data.get("tokenizers", {})
+        if not isinstance(old, dict):
+            raise ValueError("its tokenizers entry is not a dictionary.")
+        src = data.get("src_lang", old.get("src_lang", "de"))
+        trg = data.get("trg_lang", old.get("trg_lang", "en"))
+        for side, lang in (("src_lang", src), ("trg_lang", trg)):
+            if lang not in LANGUAGES:
+                raise ValueError(f"its {side} {lang!r} is not one of {', '.join(LANGUAGES)}.")
+        tok = data.get("tokenizer", {"kind": "word", "lower": old.get("lower", True)})
+        if not isinstance(tok, dict) or tok.get("kind") not in KINDS:
+            raise ValueError(f"its tokenizer entry is not one of the kinds {', '.join(KINDS)}.")
+        if tok["kind"] == "word":
+            return cls.word(src, trg, lower=bool(tok.get("lower", True)))
+        if tok.get("library") != LIBRARY:
+            raise ValueError(f"its subword tokenizer comes from {tok.get('library')!r}; this "
+                             f"convs2s reads {LIBRARY} models.")
+        try:
+            settings = SubwordSettings(vocab_size=tok["vocab_size"], joint=tok["joint"],
+                                       model_type=tok["model_type"])
+            models = []
+            for side in ("src", "trg"):
+                model = SubwordTokenizer(tok[f"{side}_model"])
+                if tok.get(f"{side}_sha256") not in (None, model.sha256):
+                    raise ValueError(f"its {side} subword model does not match its sha256.")
+                models.append(model)
+        except KeyError as e:
+            raise ValueError(f"its subword tokenizer lacks {e.args[0]!r}.") from None
+        except ValueError as e:
+            raise ValueError(f"its subword tokenizer is malformed: {e}") from None
+        return cls("subword", src, trg, settings=settings, src_model=models[0],
+                   trg_model=models[1])
+
+    def __repr__(self) -> str:
+        if self.kind == "word":
+            return (f"TextPipeline(word, {self.src_lang}->{self.trg_lang}, "
+                    f"lower={self.lower})")
+        return (f"TextPipeline(subword, {self.src_lang}->{self.trg_lang}, "
+                f"{self.settings})")
