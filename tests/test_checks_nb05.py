@@ -1,0 +1,289 @@
+"""convs2s.checks for notebook 05: right answers pass, wrong ones raise with a hint, stubs are 0.
+
+Also: the notebook's own exercise cells (the planted bugs and stubs are "not answered", the
+solutions pass) and the hidden grading tests (coursework/hidden/05.py) accept the solutions
+only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from convs2s import checks
+from convs2s.checks import nb05
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "05_training_on_multi30k.ipynb"
+
+
+def _hidden():
+    spec = importlib.util.spec_from_file_location("hidden05", ROOT / "coursework/hidden/05.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stub(*_args):
+    raise NotImplementedError()
+
+
+# --- shift_for_teacher_forcing (debug) -------------------------------------------------------
+
+
+def right_shift(trg):
+    return trg[:, :-1], trg[:, 1:]
+
+
+def planted_shift(trg):  # the notebook's planted bug, unchanged
+    return trg[:, :-1], trg[:, :-1]
+
+
+def swapped_shift(trg):
+    return trg[:, 1:], trg[:, :-1]
+
+
+def no_shift_at_all(trg):
+    return trg, trg[:, 1:]
+
+
+def in_place_shift(trg):
+    trg[:, 0] = trg[:, 1]
+    return trg[:, :-1], trg[:, 1:]
+
+
+def test_shift_accepts_the_fix(capsys):
+    assert checks.shift_for_teacher_forcing(right_shift) is True
+    assert "✓ shift_for_teacher_forcing" in capsys.readouterr().out
+
+
+def test_shift_untouched_bug_is_not_answered(capsys):
+    assert checks.shift_for_teacher_forcing(planted_shift) is False
+    out = capsys.readouterr().out
+    assert "planted bug is still there" in out and "✗" not in out
+
+
+@pytest.mark.parametrize("wrong", [swapped_shift, no_shift_at_all, in_place_shift])
+def test_shift_rejects_other_mistakes_with_a_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match="hint: position i of the decoder reads token i"):
+        checks.shift_for_teacher_forcing(wrong)
+    assert "✗ shift_for_teacher_forcing" in capsys.readouterr().out
+
+
+def test_shift_stub_and_none_are_not_answered():
+    assert checks.shift_for_teacher_forcing(_stub) is False
+    assert checks.shift_for_teacher_forcing(None) is False
+
+
+# --- perplexity_from_loss (derive) -----------------------------------------------------------
+
+
+def right_perplexity(loss, unit="nats"):
+    if unit == "nats":
+        return math.exp(loss)
+    if unit == "bits":
+        return 2.0 ** loss
+    raise ValueError(unit)
+
+
+def test_perplexity_accepts_the_formula(capsys):
+    assert checks.perplexity_from_loss(right_perplexity) is True
+    assert "✓ perplexity_from_loss" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda loss, unit="nats": 2.0 ** loss,  # bits for nats
+    lambda loss, unit="nats": math.exp(loss),  # ignores the unit
+    lambda loss, unit="nats": math.exp(-loss) if unit == "nats" else 2.0 ** -loss,
+    lambda loss, unit="nats": loss,
+])
+def test_perplexity_rejects_wrong_formulas_with_a_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match="hint: the loss is the mean of -log p"):
+        checks.perplexity_from_loss(wrong)
+    assert "✗ perplexity_from_loss" in capsys.readouterr().out
+
+
+def test_perplexity_stub_is_not_answered():
+    assert checks.perplexity_from_loss(_stub) is False
+
+
+# --- token_loss (debug) ----------------------------------------------------------------------
+
+
+def right_loss(logits, trg_out, pad_idx):
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1),
+                           ignore_index=pad_idx)
+
+
+def masked_by_hand(logits, trg_out, pad_idx):
+    nll = F.cross_entropy(logits.transpose(1, 2), trg_out, reduction="none")  # [batch, len]
+    real = trg_out != pad_idx
+    return (nll * real).sum() / real.sum()
+
+
+def planted_loss(logits, trg_out, pad_idx):  # the notebook's planted bug, unchanged
+    criterion = torch.nn.CrossEntropyLoss()
+    return criterion(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1))
+
+
+def smoothed_loss(logits, trg_out, pad_idx):
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1),
+                           ignore_index=pad_idx, label_smoothing=0.1)
+
+
+def fixed_pad_one(logits, trg_out, pad_idx):
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1),
+                           ignore_index=1)
+
+
+def summed_loss(logits, trg_out, pad_idx):
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1),
+                           ignore_index=pad_idx, reduction="sum")
+
+
+@pytest.mark.parametrize("right", [right_loss, masked_by_hand])
+def test_token_loss_accepts_fixes(right, capsys):
+    assert checks.token_loss(right) is True
+    assert "✓ token_loss" in capsys.readouterr().out
+
+
+def test_token_loss_untouched_bug_is_not_answered_and_shows_the_padding_effect(capsys):
+    assert checks.token_loss(planted_loss) is False
+    out = capsys.readouterr().out
+    assert "planted bug is still there" in out and "✗" not in out
+    values = [float(v) for v in out.split("it reads ")[1].split(" with ")[0].split(", ")]
+    assert len(values) == 3 and values[0] > values[1] > values[2]  # more padding, lower loss
+
+
+@pytest.mark.parametrize("wrong", [smoothed_loss, fixed_pad_one, summed_loss])
+def test_token_loss_rejects_other_mistakes_with_a_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match="hint: the mean must run over the real tokens"):
+        checks.token_loss(wrong)
+    assert "✗ token_loss" in capsys.readouterr().out
+
+
+def test_token_loss_stub_is_not_answered():
+    assert checks.token_loss(_stub) is False
+
+
+def test_the_planted_loss_really_depends_on_padding():
+    # The check's story, measured directly: the buggy mean falls as pad columns are added.
+    buggy = [float(planted_loss(*nb05._padded_logits(n, 1, sure_of_pad=True), 1))
+             for n in (0, 10, 40)]
+    right = [float(right_loss(*nb05._padded_logits(n, 1, sure_of_pad=True), 1))
+             for n in (0, 10, 40)]
+    assert buggy[0] > buggy[1] > buggy[2]
+    assert right[0] == pytest.approx(right[1]) == pytest.approx(right[2])
+
+
+# --- build_itos (implement) ------------------------------------------------------------------
+
+
+def right_itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+    counts = Counter(t for tokens in token_lists for t in tokens)
+    kept = [t for t, n in counts.items() if n >= min_freq and t not in specials]
+    kept.sort(key=lambda t: (-counts[t], t))
+    return list(specials) + kept
+
+
+def ties_unsorted(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+    counts = Counter(t for tokens in token_lists for t in tokens)
+    kept = [t for t, n in counts.items() if n >= min_freq and t not in specials]
+    kept.sort(key=lambda t: -counts[t])
+    return list(specials) + kept
+
+
+def strict_min_freq(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+    counts = Counter(t for tokens in token_lists for t in tokens)
+    kept = [t for t, n in counts.items() if n > min_freq and t not in specials]
+    kept.sort(key=lambda t: (-counts[t], t))
+    return list(specials) + kept
+
+
+def test_build_itos_accepts_the_solution(capsys):
+    assert checks.build_itos(right_itos) is True
+    assert "✓ build_itos" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [ties_unsorted, strict_min_freq])
+def test_build_itos_rejects_wrong_answers_with_a_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match="hint: count with collections.Counter"):
+        checks.build_itos(wrong)
+    assert "✗ build_itos" in capsys.readouterr().out
+
+
+def test_build_itos_stub_is_not_answered():
+    assert checks.build_itos(_stub) is False
+
+
+# --- the module, the notebook's exercise cells and the hidden tests --------------------------
+
+
+def test_notebook_05_checks_are_exactly_these():
+    assert nb05.__all__ == ["shift_for_teacher_forcing", "perplexity_from_loss", "token_loss",
+                            "build_itos"]
+    for name in nb05.__all__:
+        assert checks.EXERCISES[name] is getattr(nb05, name)
+
+
+def _exercise_cells():
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    setup, exercises = None, {}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("convs2s", {})
+        source = "".join(cell["source"])
+        if meta.get("role") == "exercise-setup":
+            setup = source
+        elif "exercise" in meta:
+            exercises.setdefault(meta["exercise"], {})[meta["role"]] = (cell, source)
+    return setup, exercises
+
+
+def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
+    setup, exercises = _exercise_cells()
+    assert setup is not None and "from convs2s import checks" in setup
+    kinds = {ex: cells["task"][0]["metadata"]["convs2s"]["kind"]
+             for ex, cells in exercises.items()}
+    assert kinds == {"shift_for_teacher_forcing": "debug", "perplexity_from_loss": "derive",
+                     "token_loss": "debug", "optimizer_choice": "explain",
+                     "build_itos": "implement"}
+    for ex, cells in exercises.items():
+        solution_cell, solution = cells["solution"]
+        if kinds[ex] == "explain":
+            assert cells["answer"][0]["cell_type"] == "markdown"
+            assert solution.startswith("<details><summary>Solution</summary>")
+            continue
+        assert solution.startswith("#@title Solution")
+        assert solution_cell["metadata"]["jupyter"]["source_hidden"] is True
+        assert solution_cell["metadata"]["cellView"] == "form"
+        check_call = cells["check"][1].strip()
+        assert check_call.startswith(f"checks.{ex}(")
+        learner = {}
+        exec(setup, learner)  # noqa: S102 - the notebook's own cells
+        exec(cells["answer"][1], learner)  # noqa: S102
+        assert eval(check_call, learner) is False, f"{ex}: the answer cell should not pass"
+        exec(solution, learner)  # noqa: S102 - runs the check once itself
+        assert eval(check_call, learner) is True, f"{ex}: the solution should pass"
+    capsys.readouterr()
+
+
+def test_hidden_tests_accept_the_solutions_and_reject_the_planted_bugs():
+    hidden = _hidden()
+    hidden.shift_for_teacher_forcing(right_shift)
+    hidden.perplexity_from_loss(right_perplexity)
+    hidden.token_loss(right_loss)
+    hidden.token_loss(masked_by_hand)
+    hidden.build_itos(right_itos)
+    for fn, wrong in ((hidden.shift_for_teacher_forcing, planted_shift),
+                      (hidden.perplexity_from_loss, lambda loss, unit="nats": math.exp(loss)),
+                      (hidden.token_loss, planted_loss),
+                      (hidden.build_itos, ties_unsorted)):
+        with pytest.raises(AssertionError):
+            fn(wrong)
