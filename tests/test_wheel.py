@@ -58,7 +58,7 @@ def wheel(tmp_path_factory) -> dict[str, str]:
 
 
 def normalised_lines(code: str) -> list[str]:
-    """Lines of Python without comments, blank lines or layout (inner whitespace collapsed)."""
+    """Lines of Python without comments, blank lines or whitespace."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
@@ -72,7 +72,7 @@ def normalised_lines(code: str) -> list[str]:
         code = "\n".join(lines)
     out = []
     for line in code.splitlines():
-        line = " ".join(line.split())
+        line = "".join(line.split())  # layout never matters: `3*h` is `3 * h`
         if line and not line.startswith("#"):
             out.append(line)
     return out
@@ -116,20 +116,26 @@ def course_secrets() -> tuple[list[list[str]], list[str]]:
     return code, prose
 
 
+def checked(secret: list[str]) -> bool:
+    """Whether a secret is distinctive enough to look for (see :func:`leaks`)."""
+    return len(secret) >= 2 or (len(secret) == 1 and len(secret[0]) >= 24)
+
+
 def leaks(files: dict[str, str], code: list[list[str]], prose: list[str]) -> list[str]:
     """(file, first line) of every secret found in ``files``.
 
     Strict but not flaky: a secret of two or more meaningful lines must not appear as a run of
-    lines anywhere (a single line such as ``return k - 1`` may well be in the package for its
-    own reasons); a model answer must not appear in the whitespace-collapsed text.
+    lines anywhere, nor a one-line secret of 24 characters or more without spaces (a short line
+    such as ``return k - 1`` may be in the package for its own reasons); a model answer must not
+    appear in the whitespace-collapsed text.
     """
     found = []
     for name, text in files.items():
         lines = normalised_lines(text) if name.endswith(".py") else [
-            " ".join(line.split()) for line in text.splitlines() if line.strip()]
+            "".join(line.split()) for line in text.splitlines() if line.strip()]
         flat = " ".join(text.split())
         for secret in code:
-            if len(secret) >= 2 and contains_run(lines, secret):
+            if checked(secret) and contains_run(lines, secret):
                 found.append(f"{name}: {secret[0]}")
         for answer in prose:
             if len(answer) >= 40 and answer in flat:
@@ -138,16 +144,20 @@ def leaks(files: dict[str, str], code: list[list[str]], prose: list[str]) -> lis
 
 
 def test_the_leak_finder_finds_a_planted_solution():
-    code = [["y = operator.mul(x, 2)", "return y"], ["return 1"]]
+    code = [["y = operator.mul(x, 2)", "return y"], ["return 1"],
+            ["return 3 * hidden * (inputs + hidden) + 6 * hidden"]]
     prose = ["The gate lets gradients through the linear path, so deep stacks train."]
     planted = {"convs2s/x.py": "def f(x):\n    y = operator.mul(x,  2)  # a comment\n\n"
                                "    return y\n",
-               "convs2s/y.py": "return 1\n",
+               "convs2s/y.py": "return 1\nreturn 3*hidden*(inputs+hidden) + 6*hidden\n",
                "convs2s/z.txt": "The gate lets gradients\nthrough the linear path, so deep "
                                 "stacks train.\n"}
-    assert leaks(planted, code, prose) == ["convs2s/x.py: y = operator.mul(x, 2)",
-                                           f"convs2s/z.txt: {prose[0][:60]}"]
-    assert normalised_lines("s = '# not a comment'  # a comment\n") == ["s = '# not a comment'"]
+    code = [normalised_lines("\n".join(secret)) for secret in code]
+    assert leaks(planted, code, prose) == [
+        "convs2s/x.py: y=operator.mul(x,2)",
+        "convs2s/y.py: return3*hidden*(inputs+hidden)+6*hidden",
+        f"convs2s/z.txt: {prose[0][:60]}"]
+    assert normalised_lines("s = '# not a comment'  # a comment\n") == ["s='#notacomment'"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,9 +182,9 @@ def test_wheel_holds_no_nbgrader_marker(wheel):
 
 def test_wheel_holds_no_solution_or_hidden_test(wheel):
     code, prose = course_secrets()
-    checked = [s for s in code if len(s) >= 2]
-    # Not vacuous: the course's exercises are read, and most secrets are checked line runs.
-    assert len(checked) >= 16 and len(checked) >= len(code) // 2, (len(checked), len(code))
+    # Not vacuous: the course's exercises are read, and most of their secrets are checked.
+    assert sum(map(checked, code)) >= 30 and sum(map(checked, code)) >= 0.75 * len(code)
+    assert len(prose) >= 5
     assert leaks(wheel, code, prose) == []
 
 
