@@ -35,53 +35,6 @@ def _stub(*_args):
     raise NotImplementedError()
 
 
-# --- shift_for_teacher_forcing (debug) -------------------------------------------------------
-
-
-def right_shift(trg):
-    return trg[:, :-1], trg[:, 1:]
-
-
-def planted_shift(trg):  # the notebook's planted bug, unchanged
-    return trg[:, :-1], trg[:, :-1]
-
-
-def swapped_shift(trg):
-    return trg[:, 1:], trg[:, :-1]
-
-
-def no_shift_at_all(trg):
-    return trg, trg[:, 1:]
-
-
-def in_place_shift(trg):
-    trg[:, 0] = trg[:, 1]
-    return trg[:, :-1], trg[:, 1:]
-
-
-def test_shift_accepts_the_fix(capsys):
-    assert checks.shift_for_teacher_forcing(right_shift) is True
-    assert "✓ shift_for_teacher_forcing" in capsys.readouterr().out
-
-
-def test_shift_untouched_bug_is_not_answered(capsys):
-    assert checks.shift_for_teacher_forcing(planted_shift) is False
-    out = capsys.readouterr().out
-    assert "planted bug is still there" in out and "✗" not in out
-
-
-@pytest.mark.parametrize("wrong", [swapped_shift, no_shift_at_all, in_place_shift])
-def test_shift_rejects_other_mistakes_with_a_hint(wrong, capsys):
-    with pytest.raises(AssertionError, match="hint: position i of the decoder reads token i"):
-        checks.shift_for_teacher_forcing(wrong)
-    assert "✗ shift_for_teacher_forcing" in capsys.readouterr().out
-
-
-def test_shift_stub_and_none_are_not_answered():
-    assert checks.shift_for_teacher_forcing(_stub) is False
-    assert checks.shift_for_teacher_forcing(None) is False
-
-
 # --- perplexity_from_loss (derive) -----------------------------------------------------------
 
 
@@ -227,8 +180,7 @@ def test_build_itos_stub_is_not_answered():
 
 
 def test_notebook_05_checks_are_exactly_these():
-    assert nb05.__all__ == ["shift_for_teacher_forcing", "perplexity_from_loss", "token_loss",
-                            "build_itos"]
+    assert nb05.__all__ == ["perplexity_from_loss", "token_loss", "build_itos"]
     for name in nb05.__all__:
         assert checks.EXERCISES[name] is getattr(nb05, name)
 
@@ -251,7 +203,7 @@ def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
     assert setup is not None and "from convs2s import checks" in setup
     kinds = {ex: cells["task"][0]["metadata"]["convs2s"]["kind"]
              for ex, cells in exercises.items()}
-    assert kinds == {"shift_for_teacher_forcing": "debug", "perplexity_from_loss": "derive",
+    assert kinds == {"perplexity_from_loss": "derive",
                      "token_loss": "debug", "optimizer_choice": "explain",
                      "build_itos": "implement"}
     for ex, cells in exercises.items():
@@ -276,13 +228,11 @@ def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
 
 def test_hidden_tests_accept_the_solutions_and_reject_the_planted_bugs():
     hidden = _hidden()
-    hidden.shift_for_teacher_forcing(right_shift)
     hidden.perplexity_from_loss(right_perplexity)
     hidden.token_loss(right_loss)
     hidden.token_loss(masked_by_hand)
     hidden.build_itos(right_itos)
-    for fn, wrong in ((hidden.shift_for_teacher_forcing, planted_shift),
-                      (hidden.perplexity_from_loss, lambda loss, unit="nats": math.exp(loss)),
+    for fn, wrong in ((hidden.perplexity_from_loss, lambda loss, unit="nats": math.exp(loss)),
                       (hidden.token_loss, planted_loss),
                       (hidden.build_itos, ties_unsorted)):
         with pytest.raises(AssertionError):

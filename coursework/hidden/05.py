@@ -6,21 +6,6 @@ visible ``checks.<id>(...)`` call. Explain exercises are graded by hand: no func
 """
 
 
-def shift_for_teacher_forcing(shift_for_teacher_forcing):
-    import torch as _torch
-
-    # a batch of one row, no padding: <bos>=2 y1 y2 y3 <eos>=3
-    _trg = _torch.tensor([[2, 7, 8, 9, 3]])
-    _in, _out = shift_for_teacher_forcing(_trg)
-    assert _in.tolist() == [[2, 7, 8, 9]], "the decoder reads <bos> y1 … yn"
-    assert _out.tolist() == [[7, 8, 9, 3]], "and must predict y1 … yn <eos>"
-    # rows of different lengths, right-padded with 1
-    _trg = _torch.tensor([[2, 5, 3, 1, 1], [2, 5, 6, 7, 3]])
-    _in, _out = shift_for_teacher_forcing(_trg)
-    assert _torch.equal(_in, _trg[:, :-1]) and _torch.equal(_out, _trg[:, 1:])
-    # a single-token target (<bos> <eos>): one prediction, <eos>
-    _in, _out = shift_for_teacher_forcing(_torch.tensor([[2, 3]]))
-    assert _in.tolist() == [[2]] and _out.tolist() == [[3]]
 
 
 def perplexity_from_loss(perplexity_from_loss):

@@ -20,61 +20,11 @@ from convs2s.checks._core import (
     check,
 )
 
-__all__ = ["shift_for_teacher_forcing", "perplexity_from_loss", "token_loss", "build_itos"]
+__all__ = ["perplexity_from_loss", "token_loss", "build_itos"]
 
 
-def _made_up_targets():
-    """A right-padded batch of made-up target rows ``<bos> … <eos> <pad>…`` and its vocabulary."""
-    from convs2s.data import TranslationDataset, Vocab, make_loader
-
-    sentences = _made_up_sentences(24, seed=11)
-    vocab = Vocab.build([s.split() for s in sentences], min_freq=1)
-    ds = TranslationDataset(list(zip(sentences, sentences, strict=True)), str.split, str.split,
-                            vocab, vocab)
-    _, trg = next(iter(make_loader(ds, batch_size=8, shuffle=False, bucket=False)))
-    return trg, vocab
 
 
-@check
-def shift_for_teacher_forcing(fn: Callable) -> None:
-    """Exercise "the off-by-one shift" (debug): decoder input and target, shifted by one."""
-    run = _Run("shift_for_teacher_forcing")
-    hint = ("position i of the decoder reads token i and must predict token i + 1: the input "
-            "is every token but the last (trg[:, :-1]), the target every token but the first "
-            "(trg[:, 1:])")
-    trg, vocab = _made_up_targets()  # trg = [8, trg_len]
-    before = trg.clone()
-    what = f"shift_for_teacher_forcing(trg of shape {_shape(trg)})"
-    with run.case(what, hint):
-        result = fn(trg)
-        if not isinstance(result, tuple | list) or len(result) != 2:
-            raise AssertionError(f"the result should be a pair (trg_in, trg_out), got "
-                                 f"{type(result).__name__}")
-        trg_in, trg_out = result
-        _assert_tensor(trg_in, "trg_in")
-        _assert_tensor(trg_out, "trg_out")
-        if not torch.equal(trg, before):
-            raise AssertionError("trg was changed in place")
-        expected = [trg.size(0), trg.size(1) - 1]
-        if _shape(trg_in) != expected or _shape(trg_out) != expected:
-            raise AssertionError(f"trg_in {_shape(trg_in)} and trg_out {_shape(trg_out)} should "
-                                 f"both be {expected}")
-    if torch.equal(trg_in, trg_out):
-        run.not_answered("the planted bug is still there: trg_out equals trg_in, so every "
-                         "position is asked to predict the very token it reads (a copy task: "
-                         "the loss falls to ~0 and nothing is learned). Fix it, then run "
-                         "this check again")
-    with run.case(f"{what}: the first decoder input of every row", hint):
-        if not bool((trg_in[:, 0] == vocab.bos_idx).all()):
-            raise AssertionError("not every row of trg_in starts with <bos>: the decoder must "
-                                 "start from <bos> (did you swap trg_in and trg_out?)")
-    with run.case(f"{what}: <eos> in the targets", hint):
-        if not bool(((trg_out == vocab.eos_idx).sum(dim=1) == 1).all()):
-            raise AssertionError("each row of trg_out should contain exactly one <eos>")
-    with run.case(f"{what}: trg_out vs trg_in", hint):
-        if not torch.equal(trg_out[:, :-1], trg_in[:, 1:]):
-            raise AssertionError("trg_out is not trg_in shifted by one position")
-    run.done()
 
 
 @check
