@@ -1,27 +1,34 @@
-"""Translation quality of a training preset: train it, then score it on test2016.
+"""Translation quality of a training preset, in any direction: train it, then score it.
 
     python benchmarks/quality.py --preset cpu [--json benchmarks/results/quality_cpu.json]
+    python benchmarks/quality.py --preset cpu --src en --trg de --tokenizer subword \\
+        --vocab-size 8000 --max-minutes 30 --json benchmarks/results/quality_cpu_en_de.json
     python benchmarks/quality.py --checkpoint runs/cpu/best.pt    # score a run you already have
 
 Trains ``--preset`` exactly as ``python -m convs2s.train --preset NAME`` does (same data, same
-code path, the preset's own time budget), reloads its best checkpoint (lowest validation loss)
-and evaluates it on a Multi30k split (test2016 by default) with :func:`convs2s.evaluate.evaluate`:
+code path, the preset's own time budget unless ``--max-minutes``; ``--src/--trg``,
+``--tokenizer``, ``--vocab-size``, ``--joint-vocab`` override the preset as the training CLI's
+options do), reloads its best checkpoint (lowest validation loss) and scores it:
 
-- BLEU for greedy decoding and for beam search (beam 5), both kinds: sacreBLEU (13a,
-  detokenized, cased: the standard) and the tutorial-comparable score (BLEU-4 on lower-cased
-  tokens: what the classic PyTorch tutorials printed);
-- perplexity under teacher forcing;
+- on ``--split`` (test2016 by default): sacreBLEU (13a, detokenized, cased: the standard), chrF
+  and the tutorial-comparable BLEU (BLEU-4 on lower-cased spaCy tokens), for greedy decoding and
+  beam 5; perplexity under teacher forcing;
+- on validation, the same for the best checkpoint (what presets are chosen on: the test set is
+  only reported, never used for a choice);
+- the learning curve: after every epoch, the weights are copied (milliseconds, counted in the
+  training time) and, once training is over, scored on validation with greedy decoding:
+  sacreBLEU and chrF against the training wall time at that epoch's end;
 - parameters, training wall time, epochs and steps, decoding sentences/s, device and date.
 
-It prints a table and writes everything as JSON. The presets' sizes: ``quick`` (seconds, a
-smoke test of the pipeline: its BLEU is near zero), ``cpu`` (about 27 minutes on 2 cores, 25 of
-them training), ``gpu`` (one GPU; run it only where there is one). Run nothing else meanwhile:
-the ``cpu`` preset has a wall-time budget, so a busy machine trains fewer epochs.
+It prints a table and writes everything as JSON (the test figures at the top level, as before;
+``valid`` and ``valid_curve`` beside them). Run nothing else meanwhile: presets have a
+wall-time budget, so a busy machine trains fewer epochs.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -31,11 +38,16 @@ from common import stamp, write_report
 
 from convs2s import config
 from convs2s.checkpoint import load_checkpoint
-from convs2s.data import load_multi30k
+from convs2s.data import LANGUAGES, load_multi30k
 from convs2s.evaluate import SPLITS, evaluate
 from convs2s.model import count_parameters
+from convs2s.subword import KINDS
 from convs2s.train import PRESETS, train
 from convs2s.translate import Translator
+
+OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
+          "vocab_size": "--vocab-size", "joint_vocab": "--joint-vocab",
+          "max_minutes": "--max-minutes"}
 
 
 def training_summary(checkpoint: Path) -> dict:
@@ -45,9 +57,54 @@ def training_summary(checkpoint: Path) -> dict:
     last = load_checkpoint(last_path, map_location="cpu") if last_path.exists() else best
     state, best_state = last["train_state"], best["train_state"]
     return {"preset": best.get("preset", {}).get("name"),
+            "settings": best.get("preset", {}),
             "train_seconds": state["seconds"], "steps": state["step"],
             "epochs": state["epoch"], "best_epoch": best_state["epoch"],
-            "best_valid_loss": best_state["best_valid_loss"]}
+            "best_valid_loss": best_state["best_valid_loss"],
+            "history": state["history"]}
+
+
+def learning_curve(translator: Translator, snapshots: list[tuple[dict, dict]], pairs,
+                   beam: int = 1) -> list[dict]:
+    """Validation sacreBLEU/chrF of each epoch's weights, with that epoch's training time."""
+    best = {k: v.clone() for k, v in translator.model.state_dict().items()}
+    curve = []
+    try:
+        for row, weights in snapshots:
+            translator.model.load_state_dict(weights)
+            translator.model.eval()
+            m = evaluate(translator, pairs, beam_sizes=[beam])[f"beam{beam}"]
+            curve.append({"epoch": row["epoch"], "train_seconds": row["seconds"],
+                          "valid_loss": row["valid_loss"], "beam": beam,
+                          "valid_sacrebleu": m["sacrebleu"], "valid_chrf": m["chrf"]})
+            print(f"  epoch {row['epoch']:>2}  {row['seconds'] / 60:5.1f} min  valid sacreBLEU "
+                  f"{m['sacrebleu']:5.2f}  chrF {m['chrf']:5.2f}", flush=True)
+    finally:
+        translator.model.load_state_dict(best)
+        translator.model.eval()
+    return curve
+
+
+def _print_scores(title: str, metrics: dict, beams) -> None:
+    print(f"{title}: {metrics['sentences']} sentences ({metrics['skipped']} too long, skipped), "
+          f"perplexity {metrics['perplexity']:.2f}")
+    print(f"{'decoding':<10} {'sacreBLEU':>10} {'chrF':>7} {'tutorial BLEU':>14} "
+          f"{'sentences/s':>12}")
+    for beam in beams:
+        m = metrics[f"beam{beam}"]
+        name = "greedy" if beam == 1 else f"beam {beam}"
+        print(f"{name:<10} {m['sacrebleu']:>10.2f} {m['chrf']:>7.2f} {m['tutorial_bleu']:>14.2f} "
+              f"{m['sentences_per_s']:>12.1f}")
+
+
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, not {text!r}")
+    return value
 
 
 def main(argv=None) -> int:
@@ -57,23 +114,49 @@ def main(argv=None) -> int:
                       help="train this preset, then evaluate it (default: cpu)")
     what.add_argument("--checkpoint", type=Path,
                       help="evaluate this checkpoint (a best.pt) instead of training")
+    parser.add_argument("--src", choices=LANGUAGES, help="source language (default: preset's)")
+    parser.add_argument("--trg", choices=LANGUAGES, help="target language (default: preset's)")
+    parser.add_argument("--tokenizer", choices=KINDS, help="word or subword (default: preset's)")
+    parser.add_argument("--vocab-size", type=int, help="subword pieces per vocabulary")
+    parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
+                        help="subword: one vocabulary for both languages, or one each")
+    parser.add_argument("--max-minutes", type=_positive_minutes,
+                        help="training time budget (default: the preset's)")
     parser.add_argument("--out", type=Path,
-                        help="run folder for the checkpoints (default: runs/bench_<preset>)")
+                        help="run folder for the checkpoints (default: runs/bench_<preset>"
+                        "[_<src>_<trg>])")
     parser.add_argument("--overwrite", action="store_true",
                         help="delete a run already in --out and train afresh")
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--beam-sizes", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--no-curve", action="store_true",
+                        help="skip the learning curve (validation BLEU after every epoch)")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if args.checkpoint is not None and args.checkpoint.suffix != ".pt":
         parser.error(f"--checkpoint {args.checkpoint}: expected a .pt file written by "
                      "convs2s.train (e.g. runs/cpu/best.pt)")
+    overrides = {k: v for k, v in (("src_lang", args.src), ("trg_lang", args.trg),
+                                   ("tokenizer", args.tokenizer), ("vocab_size", args.vocab_size),
+                                   ("joint_vocab", args.joint_vocab),
+                                   ("max_minutes", args.max_minutes)) if v is not None}
+    if args.checkpoint is not None and overrides:
+        parser.error("--checkpoint takes its direction and tokenizer from the checkpoint; "
+                     "leave out " + ", ".join(OPTION[k] for k in overrides))
+    try:
+        preset = dataclasses.replace(PRESETS[args.preset], **overrides)
+    except ValueError as e:
+        parser.error(str(e))
     device = torch.device(args.device) if args.device else config.device()
-    data = load_multi30k()
 
+    snapshots: list[tuple[dict, dict]] = []
     if args.checkpoint is None:
-        out = args.out or Path("runs") / f"bench_{args.preset}"
+        data = load_multi30k(src=preset.src_lang, trg=preset.trg_lang)
+        default = f"bench_{preset.name}"
+        if (preset.src_lang, preset.trg_lang) != ("de", "en"):
+            default += f"_{preset.src_lang}_{preset.trg_lang}"
+        out = args.out or Path("runs") / default
         if (out / "last.pt").exists():
             if not args.overwrite:
                 print(f"error: {out} already holds a run; score it with --checkpoint "
@@ -82,9 +165,16 @@ def main(argv=None) -> int:
                 return 2
             for name in ("best.pt", "last.pt"):
                 (out / name).unlink(missing_ok=True)
-        print(f"training preset {args.preset!r} into {out} on {config.describe_device(device)}")
+        print(f"training preset {preset.name!r} ({preset.src_lang}->{preset.trg_lang}, "
+              f"{preset.tokenizer}) into {out} on {config.describe_device(device)}")
+
+        def keep(row: dict, model: torch.nn.Module) -> None:  # the learning curve's weights
+            if not args.no_curve:
+                snapshots.append((row, {k: v.detach().to("cpu", copy=True)
+                                        for k, v in model.state_dict().items()}))
+
         t0 = time.perf_counter()
-        result = train(args.preset, out, data=data, device=device, progress=False)
+        result = train(preset, out, data=data, device=device, progress=False, on_epoch_end=keep)
         wall = time.perf_counter() - t0
         if result.best_path is None:
             print("error: training saved no best checkpoint", file=sys.stderr)
@@ -92,31 +182,40 @@ def main(argv=None) -> int:
         checkpoint = result.best_path
         print(f"trained in {wall / 60:.1f} min ({result.stopped})")
     else:
-        checkpoint, wall = args.checkpoint, None
+        checkpoint, wall, data = args.checkpoint, None, None
 
     summary = training_summary(checkpoint)
     translator = Translator.from_checkpoint(checkpoint, device=device)
+    if data is None:
+        data = load_multi30k(src=translator.src_lang, trg=translator.trg_lang)
     t0 = time.perf_counter()
     metrics = evaluate(translator, data[args.split], beam_sizes=args.beam_sizes)
     eval_seconds = time.perf_counter() - t0
+    valid = (metrics if args.split == "valid" else
+             evaluate(translator, data["valid"], beam_sizes=args.beam_sizes))
+    curve = None
+    if snapshots:
+        print("learning curve (validation, greedy):")
+        curve = learning_curve(translator, snapshots, data["valid"])
+    history = summary.pop("history")
     report = stamp({
         "benchmark": "quality", **summary, "checkpoint": str(checkpoint),
         "parameters": count_parameters(translator.model),
         "device": config.describe_device(device), "threads": torch.get_num_threads(),
         "wall_seconds_train_call": wall, "eval_seconds": eval_seconds,
-        "split": args.split, **metrics})
+        "split": args.split, **metrics,
+        "valid": {k: v for k, v in valid.items() if k not in ("tokenizer",)},
+        "valid_curve": curve,
+        "valid_loss_curve": [{k: r[k] for k in ("epoch", "seconds", "valid_loss")}
+                             for r in history]})
 
-    print(f"\npreset {summary['preset']}: {report['parameters']:,} parameters; trained "
+    print(f"\npreset {summary['preset']} ({translator.src_lang}->{translator.trg_lang}, "
+          f"{translator.pipeline.kind}): {report['parameters']:,} parameters; trained "
           f"{summary['train_seconds'] / 60:.1f} min, {summary['epochs']} epochs "
           f"(best {summary['best_epoch']}), {summary['steps']} steps; {report['device']}")
-    print(f"{args.split}: {metrics['sentences']} sentences ({metrics['skipped']} too long, "
-          f"skipped), perplexity {metrics['perplexity']:.2f}")
-    print(f"{'decoding':<10} {'sacreBLEU':>10} {'tutorial BLEU':>14} {'sentences/s':>12}")
-    for beam in args.beam_sizes:
-        m = metrics[f"beam{beam}"]
-        name = "greedy" if beam == 1 else f"beam {beam}"
-        print(f"{name:<10} {m['sacrebleu']:>10.2f} {m['tutorial_bleu']:>14.2f} "
-              f"{m['sentences_per_s']:>12.1f}")
+    _print_scores(args.split, metrics, args.beam_sizes)
+    if args.split != "valid":
+        _print_scores("valid", valid, args.beam_sizes)
     write_report(args.json, report)
     return 0
 

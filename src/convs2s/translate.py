@@ -244,7 +244,8 @@ class Translator:
     # -- input checks --------------------------------------------------------------------------
     def _tokens(self, sentence) -> list[str]:
         if not isinstance(sentence, str):
-            raise TypeError(f"translate() takes a sentence (str) or a list of them, not "
+            name = LANGUAGE_NAMES.get(self.src_lang, self.src_lang)
+            raise TypeError(f"translate() takes a {name} sentence (str) or a list of them, not "
                             f"{type(sentence).__name__}.")
         if not sentence.strip():
             raise ValueError("Cannot translate an empty or whitespace-only sentence.")
