@@ -47,6 +47,7 @@ def sp_train(lines: list[str], vocab_size: int, model_type: str):
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_writer=buf, vocab_size=vocab_size,
         model_type=model_type, character_coverage=1.0, normalization_rule_name="identity",
+        hard_vocab_limit=False,  # as convs2s.subword: vocab_size is an upper bound
         unk_id=0, pad_id=1, bos_id=2, eos_id=3, unk_piece="<unk>", pad_piece="<pad>",
         bos_piece="<bos>", eos_piece="<eos>", minloglevel=2, num_threads=1,
     )
@@ -77,9 +78,9 @@ def hf_train(lines: list[str], vocab_size: int, model_type: str):
     return (lambda s: tok.encode(s).tokens), decode, vocab
 
 
-CANDIDATES = {
-    "sentencepiece unigram": lambda lines, v: sp_train(lines, v, "unigram"),
+CANDIDATES = {  # the first one is also used for the joint vs per-side comparison
     "sentencepiece bpe": lambda lines, v: sp_train(lines, v, "bpe"),
+    "sentencepiece unigram": lambda lines, v: sp_train(lines, v, "unigram"),
     "tokenizers bpe": lambda lines, v: hf_train(lines, v, "bpe"),
     "tokenizers unigram": lambda lines, v: hf_train(lines, v, "unigram"),
 }
