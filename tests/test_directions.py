@@ -1,0 +1,307 @@
+"""Every Multi30k direction: loading, training, checkpoints and translation in any of en/de/fr/cs.
+
+A made-up four-language corpus (twelve files laid out like Multi30k's) stands in for the real
+one; no test downloads anything. The last test trains a tiny cased subword model end to end.
+"""
+
+import gzip
+import hashlib
+import io
+import itertools
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from convs2s import data, evaluate, translate
+from convs2s import train as train_mod
+from convs2s.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from convs2s.data import LANGUAGES, DataError, fetch_multi30k, load_multi30k
+from convs2s.train import Preset, train
+from convs2s.translate import Translator
+
+# Line i of every language is the same made-up caption (none is from Multi30k).
+CAPTIONS = {
+    "en": ["A dog runs.", "A cat sleeps.", "A man reads a book.", "Two children play.",
+           "A woman drinks coffee.", "The dog plays with a ball.", "A boy rides a bike.",
+           "The cat sits on the roof.", "A girl sings a song.", "Two men work outside.",
+           "An old man walks.", "Children laugh on the beach."],
+    "de": ["Ein Hund läuft.", "Eine Katze schläft.", "Ein Mann liest ein Buch.",
+           "Zwei Kinder spielen.", "Eine Frau trinkt Kaffee.", "Der Hund spielt mit einem Ball.",
+           "Ein Junge fährt Fahrrad.", "Die Katze sitzt auf dem Dach.",
+           "Ein Mädchen singt ein Lied.", "Zwei Männer arbeiten draußen.",
+           "Ein alter Mann geht.", "Kinder lachen am Strand."],
+    "fr": ["Un chien court.", "Un chat dort.", "Un homme lit un livre.", "Deux enfants jouent.",
+           "Une femme boit du café.", "Le chien joue avec une balle.",
+           "Un garçon fait du vélo.", "Le chat est assis sur le toit.",
+           "Une fille chante une chanson.", "Deux hommes travaillent dehors.",
+           "Un vieil homme marche.", "Les enfants rient sur la plage."],
+    "cs": ["Pes běží.", "Kočka spí.", "Muž čte knihu.", "Dvě děti si hrají.",
+           "Žena pije kávu.", "Pes si hraje s míčem.", "Chlapec jede na kole.",
+           "Kočka sedí na střeše.", "Dívka zpívá píseň.", "Dva muži pracují venku.",
+           "Starý muž jde.", "Děti se smějí na pláži."],
+}
+SPLITS = {"train": ("train", slice(0, 8)), "valid": ("val", slice(8, 10)),
+          "test": ("test_2016_flickr", slice(10, 12))}
+TINY = Preset(name="tiny", emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1, dropout=0.1,
+              max_positions=32, min_freq=1, max_tokens=60, lr=5e-3, warmup_steps=2, epochs=1,
+              patience=100, label_smoothing=0.0, seed=7, vocab_size=60)
+
+
+def _gz(path: Path, lines) -> None:
+    path.write_bytes(gzip.compress("".join(f"{s}\n" for s in lines).encode(), mtime=0))
+
+
+def expected(split: str, src: str, trg: str) -> list[tuple[str, str]]:
+    part = SPLITS[split][1]
+    return list(zip(CAPTIONS[src][part], CAPTIONS[trg][part], strict=True))
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch) -> Path:
+    """The twelve files of the made-up corpus; the loader expects their sha256; no network."""
+    root = tmp_path / "multi30k4"
+    root.mkdir()
+    for (stem, part), lang in itertools.product(SPLITS.values(), LANGUAGES):
+        _gz(root / f"{stem}.{lang}.gz", CAPTIONS[lang][part])
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in root.iterdir()}
+    monkeypatch.setattr(data, "MULTI30K_SHA256", sums)
+    (tmp_path / "no_mirror").mkdir()
+    monkeypatch.setenv("CONVS2S_DATA_URL", (tmp_path / "no_mirror").as_uri())
+    monkeypatch.setenv("CONVS2S_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+def _train(out, preset=TINY, **kw):
+    return train(preset, out, progress=False, log=lambda *_: None, **kw)
+
+
+# ------------------------------------------------------------------------------- loading
+
+
+@pytest.mark.parametrize("src, trg", list(itertools.permutations(LANGUAGES, 2)))
+def test_every_direction_loads_its_pairs(corpus, src, trg):
+    splits = load_multi30k(corpus, src=src, trg=trg, download=False)
+    assert splits == {split: expected(split, src, trg) for split in SPLITS}
+
+
+def test_swapped_directions_give_swapped_pairs(corpus):
+    for src, trg in itertools.combinations(LANGUAGES, 2):
+        forth = load_multi30k(corpus, src=src, trg=trg)
+        back = load_multi30k(corpus, src=trg, trg=src)
+        assert {k: [(b, a) for a, b in v] for k, v in back.items()} == forth
+
+
+def test_the_default_direction_is_german_to_english(corpus):
+    assert load_multi30k(corpus) == load_multi30k(corpus, src="de", trg="en")
+    assert load_multi30k(corpus)["train"][0] == ("Ein Hund läuft.", "A dog runs.")
+
+
+@pytest.mark.parametrize("src, trg, message", [
+    ("xx", "en", "no source language 'xx'; choose one of en, de, fr, cs"),
+    ("de", "es", "no target language 'es'; choose one of en, de, fr, cs"),
+    ("EN", "de", "no source language 'EN'"),
+    ("fr", "fr", "both 'fr'"),
+])
+def test_an_unknown_language_is_a_one_line_error(corpus, src, trg, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as e:
+        load_multi30k(corpus, src=src, trg=trg)
+    assert "\n" not in str(e.value)
+
+
+def test_a_direction_needs_only_its_own_six_files(corpus, tmp_path):
+    only = tmp_path / "fr_en_only"
+    only.mkdir()
+    for name in data.multi30k_files("fr", "en"):
+        (only / name).write_bytes((corpus / name).read_bytes())
+    assert load_multi30k(only, src="en", trg="fr", download=False)["valid"] == \
+        expected("valid", "en", "fr")
+    with pytest.raises(DataError, match=r"train\.de\.gz is not in"):
+        load_multi30k(only, src="de", trg="fr", download=False)
+
+
+def test_the_downloader_knows_all_twelve_files(corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("CONVS2S_DATA_URL", corpus.as_uri())
+    root = tmp_path / "downloaded"
+    paths = fetch_multi30k(root)
+    assert sorted(p.name for p in paths) == sorted(data.MULTI30K_SHA256)
+    assert len(paths) == 12
+    assert load_multi30k(root, src="cs", trg="fr") == load_multi30k(corpus, src="cs", trg="fr")
+    # one direction downloads only its own files
+    one = tmp_path / "one"
+    load_multi30k(one, src="cs", trg="en")
+    assert sorted(p.name for p in one.iterdir()) == sorted(data.multi30k_files("cs", "en"))
+    with pytest.raises(ValueError, match="no language 'es'"):
+        fetch_multi30k(root, languages=["es"])
+
+
+def test_the_real_checksums_are_the_data_readmes():
+    """The twelve sha256 sums in the package are those the shared data folder's README lists."""
+    assert len(data.MULTI30K_SHA256) == 12
+    assert {n.split(".")[-2] for n in data.MULTI30K_SHA256} == set(LANGUAGES)
+    readme = Path(os.environ.get("CONVS2S_DATA_DIR", "/nonexistent")) / "README.md"
+    if not readme.is_file():
+        pytest.skip("set CONVS2S_DATA_DIR to the shared Multi30k folder (with its README.md)")
+    listed = dict(re.findall(r"\|\s*(\S+\.gz)\s*\|\s*\d+\s*\|\s*([0-9a-f]{64})\s*\|",
+                             readme.read_text()))
+    assert listed == data.MULTI30K_SHA256
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_each_language_has_a_spacy_tokenizer(lang):
+    tok = data.make_tokenizer(lang)
+    assert tok(CAPTIONS[lang][0])[-1] == "."
+    assert tok(CAPTIONS[lang][0])[0] == CAPTIONS[lang][0].split()[0].lower()
+
+
+# ------------------------------------------------------------------------------- training
+
+
+def test_presets_and_the_train_cli_refuse_unknown_languages_in_one_line(capsys):
+    with pytest.raises(ValueError, match="no source language 'xx'"):
+        Preset(name="x", src_lang="xx")
+    with pytest.raises(ValueError, match="tokenizer must be one of word, subword"):
+        Preset(name="x", tokenizer="chars")
+    for args, message in ((["--src", "xx"], "invalid choice: 'xx'"),
+                          (["--src", "en", "--trg", "en"], "both 'en'"),
+                          (["--tokenizer", "bytes"], "invalid choice: 'bytes'")):
+        with pytest.raises(SystemExit) as e:
+            train_mod.main(["--preset", "quick", "--out", "unused", *args])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err and err.count("\n") == 1, err
+    assert not Path("unused").exists()
+
+
+def test_the_default_training_is_still_word_level_german_to_english():
+    for name in ("quick", "cpu", "gpu"):
+        p = train_mod.PRESETS[name]
+        assert (p.src_lang, p.trg_lang, p.tokenizer, p.lower) == ("de", "en", "word", True)
+
+
+@pytest.mark.parametrize("tokenizer", ["word", "subword"])
+def test_checkpoint_records_the_pair_and_tokenizer_and_translate_uses_them(corpus, tmp_path,
+                                                                        tokenizer, capsys):
+    preset = Preset(**{**TINY.__dict__, "src_lang": "fr", "trg_lang": "cs",
+                       "tokenizer": tokenizer})
+    result = _train(tmp_path / "run", preset, data=corpus)  # a folder: read in fr -> cs
+    ckpt = load_checkpoint(result.best_path)
+    assert (ckpt["src_lang"], ckpt["trg_lang"]) == ("fr", "cs")
+    assert ckpt["tokenizer"]["kind"] == tokenizer
+    assert (ckpt["preset"]["src_lang"], ckpt["preset"]["trg_lang"]) == ("fr", "cs")
+    # trained on the fr -> cs pairs
+    assert ckpt["data"]["train"]["pairs"] == 8
+    if tokenizer == "word":
+        assert ckpt["tokenizer"]["lower"] is True
+        assert "chien" in ckpt["src_vocab"]["itos"] and "pes" in ckpt["trg_vocab"]["itos"]
+    else:
+        assert isinstance(ckpt["tokenizer"]["src_model"], bytes)
+        assert any("č" in p for p in ckpt["trg_vocab"]["itos"])  # the Czech side is in it
+
+    t = Translator.from_checkpoint(result.best_path)
+    assert (t.src_lang, t.trg_lang, t.pipeline.kind) == ("fr", "cs", tokenizer)
+    if tokenizer == "word":
+        assert t.src_tokenizer.lang == "fr" and t.trg_tokenizer.lang == "cs"
+        assert t.src_tokenizer("L'homme court.")[:2] == ["l'", "homme"]  # French rules
+    else:
+        assert t.src_tokenizer("Un chien.") == t.pipeline.src_tokenizer("Un chien.")
+        assert t.src_tokenizer.decode(t.src_tokenizer("Un Chien.")) == "Un Chien."
+
+    # the translate CLI reads everything from the checkpoint
+    assert translate.main(["--checkpoint", str(result.best_path), "--beam-size", "2",
+                           "Un chien court.", "Un chat dort."]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == t.translate(["Un chien court.", "Un chat dort."], beam_size=2)
+
+    # evaluate reads the split in the checkpoint's direction and scores it against Czech
+    report = tmp_path / "m.json"
+    assert evaluate.main(["--checkpoint", str(result.best_path), "--data-dir", str(corpus),
+                          "--split", "test", "--beam-sizes", "1", "--json", str(report)]) == 0
+    m = json.loads(report.read_text())
+    assert (m["src_lang"], m["trg_lang"], m["sentences"]) == ("fr", "cs", 2)
+    assert m["tokenizer"]["kind"] == tokenizer
+    assert 0 <= m["beam1"]["chrf"] <= 100 and "nc:6|nw:0" in m["beam1"]["chrf_signature"]
+    assert "fr->cs" in capsys.readouterr().out
+
+
+def test_resume_refuses_another_direction_or_tokenizer(corpus, tmp_path):
+    preset = Preset(**{**TINY.__dict__, "src_lang": "fr", "trg_lang": "cs"})
+    out = tmp_path / "run"
+    _train(out, preset, data=corpus)
+    before = (out / "last.pt").read_bytes()
+    for change in ({"src_lang": "en"}, {"trg_lang": "de"}, {"tokenizer": "subword"},
+                   {"lower": False}):
+        other = Preset(**{**preset.__dict__, **change, "epochs": 2})
+        with pytest.raises(CheckpointError, match="trained with other settings or data") as e:
+            _train(out, other, data=corpus, resume=True)
+        assert next(iter(change)) in str(e.value) and "\n" not in str(e.value)
+    assert (out / "last.pt").read_bytes() == before
+    # the same settings resume
+    assert len(_train(out, Preset(**{**preset.__dict__, "epochs": 2}), data=corpus,
+                      resume=True).history) == 2
+
+
+def test_resume_of_a_subword_run_refuses_another_vocabulary(corpus, tmp_path):
+    preset = Preset(**{**TINY.__dict__, "tokenizer": "subword"})
+    out = tmp_path / "run"
+    _train(out, preset, data=corpus)
+    for change in ({"vocab_size": 50}, {"joint_vocab": False}, {"subword_model": "unigram"}):
+        other = Preset(**{**preset.__dict__, **change, "epochs": 2})
+        with pytest.raises(CheckpointError, match="trained with other settings or data"):
+            _train(out, other, data=corpus, resume=True)
+
+
+def _strip_to_old_format(path: Path) -> None:
+    """Make a checkpoint look like one written before issue 20 (no pair, no tokenizer)."""
+    ckpt = torch.load(path, weights_only=True)
+    for key in ("src_lang", "trg_lang", "tokenizer", "tokenizers"):
+        ckpt.pop(key, None)
+    for key in ("tokenizer", "vocab_size", "joint_vocab", "subword_model"):
+        ckpt["preset"].pop(key, None)
+    save_checkpoint(path, {k: v for k, v in ckpt.items() if k not in ("format", "version")})
+
+
+def test_old_checkpoints_still_load_as_german_to_english_word_level(corpus, tmp_path):
+    result = _train(tmp_path / "run", data=corpus)
+    before = Translator.from_checkpoint(result.best_path).translate(["Ein Hund läuft."])
+    for name in ("best.pt", "last.pt"):
+        _strip_to_old_format(tmp_path / "run" / name)
+    t = Translator.from_checkpoint(result.best_path)
+    assert (t.src_lang, t.trg_lang, t.pipeline.kind, t.pipeline.lower) == \
+        ("de", "en", "word", True)
+    assert t.translate(["Ein Hund läuft."]) == before
+    # resuming it as word-level de -> en works; as subword it is refused
+    with pytest.raises(CheckpointError, match="kind: checkpoint 'word', now 'subword'"):
+        _train(tmp_path / "run", Preset(**{**TINY.__dict__, "tokenizer": "subword",
+                                           "epochs": 2}), data=corpus, resume=True)
+    assert len(_train(tmp_path / "run", Preset(**{**TINY.__dict__, "epochs": 2}), data=corpus,
+                      resume=True).history) == 2
+
+
+# ------------------------------------------------------------------------------- end to end
+
+
+def test_a_tiny_subword_model_learns_to_output_cased_sentences(tmp_path, monkeypatch):
+    """Seconds of training on four made-up pairs: the output is the cased target text."""
+    monkeypatch.setenv("CONVS2S_CACHE_DIR", str(tmp_path / "cache"))
+    pairs = [("Ein Mädchen läuft.", "A girl runs."), ("Zwei Männer grüßen.", "Two men greet."),
+             ("Die Straße ist groß.", "The street is big."),
+             ("Der Bär schläft.", "The bear sleeps.")]
+    preset = Preset(name="e2e", emb_dim=32, hid_dim=32, enc_layers=1, dec_layers=1,
+                    dropout=0.0, max_positions=40, tokenizer="subword", vocab_size=60,
+                    max_tokens=300, lr=1e-2, warmup_steps=5, epochs=25, patience=25,
+                    label_smoothing=0.0)
+    result = _train(tmp_path / "run", preset,
+                    data={"train": pairs * 16, "valid": pairs, "test": pairs})
+    t = Translator.from_checkpoint(result.best_path)
+    assert t.pipeline.kind == "subword" and t.pipeline.cased
+    sources = [s for s, _ in pairs]
+    assert t.translate(sources, beam_size=1) == [e for _, e in pairs]
+    assert t.translate(sources, beam_size=3) == [e for _, e in pairs]
+    # and through the CLI, line by line
+    stdin = io.BytesIO("".join(f"{s}\n" for s in sources).encode())
+    out, err = io.StringIO(), io.StringIO()
+    n, failed = translate.translate_lines(t, stdin, out, err, beam_size=2)
+    assert (n, failed) == (4, []) and out.getvalue().splitlines() == [e for _, e in pairs]
