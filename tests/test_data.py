@@ -659,3 +659,25 @@ def test_real_vocab_sizes(real_splits, toks):
     de = [tok_de(s) for s, _ in train]
     en = [tok_en(s) for _, s in train]
     assert (len(Vocab.build(de)), len(Vocab.build(en))) == (7851, 5892)
+
+
+# ------------------------------------------------------------------ directions (issue 20)
+
+
+def test_the_offline_hint_names_the_files_of_the_direction_asked_for(tmp_path, no_network):
+    with pytest.raises(DataError) as err:
+        load_multi30k(tmp_path / "nowhere", src="fr", trg="cs")
+    msg = str(err.value)
+    assert "train.fr.gz" in msg and "test_2016_flickr.cs.gz" in msg and "train.de.gz" not in msg
+    assert "\n" not in msg and not (tmp_path / "nowhere").exists()
+
+
+def test_check_direction_and_the_file_names():
+    assert data.check_direction("cs", "fr") == ("cs", "fr")
+    assert data.multi30k_files("en", "cs") == [
+        "train.en.gz", "train.cs.gz", "val.en.gz", "val.cs.gz",
+        "test_2016_flickr.en.gz", "test_2016_flickr.cs.gz"]
+    assert set(data.multi30k_files("de", "en")) | set(data.multi30k_files("fr", "cs")) == \
+        set(data.MULTI30K_SHA256)
+    with pytest.raises(ValueError, match="no target language 'uk'"):
+        data.multi30k_files("en", "uk")

@@ -133,3 +133,44 @@ def test_limit_evaluates_exactly_the_first_n(corpus, checkpoint):
 def test_a_missing_checkpoint_is_named_first(tmp_path, capsys):
     code, out, err = run(["--checkpoint", tmp_path / "nowhere" / "best.pt"], capsys)
     assert code == 1 and len(err) == 1 and err[0].startswith("error: No checkpoint at ")
+
+
+def test_scores_are_sacrebleu_and_chrf_of_the_detokenized_output(corpus, checkpoint):
+    import sacrebleu
+
+    translator = Translator.from_checkpoint(checkpoint, device="cpu")
+    pairs = load_multi30k(corpus)["valid"]
+    result = evaluate.evaluate(translator, pairs, beam_sizes=(2,))
+    hyps = translator.translate([de for de, _ in pairs], beam_size=2)
+    refs = [en for _, en in pairs]
+    assert result["beam2"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+    assert result["beam2"]["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
+    # a checkpoint without the issue-20 fields is German to English, word-level
+    assert (result["src_lang"], result["trg_lang"]) == ("de", "en")
+    assert result["tokenizer"] == {"src_lang": "de", "trg_lang": "en", "kind": "word",
+                                   "lower": True}
+
+
+def test_a_subword_checkpoint_is_scored_on_its_decoded_cased_text(corpus, tmp_path, tiny_pairs):
+    import sacrebleu
+
+    from convs2s.subword import SubwordSettings, TextPipeline
+
+    pipeline = TextPipeline.learn(tiny_pairs, "de", "en", SubwordSettings(vocab_size=80),
+                                  cache=False)
+    src, trg = pipeline.vocabs()
+    torch.manual_seed(0)
+    model = ConvS2S(len(src), len(trg), emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=2,
+                    max_positions=40, src_pad_idx=src.pad_idx, trg_pad_idx=trg.pad_idx)
+    path = save_checkpoint(tmp_path / "sw" / "best.pt", {
+        "model_config": dict(model.config), "model": model.state_dict(),
+        "src_vocab": vocab_to_dict(src), "trg_vocab": vocab_to_dict(trg), **pipeline.record()})
+    translator = Translator.from_checkpoint(path, device="cpu")
+    pairs = load_multi30k(corpus)["test"]
+    result = evaluate.evaluate(translator, pairs, beam_sizes=(1,))
+    tokens = translator.translate_tokens([de for de, _ in pairs], beam_size=1)
+    hyps = [pipeline.trg_tokenizer.decode(t) for t in tokens]
+    refs = [en for _, en in pairs]
+    assert result["beam1"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+    assert result["beam1"]["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
+    assert result["tokenizer"]["kind"] == "subword" and result["perplexity"] > 1

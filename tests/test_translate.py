@@ -278,3 +278,99 @@ def test_check_device():
     assert translate.check_device("cpu") == torch.device("cpu")
     with pytest.raises(ValueError, match="not a device"):
         translate.check_device("quantum")
+
+
+# ------------------------------------------------------------------------------------------
+# issue 20: the languages and the tokenizer come from the checkpoint
+# ------------------------------------------------------------------------------------------
+
+
+def _subword_parts(vocab_size=80):
+    from conftest import TINY_PAIRS
+
+    from convs2s.subword import SubwordSettings, TextPipeline
+
+    pipeline = TextPipeline.learn(TINY_PAIRS, "de", "en", SubwordSettings(vocab_size=vocab_size),
+                                  cache=False)
+    src_vocab, trg_vocab = pipeline.vocabs()
+    torch.manual_seed(0)
+    model = ConvS2S(len(src_vocab), len(trg_vocab), emb_dim=16, hid_dim=32, enc_layers=2,
+                    dec_layers=2, max_positions=40, src_pad_idx=src_vocab.pad_idx,
+                    trg_pad_idx=trg_vocab.pad_idx)
+    return pipeline, model, src_vocab, trg_vocab
+
+
+@pytest.fixture(scope="module")
+def subword_checkpoint(tmp_path_factory):
+    pipeline, model, src_vocab, trg_vocab = _subword_parts()
+    data = payload(model, src_vocab, trg_vocab)
+    data.pop("tokenizers")
+    return save_checkpoint(tmp_path_factory.mktemp("sw") / "best.pt",
+                           {**data, **pipeline.record()})
+
+
+def test_a_subword_checkpoint_translates_into_decoded_cased_text(subword_checkpoint, capsys):
+    t = Translator.from_checkpoint(subword_checkpoint, device="cpu")
+    assert (t.src_lang, t.trg_lang, t.pipeline.kind, t.pipeline.cased) == \
+        ("de", "en", "subword", True)
+    pieces = t.src_tokenizer(GOOD[2])
+    assert t.src_tokenizer.decode(pieces) == GOOD[2]  # cased, exact
+    assert t.src_vocab.unk_idx not in t.src_vocab.encode(pieces)
+    tokens = t.translate_tokens(GOOD, beam_size=2)
+    assert all(p in t.trg_vocab for out in tokens for p in out)
+    assert t.translate(GOOD, beam_size=2) == [t.trg_tokenizer.decode(out) for out in tokens]
+    code, out, err = run(["--checkpoint", subword_checkpoint, "--beam-size", 2, *GOOD],
+                         capsys=capsys)
+    assert code == 0 and err == [] and out.splitlines() == t.translate(GOOD, beam_size=2)
+
+
+def _other_trg_model(d):
+    other, *_ = _subword_parts(vocab_size=70)
+    d["tokenizer"].update(trg_model=other.trg_tokenizer.model,
+                          trg_sha256=other.trg_tokenizer.sha256)
+
+
+TEXT_BROKEN = {
+    "unknown language": (lambda d: d.update(src_lang="xx"),
+                         "its src_lang 'xx' is not one of en, de, fr, cs"),
+    "unknown tokenizer kind": (lambda d: d["tokenizer"].update(kind="chars"),
+                               "its tokenizer entry is not one of the kinds word, subword"),
+    "model bytes that are no model": (lambda d: d["tokenizer"].update(src_model=b"junk"),
+                                      "its subword tokenizer is malformed"),
+    "model that does not match its sha256": (
+        lambda d: d["tokenizer"].update(trg_sha256="0" * 64), "does not match its sha256"),
+    "model of another vocabulary": (_other_trg_model,
+                                    "its trg_vocab .* is not the pieces of its trg subword model"),
+}
+
+
+@pytest.mark.parametrize("case", list(TEXT_BROKEN))
+def test_broken_language_or_tokenizer_records_are_refused_in_one_line(case, subword_checkpoint,
+                                                                      tmp_path, capsys):
+    edit, message = TEXT_BROKEN[case]
+    path = broken(subword_checkpoint, tmp_path, edit)
+    with pytest.raises(CheckpointError, match=message) as err:
+        Translator.from_checkpoint(path, device="cpu")
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+    code, out, err_lines = run(["--checkpoint", path, "Ein Hund läuft."], capsys=capsys)
+    assert code == 1 and out == "" and len(err_lines) == 1
+
+
+def test_a_translator_built_from_parts_checks_its_pipeline():
+    pipeline, model, src_vocab, trg_vocab = _subword_parts()
+    other, *_ = _subword_parts(vocab_size=70)
+    with pytest.raises(ValueError, match="not the pieces of its src subword model"):
+        Translator(model, src_vocab, trg_vocab, pipeline=other, device="cpu")
+    t = Translator(model, src_vocab, trg_vocab, pipeline=pipeline, device="cpu")
+    assert t.pipeline is pipeline and t.src_tokenizer is pipeline.src_tokenizer
+
+
+def test_word_checkpoints_of_other_directions_tokenize_the_source_language(checkpoint,
+                                                                          tmp_path):
+    path = broken(checkpoint, tmp_path, lambda d: d.update(
+        src_lang="fr", trg_lang="cs", tokenizer={"kind": "word", "lower": True}))
+    t = Translator.from_checkpoint(path, device="cpu")
+    assert (t.src_lang, t.trg_lang) == ("fr", "cs")
+    assert t.src_tokenizer.lang == "fr" and t.src_tokenizer("L'homme")[0] == "l'"
+    with pytest.raises(TypeError, match="takes a French sentence"):
+        t.translate([3])
