@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -305,3 +306,35 @@ def test_a_tiny_subword_model_learns_to_output_cased_sentences(tmp_path, monkeyp
     out, err = io.StringIO(), io.StringIO()
     n, failed = translate.translate_lines(t, stdin, out, err, beam_size=2)
     assert (n, failed) == (4, []) and out.getvalue().splitlines() == [e for _, e in pairs]
+
+
+def test_the_quality_benchmark_trains_and_scores_any_direction(corpus, tmp_path, monkeypatch,
+                                                                capsys):
+    """benchmarks/quality.py: en -> de with subwords, the learning curve on validation."""
+    import importlib
+
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(corpus))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    quality = importlib.import_module("quality")
+    monkeypatch.setitem(train_mod.PRESETS, "tiny", Preset(**{**TINY.__dict__, "epochs": 2}))
+    report = tmp_path / "q.json"
+    argv = ["--preset", "tiny", "--src", "en", "--trg", "de", "--tokenizer", "subword",
+            "--out", str(tmp_path / "run"), "--device", "cpu", "--json", str(report)]
+    monkeypatch.setattr(sys, "argv", ["benchmarks/quality.py", *argv])
+    assert quality.main(argv) == 0
+    r = json.loads(report.read_text())
+    assert (r["src_lang"], r["trg_lang"], r["tokenizer"]["kind"]) == ("en", "de", "subword")
+    assert r["split"] == "test" and r["sentences"] == 2 and r["valid"]["sentences"] == 2
+    assert r["settings"]["tokenizer"] == "subword" and r["settings"]["src_lang"] == "en"
+    for scores in (r, r["valid"]):
+        for beam in ("beam1", "beam5"):
+            assert 0 <= scores[beam]["sacrebleu"] <= 100 and 0 <= scores[beam]["chrf"] <= 100
+            assert "tok:13a" in scores[beam]["signature"]
+    curve = r["valid_curve"]
+    assert [row["epoch"] for row in curve] == [1, 2]
+    assert curve[0]["train_seconds"] <= curve[1]["train_seconds"] <= r["train_seconds"]
+    assert all(0 <= row["valid_sacrebleu"] <= 100 and row["beam"] == 1 for row in curve)
+    # the best epoch's curve point is the best checkpoint's greedy validation score
+    best = next(row for row in curve if row["epoch"] == r["best_epoch"])
+    assert best["valid_sacrebleu"] == pytest.approx(r["valid"]["beam1"]["sacrebleu"])
+    assert "en->de" in capsys.readouterr().out
