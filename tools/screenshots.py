@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
 import os
 import re
 import secrets
@@ -331,6 +332,18 @@ class Browser:
                 lab.shutdown_kernels()
 
 
+def clip_around(box: dict, margin: int) -> dict:
+    """The screenshot clip for ``box`` and ``margin`` pixels around it, on whole pixels.
+
+    A layout can put a widget at a fractional position; a clip on whole pixels makes the
+    capture the same whichever way the browser rounds.
+    """
+    x, y = max(math.floor(box["x"] - margin), 0), max(math.floor(box["y"] - margin), 0)
+    right = math.ceil(box["x"] + box["width"] + margin)
+    bottom = math.ceil(box["y"] + box["height"] + margin)
+    return {"x": x, "y": y, "width": right - x, "height": bottom - y}
+
+
 def _poll(check: Callable[[], object], timeout: float, what: str, interval: float = 0.25):
     """Call ``check`` until it returns something truthy; TimeoutError naming ``what``."""
     deadline = time.monotonic() + timeout
@@ -374,6 +387,7 @@ class NotebookPage:
     def __init__(self, page, name: str):
         self.page = page
         self.name = name
+        self.lab: JupyterLab | None = None
         self.console_errors: list[str] = []
         page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
         page.on("pageerror", lambda e: self.console_errors.append(str(e)))
@@ -384,10 +398,28 @@ class NotebookPage:
         # A workspace of its own: JupyterLab would otherwise reopen (and start kernels for)
         # the notebooks an earlier tab had open.
         workspace = f"convs2s-{next(_WORKSPACES)}"
+        self.lab = lab
         self.page.goto(lab.url(f"lab/workspaces/{workspace}/tree/{self.name}"),
                        timeout=timeout * 1000)
         self.page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=timeout * 1000)
-        self.wait_idle(timeout, what=f"the kernel of {self.name} to start")
+        _poll(self.kernel_ready, timeout, f"the kernel of {self.name} to start and connect")
+
+    def kernel_ready(self) -> bool:
+        """The notebook's kernel exists, is idle, and this page is connected to it.
+
+        The page's own indicator alone is not enough: it reads "idle" for a moment before
+        the session has a kernel, and Run All Cells then asks which kernel to start (a dialog
+        that blocks every later click).
+        """
+        if self.state()["status"] != "idle":
+            return False
+        try:
+            sessions = self.lab._api("GET", "api/sessions") or []
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+        return any(s.get("name") == Path(self.name).name and s.get("kernel")
+                   and s["kernel"].get("execution_state") == "idle"
+                   and s["kernel"].get("connections", 0) > 0 for s in sessions)
 
     def state(self) -> dict:
         return self.page.evaluate(_CELL_STATE_JS)
@@ -444,12 +476,22 @@ class NotebookPage:
                                       has_text=re.compile(r"^Run All Cells$"))
             self.page.locator(".lm-Menu-item:not(.lm-mod-disabled)", has=label).click()
             try:
+                _poll(lambda: started() or self._accept_kernel_dialog(), timeout,
+                      f"Run All Cells to start in {self.name}")
                 _poll(started, timeout, f"Run All Cells to start in {self.name}")
                 return
             except TimeoutError:
                 if attempt == attempts:
                     raise
                 self.page.keyboard.press("Escape")  # close a menu left open, then retry
+
+    def _accept_kernel_dialog(self) -> bool:
+        """If JupyterLab asks which kernel to start, answer as a learner would: the default."""
+        dialog = self.page.locator(".jp-Dialog", has_text="Select Kernel")
+        if dialog.count() == 0:
+            return False
+        dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+        return True
 
     # -- widgets ---------------------------------------------------------------------------
 
@@ -605,10 +647,7 @@ class NotebookPage:
                                          "height": int(height) + 8 * margin})
         widget.scroll_into_view_if_needed()
         box = self.wait_settled(widget)  # after the resize and the scroll
-        x, y = max(box["x"] - margin, 0), max(box["y"] - margin, 0)
-        clip = {"x": x, "y": y, "width": box["x"] + box["width"] + margin - x,
-                "height": box["y"] + box["height"] + margin - y}
-        return self.page.screenshot(clip=clip, animations="disabled")
+        return self.page.screenshot(clip=clip_around(box, margin), animations="disabled")
 
 
 # --------------------------------------------------------------------------------------------
