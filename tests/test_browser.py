@@ -265,3 +265,14 @@ def test_screenshot_clip_is_on_whole_pixels_around_the_box():
     assert clip["x"] + clip["width"] >= box["x"] + box["width"] + 10
     assert clip["y"] + clip["height"] >= box["y"] + box["height"] + 10
     assert screenshots.clip_around({"x": 3, "y": 0, "width": 5, "height": 5}, 10)["x"] == 0
+
+
+def test_screenshots_cli_refuses_a_bad_out_in_one_line(tmp_path, capsys):
+    """A file given as --out is refused before any work: one line, exit 2, nothing touched."""
+    a_file = tmp_path / "images"
+    a_file.write_text("not a folder")
+    for out in (a_file, a_file / "sub"):
+        assert screenshots.main(["--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and "not a folder" in err[0]
+    assert a_file.read_text() == "not a folder"

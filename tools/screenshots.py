@@ -703,6 +703,20 @@ def write_atomically(path: Path, data: bytes) -> None:
     atomic_write(path, lambda f: f.write(data))
 
 
+def _out_problem(out: Path) -> str | None:
+    """Why the PNGs cannot go into the folder ``out`` (one line), or None. Creates nothing."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file, not a folder: give a folder for the PNGs"
+    existing = out
+    while not existing.exists():  # the folder will be made inside the nearest existing one
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out {out} is inside {existing}, which is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot write into {existing} (for --out {out}): choose another folder"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.screenshots",
@@ -714,15 +728,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=sorted(WIDGETS),
                         help="capture only this widget (repeatable)")
     args = parser.parse_args(argv)
-    reason = browser_unavailable()
-    if reason:
-        print(f"error: {reason}", file=sys.stderr)
-        return 2
     names = args.only or list(WIDGETS)
     notebooks, out = Path(args.notebooks), Path(args.out)
+    # Every mistake is reported before minutes of work: one line, exit status 2.
+    problem = _out_problem(out) or browser_unavailable()
     missing = [WIDGETS[n].notebook for n in names if not (notebooks / WIDGETS[n].notebook).exists()]
-    if missing:
-        print(f"error: not in {notebooks}: {', '.join(missing)}", file=sys.stderr)
+    if not problem and missing:
+        problem = f"not in {notebooks}: {', '.join(missing)}"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="convs2s-screenshots-") as tmp:
