@@ -527,7 +527,7 @@ class NotebookPage:
         of an earlier step can arrive after this returns (on a busy machine they would).
         """
         handle = self.control(widget, label).locator(".noUi-handle")
-        for _ in range(abs(steps)):
+        for step in range(abs(steps)):
             before = self.slider_value(widget, label)
             if redraws:
                 self.mark_figure(widget)
@@ -536,7 +536,11 @@ class NotebookPage:
             _poll(lambda before=before: self.slider_value(widget, label) != before, timeout,
                   f"the slider {label!r} in {self.name} to move")
             if redraws:
-                self.wait_redrawn(widget, timeout)
+                try:
+                    self.wait_redrawn(widget, timeout)
+                except TimeoutError as err:
+                    raise TimeoutError(f"step {step + 1} of {abs(steps)} of {label!r} (from "
+                                       f"{before}): {err}") from None
 
     def slider_value(self, widget, label: str) -> str:
         readout = self.control(widget, label).locator(".widget-readout")
@@ -570,10 +574,28 @@ class NotebookPage:
         new one is shown (even if its pixels happen to be equal).
         """
         new = widget.locator(".widget-output img:not([data-convs2s-old])")
-        _poll(lambda: new.count() > 0 and widget.locator("img[data-convs2s-old]").count() == 0,
-              timeout, f"the widget's figure in {self.name} to redraw")
+        try:
+            _poll(lambda: new.count() > 0
+                  and widget.locator("img[data-convs2s-old]").count() == 0,
+                  timeout, f"the widget's figure in {self.name} to redraw")
+        except TimeoutError as err:
+            raise TimeoutError(f"{err}; the widget shows: {self._describe(widget)}") from None
         self.wait_idle(timeout)
         return self.figure_src(widget)
+
+    def _describe(self, widget) -> str:
+        """What the widget shows now (its text, controls and images), for error messages."""
+        try:
+            return widget.evaluate("""e => JSON.stringify({
+              text: e.innerText.slice(-600),
+              inputs: [...e.querySelectorAll('input, select')].map(i => i.value),
+              readouts: [...e.querySelectorAll('.widget-readout')].map(r => r.textContent),
+              images: [...e.querySelectorAll('img')].map(
+                  i => (i.hasAttribute('data-convs2s-old') ? 'old ' : 'new ') + i.src.length),
+              kernel: document.querySelector('.jp-Notebook-ExecutionIndicator')
+                  ?.getAttribute('data-status')})""")
+        except Exception as err:  # the page itself may be the problem
+            return f"(could not read the widget: {err})"
 
     def problems(self) -> list[str]:
         """What a learner would see go wrong with the notebook's widgets, as messages."""
