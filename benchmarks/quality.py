@@ -40,6 +40,7 @@ from convs2s import config
 from convs2s.checkpoint import load_checkpoint
 from convs2s.data import LANGUAGES, load_multi30k
 from convs2s.evaluate import SPLITS, evaluate
+from convs2s.fileio import atomic_write
 from convs2s.model import count_parameters
 from convs2s.subword import KINDS
 from convs2s.train import PRESETS, train
@@ -131,6 +132,9 @@ def main(argv=None) -> int:
     parser.add_argument("--beam-sizes", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--no-curve", action="store_true",
                         help="skip the learning curve (validation BLEU after every epoch)")
+    parser.add_argument("--keep-snapshots", action="store_true",
+                        help="also save each epoch's weights as OUT/snapshots/epochNN.pt "
+                             "(after training, outside its clock): for averaging checkpoints")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
@@ -180,6 +184,13 @@ def main(argv=None) -> int:
             print("error: training saved no best checkpoint", file=sys.stderr)
             return 1
         checkpoint = result.best_path
+        if args.keep_snapshots:
+            folder = out / "snapshots"
+            folder.mkdir(exist_ok=True)
+            for row, weights in snapshots:
+                target = folder / f"epoch{row['epoch']:02d}.pt"
+                atomic_write(target, lambda f, w=weights, r=row: torch.save(
+                    {"row": r, "model": w}, f))
         print(f"trained in {wall / 60:.1f} min ({result.stopped})")
     else:
         checkpoint, wall, data = args.checkpoint, None, None

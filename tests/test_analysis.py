@@ -54,19 +54,32 @@ def test_run_dir_follows_the_environment(monkeypatch, tmp_path):
         analysis.run_dir("")
 
 
-def test_find_best_checkpoint_prefers_gpu_then_cpu(tmp_path):
-    assert analysis.checkpoint_search_order(True) == ["quick"]
-    assert analysis.checkpoint_search_order(False) == ["gpu", "cpu"]
+def test_find_best_checkpoint_prefers_subword_then_gpu_then_cpu(tmp_path):
+    assert analysis.checkpoint_search_order(True) == ["quick_subword", "quick"]
+    assert analysis.checkpoint_search_order(False) == ["gpu_subword", "cpu_subword", "gpu", "cpu"]
     assert analysis.find_best_checkpoint(False, root=tmp_path) is None
-    for name in ("quick", "cpu"):
+
+    def make(name):
         (tmp_path / f"05_{name}").mkdir()
         (tmp_path / f"05_{name}" / "best.pt").write_bytes(b"x")
+
+    for name in ("quick", "cpu"):
+        make(name)
     assert analysis.find_best_checkpoint(True, root=tmp_path) == tmp_path / "05_quick/best.pt"
     assert analysis.find_best_checkpoint(False, root=tmp_path) == tmp_path / "05_cpu/best.pt"
     (tmp_path / "05_gpu").mkdir()
     assert analysis.find_best_checkpoint(False, root=tmp_path) == tmp_path / "05_cpu/best.pt"
     (tmp_path / "05_gpu" / "best.pt").write_bytes(b"x")
     assert analysis.find_best_checkpoint(False, root=tmp_path) == tmp_path / "05_gpu/best.pt"
+    make("cpu_subword")
+    make("quick_subword")
+    assert (analysis.find_best_checkpoint(False, root=tmp_path)
+            == tmp_path / "05_cpu_subword/best.pt")
+    assert (analysis.find_best_checkpoint(True, root=tmp_path)
+            == tmp_path / "05_quick_subword/best.pt")
+    make("gpu_subword")
+    assert (analysis.find_best_checkpoint(False, root=tmp_path)
+            == tmp_path / "05_gpu_subword/best.pt")
 
 
 def test_display_path_never_shows_the_machine_s_folders(monkeypatch, tmp_path):

@@ -339,3 +339,70 @@ def test_the_quality_benchmark_trains_and_scores_any_direction(corpus, tmp_path,
     best = next(row for row in curve if row["epoch"] == r["best_epoch"])
     assert best["valid_sacrebleu"] == pytest.approx(r["valid"]["beam1"]["sacrebleu"])
     assert "en->de" in capsys.readouterr().out
+
+
+def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_path, monkeypatch,
+                                                                   capsys):
+    """benchmarks/choose.py: both choices made on validation; averaged.pt is a checkpoint."""
+    import importlib
+
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(corpus))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    quality, choose = importlib.import_module("quality"), importlib.import_module("choose")
+    monkeypatch.setitem(train_mod.PRESETS, "tiny", Preset(**{**TINY.__dict__, "epochs": 3}))
+    run = tmp_path / "run"
+    argv = ["--preset", "tiny", "--tokenizer", "subword", "--out", str(run), "--device", "cpu",
+            "--keep-snapshots", "--beam-sizes", "1"]
+    monkeypatch.setattr(sys, "argv", ["benchmarks/quality.py", *argv])
+    assert quality.main(argv) == 0
+    snaps = sorted((run / "snapshots").glob("epoch*.pt"))
+    assert [p.name for p in snaps] == ["epoch01.pt", "epoch02.pt", "epoch03.pt"]
+
+    report = tmp_path / "choose.json"
+    argv = [str(run), "--device", "cpu", "--json", str(report)]
+    monkeypatch.setattr(sys, "argv", ["benchmarks/choose.py", *argv])
+    assert choose.main(argv) == 0
+    r = json.loads(report.read_text())
+    assert [row["k"] for row in r["averages"]] == [1, 2, 3]
+    assert r["averages"][2]["epochs"] == [1, 2, 3]
+    best_k = max(row["valid_sacrebleu_greedy"] for row in r["averages"])
+    chosen = next(row for row in r["averages"] if row["k"] == r["chosen_k"])
+    assert chosen["valid_sacrebleu_greedy"] == best_k
+    assert [row["alpha"] for row in r["alphas"]] == list(choose.ALPHAS)
+    chosen_alpha = next(row for row in r["alphas"] if row["alpha"] == r["chosen_alpha"])
+    assert chosen_alpha["valid_sacrebleu"] == max(row["valid_sacrebleu"] for row in r["alphas"])
+    assert r["split"] == "test" and set(r["plain"]) == set(r["chosen"]) == {"beam1", "beam5"}
+    if r["chosen_k"] > 1:
+        t = translate.Translator.from_checkpoint(run / "averaged.pt", device="cpu")
+        weights = [torch.load(p, weights_only=False)["model"] for p in snaps[-r["chosen_k"]:]]
+        for key, value in t.model.state_dict().items():
+            if torch.is_floating_point(value):
+                torch.testing.assert_close(value, sum(w[key] for w in weights) / len(weights))
+    else:
+        assert r["averaged_checkpoint"] is None and not (run / "averaged.pt").exists()
+
+    # the average of state dicts, exactly
+    a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)}
+    b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(3)}
+    avg = choose.average([a, b])
+    assert avg["w"].tolist() == [2.0, 4.0] and avg["n"].item() == 3
+
+    # a run without snapshots: one line, exit 2
+    (run / "snapshots").rename(tmp_path / "elsewhere")
+    capsys.readouterr()
+    assert choose.main([str(run), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--keep-snapshots" in err
+
+
+@pytest.mark.parametrize("size", ["quick", "cpu", "gpu"])
+def test_each_subword_preset_is_its_word_preset_on_pieces(size):
+    """The subword presets change the vocabulary (and the cpu one its budget), nothing else."""
+    import dataclasses
+
+    word, sub = train_mod.PRESETS[size], train_mod.PRESETS[f"{size}_subword"]
+    differ = {f.name for f in dataclasses.fields(Preset)
+              if getattr(word, f.name) != getattr(sub, f.name)}
+    assert differ <= {"name", "tokenizer", "vocab_size", "max_minutes", "epochs"}
+    assert (sub.tokenizer, word.tokenizer) == ("subword", "word")
+    assert sub.model_kwargs() == word.model_kwargs()

@@ -374,3 +374,43 @@ def test_word_checkpoints_of_other_directions_tokenize_the_source_language(check
     assert t.src_tokenizer.lang == "fr" and t.src_tokenizer("L'homme")[0] == "l'"
     with pytest.raises(TypeError, match="takes a French sentence"):
         t.translate([3])
+
+
+def test_translate_for_display_decodes_a_subword_model_s_pieces(subword_checkpoint):
+    from convs2s import analysis
+
+    t = Translator.from_checkpoint(subword_checkpoint, device="cpu")
+    result = analysis.translate_for_display(t, GOOD[2], beam_size=2)
+    assert result["ok"] and result["source_tokens"] == t.src_tokenizer(GOOD[2])
+    assert result["unknown"] == []  # pieces: no source token is unknown
+    assert result["text"] == t.translate(GOOD[2], beam_size=2)  # decoded pieces, not joined
+
+
+def test_length_penalty_reaches_beam_search(translator):
+    from convs2s.decode import beam_search
+
+    sentences = GOOD * 3
+    token_lists = [translator._tokens(s) for s in sentences]
+    src = translator._batch(token_lists)
+    v = translator.trg_vocab
+    for alpha in (0.0, 1.0, 2.0):
+        ids = beam_search(translator.model, src, beam_size=4, max_len=translator.max_positions,
+                          bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx,
+                          length_penalty=alpha)
+        assert translator.translate_tokens(sentences, beam_size=4, length_penalty=alpha) == \
+            [v.decode(x) for x in ids]
+    for bad in (float("nan"), float("inf"), "1", True, None):
+        with pytest.raises(ValueError, match="length_penalty must be a finite number"):
+            translator.translate_tokens(GOOD, beam_size=2, length_penalty=bad)
+
+
+def test_cli_length_penalty_is_used_and_checked(checkpoint, translator, capsys):
+    code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 3, "--length-penalty", 0,
+                          *GOOD], capsys=capsys)
+    assert code == 0 and err == []
+    assert out.splitlines() == translator.translate(GOOD, beam_size=3, length_penalty=0.0)
+    for bad in ("nan", "inf", "x"):
+        code, out, err = run(["--checkpoint", checkpoint, "--length-penalty", bad, *GOOD],
+                             capsys=capsys)
+        assert code == 2 and len(err) == 1 and "--length-penalty" in err[0]
+        assert "finite number" in err[0]

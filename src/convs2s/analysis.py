@@ -71,8 +71,11 @@ def run_dir(preset_name: str, root: str | os.PathLike | None = None) -> Path:
 
 
 def checkpoint_search_order(quick: bool) -> list[str]:
-    """Presets whose runs notebook 06 looks for, best first: quick mode -> only ``quick``."""
-    return ["quick"] if quick else ["gpu", "cpu"]
+    """Presets whose runs notebook 06 looks for, best first: notebook 05's subword presets,
+    then the word-level ones of earlier versions of it; quick mode -> only the quick ones."""
+    if quick:
+        return ["quick_subword", "quick"]
+    return ["gpu_subword", "cpu_subword", "gpu", "cpu"]
 
 
 def find_best_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> Path | None:
@@ -444,8 +447,6 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1) -> dict
     (:func:`forced_attention`). For empty or too-long input ``ok`` is False, ``message`` says
     why and the other fields are empty.
     """
-    from convs2s.translate import detokenize
-
     empty = {"text": "", "source_tokens": [], "tokens": [], "unknown": [],
              "attention": torch.zeros(0, 0, 0)}
     try:
@@ -458,8 +459,9 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1) -> dict
     src = translator._batch([source_tokens])  # [1, src_len]
     attention = forced_attention(translator.model, src, ids, bos_idx=trg_vocab.bos_idx)
     unknown = [t for t in source_tokens if t not in translator.src_vocab]
-    return {"ok": True, "message": "", "text": detokenize(tokens), "source_tokens": source_tokens,
-            "tokens": tokens, "unknown": unknown, "attention": attention}
+    return {"ok": True, "message": "", "text": translator.detokenize(tokens),
+            "source_tokens": source_tokens, "tokens": tokens, "unknown": unknown,
+            "attention": attention}
 
 
 def plot_translation(result: dict, *, fig=None, ncols: int | None = None):

@@ -30,7 +30,8 @@ __all__ = ["SPLITS", "evaluate", "check_writable", "main", "write_json_atomic"]
 SPLITS = ("train", "valid", "test")
 
 
-def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | None = None) -> dict:
+def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | None = None,
+             length_penalty: float = 1.0) -> dict:
     """Perplexity, both BLEU scores and chrF for ``pairs`` at each beam size.
 
     ``pairs`` are ``(source, target)`` sentences in the translator's direction (raw, cased
@@ -40,7 +41,7 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
 
     Sentences too long for the model are skipped and counted (``skipped``). ``limit``: only
     the first ``limit`` pairs (a positive integer; None: all). ``beam_sizes=()`` computes the
-    perplexity alone.
+    perplexity alone. ``length_penalty``: beam search's exponent (1.0: fairseq's default).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
@@ -68,7 +69,8 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     words = translator.pipeline.kind == "word"
     for beam in beam_sizes:
         t0 = time.perf_counter()
-        tokens = translator.translate_tokens(sources, beam_size=beam)
+        tokens = translator.translate_tokens(sources, beam_size=beam,
+                                             length_penalty=length_penalty)
         seconds = time.perf_counter() - t0
         scores = corpus_bleu([translator.detokenize(t) for t in tokens], refs,
                              lang=translator.trg_lang, hyp_tokens=tokens if words else None)

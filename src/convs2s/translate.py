@@ -25,6 +25,7 @@ line and a warning on stderr naming its line number; the other lines are transla
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -93,6 +94,12 @@ def _positive_int(value, name: str) -> int:
 # --------------------------------------------------------------------------------------------
 # Checking that a checkpoint's parts belong together
 # --------------------------------------------------------------------------------------------
+
+
+def _finite_number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value!r}.")
+    return float(value)
 
 
 def vocab_from_part(part, side: str) -> Vocab:
@@ -264,24 +271,27 @@ class Translator:
 
     # -- translation ---------------------------------------------------------------------------
     def translate_tokens(self, sentences: Sequence[str], *, beam_size: int = 5,
-                         max_len: int | None = None, batch_size: int = 64) -> list[list[str]]:
+                         max_len: int | None = None, batch_size: int = 64,
+                         length_penalty: float = 1.0) -> list[list[str]]:
         """Output token lists for a list of sentences (what the tutorial BLEU compares).
 
         ``batch_size`` sentences are decoded together; ``ValueError`` if it or ``beam_size``
-        is not a positive integer, or a sentence is empty or too long.
+        is not a positive integer, or a sentence is empty or too long. ``length_penalty``: beam
+        search's exponent (see :func:`convs2s.decode.beam_search`; greedy decoding ignores it).
         """
         _positive_int(batch_size, "batch_size")
         _positive_int(beam_size, "beam_size")
         token_lists = [self._tokens(s) for s in sentences]
         return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
-                                          batch_size=batch_size)
+                                          batch_size=batch_size, length_penalty=length_penalty)
 
     def translate_token_lists(self, token_lists: Sequence[list[str]], *, beam_size: int = 5,
-                              max_len: int | None = None,
-                              batch_size: int = 64) -> list[list[str]]:
+                              max_len: int | None = None, batch_size: int = 64,
+                              length_penalty: float = 1.0) -> list[list[str]]:
         """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
         _positive_int(batch_size, "batch_size")
         _positive_int(beam_size, "beam_size")
+        _finite_number(length_penalty, "length_penalty")
         out: list[list[str]] = []
         v = self.trg_vocab
         kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx,
@@ -291,20 +301,22 @@ class Translator:
             if beam_size == 1:
                 ids = greedy_decode(self.model, src, **kw)
             else:
-                ids = beam_search(self.model, src, beam_size=beam_size, **kw)
+                ids = beam_search(self.model, src, beam_size=beam_size,
+                                  length_penalty=length_penalty, **kw)
             out.extend(v.decode(x) for x in ids)
         return out
 
     def translate(self, sentences: str | Sequence[str], *, beam_size: int = 5,
-                  max_len: int | None = None):
+                  max_len: int | None = None, length_penalty: float = 1.0):
         """Translate one sentence (-> str) or a list of sentences (-> list of str)."""
         single = isinstance(sentences, str)
         if not single and not isinstance(sentences, (list, tuple)):
             raise TypeError(f"translate() takes a str or a list of str, not "
                             f"{type(sentences).__name__}.")
         batch = [sentences] if single else list(sentences)
-        texts = [self.detokenize(t) for t in self.translate_tokens(batch, beam_size=beam_size,
-                                                                    max_len=max_len)]
+        tokens = self.translate_tokens(batch, beam_size=beam_size, max_len=max_len,
+                                       length_penalty=length_penalty)
+        texts = [self.detokenize(t) for t in tokens]
         return texts[0] if single else texts
 
     def translate_with_attention(self, sentence: str, *, max_len: int | None = None) -> Translation:
@@ -342,7 +354,8 @@ def _line_text(lineno: int, line: bytes | str) -> str:
 
 
 def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: TextIO,
-                    err: TextIO, *, beam_size: int = 5, batch_size: int = 64) -> tuple[int, list]:
+                    err: TextIO, *, beam_size: int = 5, batch_size: int = 64,
+                    length_penalty: float = 1.0) -> tuple[int, list]:
     """Translate ``lines`` (bytes or str) to ``out``, one output line per input line.
 
     Lines are read and translated ``batch_size`` at a time; each batch's translations are
@@ -355,6 +368,7 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: T
     """
     _positive_int(batch_size, "batch_size")
     _positive_int(beam_size, "beam_size")
+    _finite_number(length_penalty, "length_penalty")
     failed: list[tuple[int, str]] = []
     n = 0
 
@@ -373,12 +387,14 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: T
                 print(f"error: line {lineno}: {e} Wrote an empty line.", file=err)
         try:
             results = translator.translate_token_lists([t for _, t in todo], beam_size=beam_size,
-                                                       batch_size=batch_size)
+                                                       batch_size=batch_size,
+                                                       length_penalty=length_penalty)
         except (RuntimeError, ValueError):  # find the line(s) at fault, translate the rest
             results = []
             for i, tokens in todo:
                 try:
-                    results += translator.translate_token_lists([tokens], beam_size=beam_size)
+                    results += translator.translate_token_lists(
+                        [tokens], beam_size=beam_size, length_penalty=length_penalty)
                 except (RuntimeError, ValueError) as e:
                     lineno = batch[i][0]
                     failed.append((lineno, str(e)))
@@ -411,6 +427,14 @@ def positive_int_arg(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def length_penalty_arg(text: str) -> float:
+    """argparse ``type``: beam search's length-penalty exponent, a finite number."""
+    try:
+        return _finite_number(float(text), "the length penalty")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number") from None
 
 
 def device_arg(text: str) -> torch.device:
@@ -451,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam-size", type=positive_int_arg, default=5)
     parser.add_argument("--batch-size", type=positive_int_arg, default=64,
                         help="sentences translated (and written) together (default 64)")
+    parser.add_argument("--length-penalty", type=length_penalty_arg, default=1.0,
+                        help="beam search ranks finished outputs by (sum of log p) / "
+                        "length ** this (default 1.0, fairseq's)")
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
     args = parser.parse_args(argv)
@@ -475,7 +502,8 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
             lines = getattr(sys.stdin, "buffer", sys.stdin)
         n, failed = translate_lines(translator, lines, sys.stdout, sys.stderr,
-                                    beam_size=args.beam_size, batch_size=args.batch_size)
+                                    beam_size=args.beam_size, batch_size=args.batch_size,
+                                    length_penalty=args.length_penalty)
     except (ValueError, TypeError, RuntimeError, OSError) as e:
         if isinstance(e, BrokenPipeError):
             _quiet_broken_pipe()
