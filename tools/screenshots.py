@@ -112,7 +112,7 @@ def copy_notebooks(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
 
     Running all cells in the browser re-executes the notebooks, and JupyterLab autosaves: the
     copy keeps the repository's stored outputs untouched. ``runs/`` stays behind so notebook 06
-    behaves as on a fresh clone (it trains the quick preset itself).
+    behaves as on a fresh clone (it trains the quick subword preset itself).
     """
     dst = Path(dst)
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(
