@@ -8,7 +8,7 @@
 Trains ``--preset`` exactly as ``python -m convs2s.train --preset NAME`` does (same data, same
 code path, the preset's own time budget unless ``--max-minutes``; ``--src/--trg``,
 ``--tokenizer``, ``--vocab-size``, ``--joint-vocab`` override the preset as the training CLI's
-options do), reloads its best checkpoint (lowest validation loss) and scores it:
+options do; ``--share-embed`` ties the output layer to the target embedding), reloads its best checkpoint (lowest validation loss) and scores it:
 
 - on ``--split`` (test2016 by default): sacreBLEU (13a, detokenized, cased: the standard), chrF
   and the tutorial-comparable BLEU (BLEU-4 on lower-cased spaCy tokens), for greedy decoding and
@@ -48,7 +48,7 @@ from convs2s.translate import Translator
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
           "vocab_size": "--vocab-size", "joint_vocab": "--joint-vocab",
-          "max_minutes": "--max-minutes"}
+          "share_input_output_embed": "--share-embed", "max_minutes": "--max-minutes"}
 
 
 def training_summary(checkpoint: Path) -> dict:
@@ -121,6 +121,9 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab-size", type=int, help="subword pieces per vocabulary")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
                         help="subword: one vocabulary for both languages, or one each")
+    parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
+                        help="tie the decoder's output layer to its token embedding (fairseq's "
+                             "--share-input-output-embed; default: the preset's)")
     parser.add_argument("--max-minutes", type=_positive_minutes,
                         help="training time budget (default: the preset's)")
     parser.add_argument("--out", type=Path,
@@ -144,6 +147,7 @@ def main(argv=None) -> int:
     overrides = {k: v for k, v in (("src_lang", args.src), ("trg_lang", args.trg),
                                    ("tokenizer", args.tokenizer), ("vocab_size", args.vocab_size),
                                    ("joint_vocab", args.joint_vocab),
+                                   ("share_input_output_embed", args.share_embed),
                                    ("max_minutes", args.max_minutes)) if v is not None}
     if args.checkpoint is not None and overrides:
         parser.error("--checkpoint takes its direction and tokenizer from the checkpoint; "

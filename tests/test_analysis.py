@@ -285,3 +285,27 @@ def test_translate_for_display_explains_bad_input(translator, bad):
     fig = analysis.plot_translation(result)
     assert fig.axes[0].texts[0].get_text() == result["message"]
     plt.close("all")
+
+
+@pytest.mark.parametrize("n_src", [3, 9, 14, 30])
+def test_plot_translation_fits_a_notebook_output_area(n_src):
+    """The widget's figure is drawn at its own size: at most 800 px wide at 100 dpi, which a
+    notebook's output area in a 1280 px browser window holds without scaling it down."""
+    import io
+
+    layers, n_trg = 4, 12
+    attention = torch.softmax(torch.randn(layers, n_trg, n_src), dim=-1)
+    result = {"ok": True, "message": "", "text": "a b c", "tokens": [f"t{i}" for i in range(n_trg)],
+              "source_tokens": [f"▁piece{i}" for i in range(n_src)], "unknown": [],
+              "attention": attention}
+    fig = analysis.plot_translation(result)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")  # as the inline backend does
+    width = int.from_bytes(buffer.getvalue()[16:20], "big")
+    assert width <= 800, f"{n_src} source tokens: a {width} px wide figure"
+    # every layer is drawn, and short sentences keep several heatmaps per row
+    heatmaps = [ax for ax in fig.axes if ax.get_title().startswith("layer")]
+    assert len(heatmaps) == layers
+    if n_src <= 9:
+        assert len({round(ax.get_position().y0, 3) for ax in heatmaps}) < layers
+    plt.close("all")

@@ -434,3 +434,56 @@ def test_parameter_count_matches_the_architecture(weight_norm, max_positions):
     if not weight_norm and max_positions == 100:
         shared_attention_pair = (512 * 256 + 256) + (256 * 512 + 512)
         assert n - 9 * shared_attention_pair == TUTORIAL_REPORTED
+
+
+# ------------------------------------------------------------------------------------------
+# Tied output layer (fairseq's --share-input-output-embed; off by default)
+# ------------------------------------------------------------------------------------------
+
+
+def test_shared_output_embedding_is_one_matrix_and_computes_embedding_dot_products():
+    untied, tied = tiny_model(seed=5), tiny_model(seed=5, share_input_output_embed=True)
+    dec = tied.decoder
+    assert dec.fc_out.weight is dec.tok_embedding.weight
+    # one [vocab, emb_dim] matrix fewer, and no weight norm's gains on the output layer
+    assert count_parameters(untied) - count_parameters(tied) == VOCAB * 16 + VOCAB
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    with torch.no_grad():
+        logits, _ = tied(src, trg)
+        # the logit of token i is <output vector, embedding of i> + bias_i
+        outputs = []
+        dec.fc_out.register_forward_hook(lambda m, args, out: outputs.append(args[0]))
+        tied(src, trg)
+        expected = outputs[0] @ dec.tok_embedding.weight.T + dec.fc_out.bias
+    torch.testing.assert_close(logits, expected)
+    # the encoder is untouched by the option: same seed, same encoder weights and outputs
+    torch.testing.assert_close(tied.encode(src).conved, untied.encode(src).conved)
+
+
+def test_shared_output_embedding_gets_both_gradients_and_survives_a_checkpoint_round_trip():
+    tied = tiny_model(seed=6, share_input_output_embed=True).train()
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    logits, _ = tied(src, trg)
+    logits.sum().backward()
+    emb = tied.decoder.tok_embedding.weight
+    # rows of tokens never fed to the decoder still get a gradient: the output layer's
+    unused = sorted(set(range(3, VOCAB)) - set(trg.flatten().tolist()))
+    assert unused and emb.grad[unused].abs().sum() > 0
+    clone = ConvS2S(**tied.config).eval()
+    clone.load_state_dict(tied.state_dict())
+    assert clone.decoder.fc_out.weight is clone.decoder.tok_embedding.weight
+    tied.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(clone(src, trg)[0], tied(src, trg)[0])
+        assert_incremental_matches_full(clone.decoder, clone.encode(src), trg, [1] * 5)
+
+
+def test_shared_output_embedding_still_causal():
+    model = tiny_model(seed=7, share_input_output_embed=True)
+    src, trg = random_tokens(1, 6), random_tokens(1, 8, seed=2)
+    changed = trg.clone()
+    changed[0, 5:] = (changed[0, 5:] + 1 - 3) % (VOCAB - 3) + 3  # change tokens 5, 6, 7
+    with torch.no_grad():
+        a, b = model(src, trg)[0], model(src, changed)[0]
+    torch.testing.assert_close(a[:, :5], b[:, :5], rtol=0, atol=0)
+    assert not torch.allclose(a[:, 5:], b[:, 5:])

@@ -463,3 +463,17 @@ def test_cli_device_cuda_without_cuda_is_one_line(tmp_path, cli, capsys):
         cli("--out", tmp_path / "run", "--device", "cuda")
     assert e.value.code == 2
     assert "no CUDA GPU" in _one_error_line(capsys)
+
+
+def test_a_stop_inside_the_first_epoch_says_nothing_was_validated(tmp_path):
+    """A limit hit before any epoch ended leaves no validation loss: say so, not "inf"."""
+    said = []
+    result = train(dataclasses.replace(TINY, max_steps=1), tmp_path / "run", data=DATA,
+                   progress=False, log=said.append)
+    assert result.stopped == "max_steps" and result.history == [] and result.best_path is None
+    assert "inf" not in said[-1] and "no epoch finished" in said[-1], said[-1]
+    # once an epoch has ended, the best validation loss is what it says
+    said.clear()
+    result = train(dataclasses.replace(TINY, epochs=1), tmp_path / "run2", data=DATA,
+                   progress=False, log=said.append)
+    assert f"best valid loss {result.history[0]['valid_loss']:.3f}" in said[-1]

@@ -658,15 +658,25 @@ class NotebookPage:
     def screenshot(self, widget, margin: int = 10) -> bytes:
         """A PNG of the widget (controls and figure) and ``margin`` pixels of page around it.
 
-        A widget taller than the window gets a taller window first: a clip must lie inside it.
-        The capture waits until the layout has settled (:meth:`wait_settled`).
+        A widget taller than the notebook's scrolling area (the window less JupyterLab's bars)
+        gets a taller window first: a clip must lie inside what the page shows. The capture
+        waits until the layout has settled (:meth:`wait_settled`).
         """
         self.page.mouse.move(0, 0)
         self.wait_settled(widget)
-        height = widget.evaluate("e => e.getBoundingClientRect().height")
-        if height + 4 * margin > self.page.viewport_size["height"]:
+        # [widget height, height of the nearest scrolling ancestor (or the window)]
+        height, room = widget.evaluate("""e => {
+          let p = e.parentElement;
+          while (p && !['auto', 'scroll'].includes(getComputedStyle(p).overflowY)) {
+            p = p.parentElement;
+          }
+          const room = p ? p.getBoundingClientRect().height : window.innerHeight;
+          return [e.getBoundingClientRect().height, Math.min(room, window.innerHeight)];
+        }""")
+        if height + 4 * margin > room:
+            extra = math.ceil(height + 8 * margin - room)
             self.page.set_viewport_size({"width": self.page.viewport_size["width"],
-                                         "height": int(height) + 8 * margin})
+                                         "height": self.page.viewport_size["height"] + extra})
         widget.scroll_into_view_if_needed()
         box = self.wait_settled(widget)  # after the resize and the scroll
         return self.page.screenshot(clip=clip_around(box, margin), animations="disabled")

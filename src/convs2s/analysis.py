@@ -464,11 +464,17 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1) -> dict
             "attention": attention}
 
 
-def plot_translation(result: dict, *, fig=None, ncols: int | None = None):
+def plot_translation(result: dict, *, fig=None, ncols: int | None = None,
+                     max_width: float = 7.8):
     """Draw :func:`translate_for_display`'s result: one attention heatmap per decoder layer.
 
     Unknown source words are marked with a trailing ``*``. ``fig``: a matplotlib Figure to
-    draw into (cleared first), else a new one. Returns the figure.
+    draw into (cleared first), else a new one. ``max_width``: inches the figure may take (7.8 in
+    plus the inline backend's 0.1 in padding on each side is 800 px at matplotlib's 100 dpi,
+    narrower than a notebook's output area in a 1280 px browser window, so the figure is never
+    drawn scaled down). By default the heatmaps fill rows of equal length, as many per row as
+    fit (up to 4); a sentence too long for one heatmap of normal cells gets narrower cells (not
+    narrower than 0.2 in, where 9 pt labels still fit). Returns the figure.
     """
     import matplotlib.pyplot as plt
 
@@ -490,11 +496,17 @@ def plot_translation(result: dict, *, fig=None, ncols: int | None = None):
     src_labels = [f"{t}*" if t in unknown else t for t in result["source_tokens"]]
     attention = result["attention"]
     layers = attention.shape[0]
-    ncols = ncols or min(layers, 4)
+    cell, margin = 0.28, 1.2  # inches per token; inches for a heatmap's labels and colour bar
+    n_src = len(src_labels)
+    if margin + cell * n_src > max_width:  # one heatmap would not fit at normal cell size
+        cell = max(0.2, (max_width - margin) / n_src)
+    column = max(2.5, cell * n_src + margin)
+    if ncols is None:  # as many heatmaps per row as fit in max_width, rows as even as can be
+        fit = max(1, min(layers, 4, int(max_width // column)))
+        ncols = math.ceil(layers / math.ceil(layers / fit))
     nrows = math.ceil(layers / ncols)
-    cell = 0.28
     label_room = 0.09 * max(len(t) for t in src_labels) + 0.6  # inches for rotated labels
-    fig.set_size_inches(max(2.5, cell * len(src_labels) + 1.2) * ncols,
+    fig.set_size_inches(column * ncols,
                         (max(1.5, cell * len(result["tokens"])) + label_room) * nrows + 0.4)
     plot_attention_grid(attention, src_labels, result["tokens"], fig=fig, ncols=ncols)
     for ax in fig.axes:

@@ -98,13 +98,20 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict[str, An
     return data
 
 
+# ConvS2S arguments that older checkpoints do not record, with the value they were trained with
+MODEL_OPTIONS_ADDED_LATER = {"share_input_output_embed": False}
+
+
 def check_compatible(data: dict, model_config: dict, src_vocab: Vocab, trg_vocab: Vocab,
                      path: str | os.PathLike = "checkpoint") -> None:
-    """Raise :class:`CheckpointError` unless the checkpoint fits this model config and vocabs."""
+    """Raise :class:`CheckpointError` unless the checkpoint fits this model config and vocabs.
+
+    Options added to the model later count as their default in checkpoints made before them."""
+    recorded = {**MODEL_OPTIONS_ADDED_LATER, **data["model_config"]}
     diffs = [
-        f"{k}: checkpoint {data['model_config'].get(k)!r}, now {v!r}"
+        f"{k}: checkpoint {recorded.get(k)!r}, now {v!r}"
         for k, v in model_config.items()
-        if data["model_config"].get(k) != v
+        if recorded.get(k) != v
     ]
     if diffs:
         raise CheckpointError(

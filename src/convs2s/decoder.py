@@ -47,6 +47,12 @@ class Decoder(nn.Module):
             the very tokens it must predict. This decoder *cheats*: it is here only to show
             what goes wrong (near-zero training loss, useless translations). It cannot decode
             incrementally.
+        share_embed: tie the output layer to the token embedding (fairseq's
+            ``--share-input-output-embed``; not in the paper). The logit of token i is then the
+            dot product of the output vector with token i's own input embedding (plus a bias):
+            one ``[vocab, emb_dim]`` matrix instead of two, which matters on a small corpus.
+            As in fairseq, the tied layer is a plain linear layer: no weight norm, PyTorch's
+            default bias initialisation. Default ``False``: two separate matrices.
 
     ``forward(trg_in, encoder_out, incremental_state=None)``:
 
@@ -77,6 +83,7 @@ class Decoder(nn.Module):
         padding: str = "causal",
         weight_norm: bool = True,
         init: str = "paper",
+        share_embed: bool = False,
     ) -> None:
         super().__init__()
         if padding not in PADDINGS:
@@ -107,10 +114,16 @@ class Decoder(nn.Module):
             Attention(hid_dim, emb_dim, weight_norm=weight_norm, init=init) for _ in range(n_layers)
         )
         self.hid2emb = make_linear(hid_dim, emb_dim, weight_norm=weight_norm, init=init)
-        # fc_out's input has had dropout, hence dropout= in its initialisation.
-        self.fc_out = make_linear(
-            emb_dim, vocab_size, dropout=dropout, weight_norm=weight_norm, init=init
-        )
+        if share_embed:
+            # nn.Linear(emb_dim, vocab) keeps its weight as [vocab, emb_dim]: the embedding's
+            # shape, so the very same Parameter serves both (fairseq's share_embed).
+            self.fc_out = nn.Linear(emb_dim, vocab_size)
+            self.fc_out.weight = self.tok_embedding.weight
+        else:
+            # fc_out's input has had dropout, hence dropout= in its initialisation.
+            self.fc_out = make_linear(
+                emb_dim, vocab_size, dropout=dropout, weight_norm=weight_norm, init=init
+            )
 
     def forward(
         self,

@@ -38,6 +38,9 @@ class ConvS2S(nn.Module):
             uses z twice, as keys and inside the values z + e, so the encoder otherwise gets
             2·dec_layers gradient contributions; the paper found it "received too much
             gradient". Forward outputs are identical either way.
+        share_input_output_embed: use the decoder's token embedding as its output layer's
+            weight (fairseq's option of the same name; not in the paper, off by default). See
+            :class:`convs2s.decoder.Decoder` ``share_embed``.
 
     The defaults ``weight_norm=True, init="paper", encoder_grad_scale=True`` are fairseq's
     ``fconv`` settings, i.e. the paper's. They were not tuned on Multi30k. In a small CPU check
@@ -84,6 +87,7 @@ class ConvS2S(nn.Module):
         weight_norm: bool = True,
         init: str = "paper",
         encoder_grad_scale: bool = True,
+        share_input_output_embed: bool = False,
     ) -> None:
         super().__init__()
         self.config = dict(
@@ -102,6 +106,7 @@ class ConvS2S(nn.Module):
             weight_norm=weight_norm,
             init=init,
             encoder_grad_scale=encoder_grad_scale,
+            share_input_output_embed=share_input_output_embed,
         )
         for name in (
             "src_vocab_size",
@@ -147,6 +152,7 @@ class ConvS2S(nn.Module):
             n_layers=dec_layers,
             pad_idx=trg_pad_idx,
             padding=decoder_padding,
+            share_embed=share_input_output_embed,
             **shared,
         )
 

@@ -120,6 +120,7 @@ class Preset:
     max_positions: int = 100
     init: str = "paper"  # "paper" (fairseq's fconv) or "pytorch" (PyTorch's defaults)
     weight_norm: bool = True
+    share_input_output_embed: bool = False  # fairseq's option: output layer = token embedding
     # data
     src_lang: str = "de"
     trg_lang: str = "en"
@@ -175,7 +176,7 @@ class Preset:
 
     def model_kwargs(self) -> dict:
         keys = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kernel_size", "dropout",
-                "max_positions", "init", "weight_norm")
+                "max_positions", "init", "weight_norm", "share_input_output_embed")
         return {k: getattr(self, k) for k in keys}
 
 
@@ -826,8 +827,12 @@ class Trainer:
             self.model.load_state_dict(best["model"])
             result.best_path = self.best_path
         self.model.eval()
-        self.say(f"stopped ({stop}) after {s['step']} steps, {s['seconds']:.0f} s; "
-                 f"best valid loss {s['best_valid_loss']:.3f}")
+        if s["history"]:
+            best = f"best valid loss {s['best_valid_loss']:.3f}"
+        else:  # stopped inside the first epoch: never validated, no best.pt
+            best = ("no epoch finished, so nothing was validated and the model keeps the last "
+                    "weights (raise max_minutes or max_steps to finish one)")
+        self.say(f"stopped ({stop}) after {s['step']} steps, {s['seconds']:.0f} s; {best}")
         return result
 
 
