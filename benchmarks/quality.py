@@ -8,7 +8,9 @@
 Trains ``--preset`` exactly as ``python -m convs2s.train --preset NAME`` does (same data, same
 code path, the preset's own time budget unless ``--max-minutes``; ``--src/--trg``,
 ``--tokenizer``, ``--vocab-size``, ``--joint-vocab`` override the preset as the training CLI's
-options do; ``--share-embed`` ties the output layer to the target embedding), reloads its best checkpoint (lowest validation loss) and scores it:
+options do; ``--share-embed`` ties the decoder's output layer to its token embedding;
+``--keep-snapshots`` keeps every epoch's weights for ``benchmarks/choose.py``), reloads its best
+checkpoint (lowest validation loss) and scores it:
 
 - on ``--split`` (test2016 by default): sacreBLEU (13a, detokenized, cased: the standard), chrF
   and the tutorial-comparable BLEU (BLEU-4 on lower-cased spaCy tokens), for greedy decoding and
