@@ -477,3 +477,17 @@ def test_a_stop_inside_the_first_epoch_says_nothing_was_validated(tmp_path):
     result = train(dataclasses.replace(TINY, epochs=1), tmp_path / "run2", data=DATA,
                    progress=False, log=said.append)
     assert f"best valid loss {result.history[0]['valid_loss']:.3f}" in said[-1]
+
+
+def test_cli_share_embed_trains_a_tied_model_that_reloads_tied(tmp_path, cli):
+    """--share-embed reaches the model; the checkpoint rebuilds it tied; resuming needs the
+    option again (without it the preset's untied model is asked for, and refused)."""
+    from convs2s.translate import Translator
+
+    assert cli("--out", tmp_path / "tied", "--share-embed") == 0
+    ckpt = load_checkpoint(tmp_path / "tied" / "best.pt")
+    assert ckpt["model_config"]["share_input_output_embed"] is True
+    decoder = Translator.from_checkpoint(tmp_path / "tied" / "best.pt").model.decoder
+    assert decoder.fc_out.weight is decoder.tok_embedding.weight
+    assert cli("--out", tmp_path / "tied", "--resume", "--epochs", "3") == 1  # untied now
+    assert cli("--out", tmp_path / "tied", "--resume", "--epochs", "3", "--share-embed") == 0

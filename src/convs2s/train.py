@@ -973,13 +973,18 @@ def main(argv: list[str] | None = None) -> int:
                         "vocabulary (default: the preset's, 8000)")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
                         help="subword: one vocabulary for both languages (default) or one each")
+    parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
+                        help="tie the decoder's output layer to its token embedding (fairseq's "
+                        "--share-input-output-embed; default: the preset's, off)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in (("epochs", args.epochs), ("max_steps", args.max_steps),
                                    ("max_minutes", args.max_minutes), ("src_lang", args.src),
                                    ("trg_lang", args.trg), ("tokenizer", args.tokenizer),
                                    ("vocab_size", args.vocab_size),
-                                   ("joint_vocab", args.joint_vocab)) if v is not None}
+                                   ("joint_vocab", args.joint_vocab),
+                                   ("share_input_output_embed", args.share_embed))
+                 if v is not None}
     try:
         preset = dataclasses.replace(PRESETS[args.preset], **overrides)
     except ValueError as e:
