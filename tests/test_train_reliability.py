@@ -479,7 +479,7 @@ def test_a_stop_inside_the_first_epoch_says_nothing_was_validated(tmp_path):
     assert f"best valid loss {result.history[0]['valid_loss']:.3f}" in said[-1]
 
 
-def test_cli_share_embed_trains_a_tied_model_that_reloads_tied(tmp_path, cli):
+def test_cli_share_embed_trains_a_tied_model_that_reloads_tied(tmp_path, cli, capsys):
     """--share-embed reaches the model; the checkpoint rebuilds it tied; resuming needs the
     option again (without it the preset's untied model is asked for, and refused)."""
     from convs2s.translate import Translator
@@ -489,5 +489,23 @@ def test_cli_share_embed_trains_a_tied_model_that_reloads_tied(tmp_path, cli):
     assert ckpt["model_config"]["share_input_output_embed"] is True
     decoder = Translator.from_checkpoint(tmp_path / "tied" / "best.pt").model.decoder
     assert decoder.fc_out.weight is decoder.tok_embedding.weight
+    capsys.readouterr()
     assert cli("--out", tmp_path / "tied", "--resume", "--epochs", "3") == 1  # untied now
+    assert "share_input_output_embed: checkpoint True, now False" in _one_error_line(capsys)
     assert cli("--out", tmp_path / "tied", "--resume", "--epochs", "3", "--share-embed") == 0
+
+
+def test_a_checkpoint_from_before_the_share_embed_option_resumes_as_untied(tmp_path, cli):
+    """Checkpoints written before the option existed hold no such key: they were untied."""
+    from convs2s.checkpoint import save_checkpoint
+
+    assert cli("--out", tmp_path / "old") == 0
+    for name in ("last.pt", "best.pt"):
+        ckpt = load_checkpoint(tmp_path / "old" / name)
+        del ckpt["model_config"]["share_input_output_embed"]
+        ckpt["preset"].pop("share_input_output_embed")
+        save_checkpoint(tmp_path / "old" / name, ckpt)
+    assert cli("--out", tmp_path / "old", "--resume", "--epochs", "3") == 0
+    ckpt = load_checkpoint(tmp_path / "old" / "last.pt")
+    assert ckpt["train_state"]["epoch"] == 3
+    assert ckpt["model_config"]["share_input_output_embed"] is False
