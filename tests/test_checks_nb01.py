@@ -5,28 +5,12 @@ Also: the hidden grading tests (coursework/hidden/01.py) accept the solutions on
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
+from exercise_support import hidden, stub
 
 from convs2s import checks, viz
 from convs2s.checks import nb01
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _hidden():
-    spec = importlib.util.spec_from_file_location("hidden01", ROOT / "coursework/hidden/01.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _stub(*_args):
-    raise NotImplementedError()
-
 
 # --- my_glu (implement) ---------------------------------------------------------------------
 
@@ -81,7 +65,7 @@ def test_my_glu_rejects_wrong_answers_with_a_hint(wrong, hint, capsys):
 
 
 def test_my_glu_stub_and_none_are_not_answered(capsys):
-    assert checks.my_glu(_stub) is False
+    assert checks.my_glu(stub) is False
     assert "not implemented yet" in capsys.readouterr().out
     assert checks.my_glu(None) is False
 
@@ -150,7 +134,7 @@ def test_my_receptive_field_rejects_wrong_formulas_with_a_hint(wrong):
 
 
 def test_my_receptive_field_stub_is_not_answered():
-    assert checks.my_receptive_field(_stub) is False
+    assert checks.my_receptive_field(stub) is False
 
 
 # --- the module and the hidden tests --------------------------------------------------------
@@ -162,13 +146,13 @@ def test_notebook_01_checks_are_exactly_these():
 
 
 def test_hidden_tests_accept_the_solutions_and_reject_wrong_answers():
-    hidden = _hidden()
-    hidden.my_glu(right_glu)
-    hidden.same_padding_moves([5, 6, 7, 8, 9])
-    hidden.my_receptive_field(lambda k, n_layers: 1 + n_layers * (k - 1))
+    grading = hidden("01")
+    grading.my_glu(right_glu)
+    grading.same_padding_moves([5, 6, 7, 8, 9])
+    grading.my_receptive_field(lambda k, n_layers: 1 + n_layers * (k - 1))
     with pytest.raises(Exception):  # noqa: B017 (any failure fails the grade cell)
-        hidden.my_glu(no_odd_check)
+        grading.my_glu(no_odd_check)
     with pytest.raises(AssertionError):
-        hidden.same_padding_moves([7, 8, 9])
+        grading.same_padding_moves([7, 8, 9])
     with pytest.raises(AssertionError):
-        hidden.my_receptive_field(lambda k, n_layers: n_layers * k)
+        grading.my_receptive_field(lambda k, n_layers: n_layers * k)

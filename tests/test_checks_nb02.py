@@ -5,30 +5,15 @@ Also: the hidden grading tests (coursework/hidden/02.py) accept the solutions on
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+from exercise_support import hidden, stub
 
 from convs2s import checks
 from convs2s.checks import nb02
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _hidden():
-    spec = importlib.util.spec_from_file_location("hidden02", ROOT / "coursework/hidden/02.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _stub(*_args):
-    raise NotImplementedError()
-
 
 # --- residual_variance (predict) ------------------------------------------------------------
 
@@ -126,7 +111,7 @@ def test_mask_source_padding_rejects_other_mistakes_with_a_hint(wrong):
 
 
 def test_mask_source_padding_stub_is_not_answered():
-    assert checks.mask_source_padding(_stub) is False
+    assert checks.mask_source_padding(stub) is False
 
 
 def test_the_planted_bug_really_leaks_padding():
@@ -166,7 +151,7 @@ def test_block_parameters_rejects_wrong_counts_with_a_hint(wrong):
 
 
 def test_block_parameters_stub_is_not_answered():
-    assert checks.block_parameters(_stub) is False
+    assert checks.block_parameters(stub) is False
 
 
 # --- the module and the hidden tests --------------------------------------------------------
@@ -179,13 +164,13 @@ def test_notebook_02_checks_are_exactly_these():
 
 
 def test_hidden_tests_accept_the_solutions_and_reject_wrong_answers():
-    hidden = _hidden()
-    hidden.residual_variance(1024)
-    hidden.mask_source_padding(fixed_conv_stack)
-    hidden.block_parameters(lambda d, k: 2 * d * d * k + 4 * d)
+    grading = hidden("02")
+    grading.residual_variance(1024)
+    grading.mask_source_padding(fixed_conv_stack)
+    grading.block_parameters(lambda d, k: 2 * d * d * k + 4 * d)
     with pytest.raises(AssertionError):
-        hidden.residual_variance(20)
+        grading.residual_variance(20)
     with pytest.raises(AssertionError):
-        hidden.mask_source_padding(nb02.planted_conv_stack)
+        grading.mask_source_padding(nb02.planted_conv_stack)
     with pytest.raises(AssertionError):
-        hidden.block_parameters(lambda d, k: 2 * d * d * k + 2 * d)
+        grading.block_parameters(lambda d, k: 2 * d * d * k + 2 * d)

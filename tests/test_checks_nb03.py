@@ -5,14 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from exercise_support import stub
 
 from convs2s import checks
 from convs2s.checks import nb03
-
-
-def _stub(*_args):
-    raise NotImplementedError()
-
 
 # --- causal_conv1d (implement) --------------------------------------------------------------
 
@@ -44,7 +40,7 @@ def test_causal_conv1d_rejects_wrong_padding_with_a_hint(wrong, capsys):
 
 
 def test_causal_conv1d_stub_is_not_answered(capsys):
-    assert checks.causal_conv1d(_stub) is False
+    assert checks.causal_conv1d(stub) is False
     assert "not implemented yet" in capsys.readouterr().out
 
 
@@ -93,7 +89,7 @@ def test_teacher_forcing_loss_rejects_other_mistakes_with_a_hint(wrong):
 
 
 def test_teacher_forcing_loss_stub_and_none_are_not_answered():
-    assert checks.teacher_forcing_loss(_stub) is False
+    assert checks.teacher_forcing_loss(stub) is False
     assert checks.teacher_forcing_loss(None) is False
 
 
@@ -129,7 +125,7 @@ def test_cache_floats_rejects_wrong_counts_with_the_measurement(wrong):
 def test_cache_floats_rejects_non_integers_and_stub():
     with pytest.raises(AssertionError, match="whole number"):
         checks.cache_floats(lambda n_layers, k, hid_dim, steps: n_layers * (k - 1) * hid_dim / 1)
-    assert checks.cache_floats(_stub) is False
+    assert checks.cache_floats(stub) is False
 
 
 def test_notebook_03_checks_are_exactly_these():

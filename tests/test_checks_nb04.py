@@ -6,14 +6,10 @@ import math
 
 import pytest
 import torch
+from exercise_support import stub
 
 from convs2s import checks, probe
 from convs2s.checks import nb04
-
-
-def _stub(*_args):
-    raise NotImplementedError()
-
 
 # --- masked_softmax (implement) -------------------------------------------------------------
 
@@ -42,7 +38,7 @@ def test_masked_softmax_rejects_weight_on_padding(wrong):
 
 
 def test_masked_softmax_stub_is_not_answered():
-    assert checks.masked_softmax(_stub) is False
+    assert checks.masked_softmax(stub) is False
 
 
 # --- scaled_context_variance (predict, then measure) ----------------------------------------
@@ -93,7 +89,7 @@ def test_attention_macs_rejects_wrong_counts_with_the_measurement(wrong):
 
 
 def test_attention_macs_stub_is_not_answered():
-    assert checks.attention_macs(_stub) is False
+    assert checks.attention_macs(stub) is False
 
 
 # --- row_entropy (implement) ----------------------------------------------------------------
@@ -120,7 +116,7 @@ def test_row_entropy_rejects_nan_on_zeros():
 
 
 def test_row_entropy_stub_is_not_answered():
-    assert checks.row_entropy(_stub) is False
+    assert checks.row_entropy(stub) is False
 
 
 def test_notebook_04_checks_are_exactly_these():

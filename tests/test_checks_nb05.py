@@ -7,33 +7,16 @@ only.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import math
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
 from convs2s import checks
 from convs2s.checks import nb05
-
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "notebooks" / "05_training_on_multi30k.ipynb"
-
-
-def _hidden():
-    spec = importlib.util.spec_from_file_location("hidden05", ROOT / "coursework/hidden/05.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _stub(*_args):
-    raise NotImplementedError()
-
 
 # --- perplexity_from_loss (derive) -----------------------------------------------------------
 
@@ -64,7 +47,7 @@ def test_perplexity_rejects_wrong_formulas_with_a_hint(wrong, capsys):
 
 
 def test_perplexity_stub_is_not_answered():
-    assert checks.perplexity_from_loss(_stub) is False
+    assert checks.perplexity_from_loss(stub) is False
 
 
 # --- token_loss (debug) ----------------------------------------------------------------------
@@ -123,7 +106,7 @@ def test_token_loss_rejects_other_mistakes_with_a_hint(wrong, capsys):
 
 
 def test_token_loss_stub_is_not_answered():
-    assert checks.token_loss(_stub) is False
+    assert checks.token_loss(stub) is False
 
 
 def test_the_planted_loss_really_depends_on_padding():
@@ -173,7 +156,7 @@ def test_build_itos_rejects_wrong_answers_with_a_hint(wrong, capsys):
 
 
 def test_build_itos_stub_is_not_answered():
-    assert checks.build_itos(_stub) is False
+    assert checks.build_itos(stub) is False
 
 
 # --- the module, the notebook's exercise cells and the hidden tests --------------------------
@@ -185,55 +168,21 @@ def test_notebook_05_checks_are_exactly_these():
         assert checks.EXERCISES[name] is getattr(nb05, name)
 
 
-def _exercise_cells():
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    setup, exercises = None, {}
-    for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("convs2s", {})
-        source = "".join(cell["source"])
-        if meta.get("role") == "exercise-setup":
-            setup = source
-        elif "exercise" in meta:
-            exercises.setdefault(meta["exercise"], {})[meta["role"]] = (cell, source)
-    return setup, exercises
-
-
 def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
-    setup, exercises = _exercise_cells()
-    assert setup is not None and "from convs2s import checks" in setup
-    kinds = {ex: cells["task"][0]["metadata"]["convs2s"]["kind"]
-             for ex, cells in exercises.items()}
-    assert kinds == {"perplexity_from_loss": "derive",
-                     "token_loss": "debug", "optimizer_choice": "explain",
-                     "build_itos": "implement"}
-    for ex, cells in exercises.items():
-        solution_cell, solution = cells["solution"]
-        if kinds[ex] == "explain":
-            assert cells["answer"][0]["cell_type"] == "markdown"
-            assert solution.startswith("<details><summary>Solution</summary>")
-            continue
-        assert solution.startswith("#@title Solution")
-        assert solution_cell["metadata"]["jupyter"]["source_hidden"] is True
-        assert solution_cell["metadata"]["cellView"] == "form"
-        check_call = cells["check"][1].strip()
-        assert check_call.startswith(f"checks.{ex}(")
-        learner = {}
-        exec(setup, learner)  # noqa: S102 - the notebook's own cells
-        exec(cells["answer"][1], learner)  # noqa: S102
-        assert eval(check_call, learner) is False, f"{ex}: the answer cell should not pass"
-        exec(solution, learner)  # noqa: S102 - runs the check once itself
-        assert eval(check_call, learner) is True, f"{ex}: the solution should pass"
+    assert_exercises_run_from_the_setup_cell(notebook_path("05"), {
+        "perplexity_from_loss": "derive", "token_loss": "debug", "optimizer_choice": "explain",
+        "build_itos": "implement"})
     capsys.readouterr()
 
 
 def test_hidden_tests_accept_the_solutions_and_reject_the_planted_bugs():
-    hidden = _hidden()
-    hidden.perplexity_from_loss(right_perplexity)
-    hidden.token_loss(right_loss)
-    hidden.token_loss(masked_by_hand)
-    hidden.build_itos(right_itos)
-    for fn, wrong in ((hidden.perplexity_from_loss, lambda loss, unit="nats": math.exp(loss)),
-                      (hidden.token_loss, planted_loss),
-                      (hidden.build_itos, ties_unsorted)):
+    grading = hidden("05")
+    grading.perplexity_from_loss(right_perplexity)
+    grading.token_loss(right_loss)
+    grading.token_loss(masked_by_hand)
+    grading.build_itos(right_itos)
+    for fn, wrong in ((grading.perplexity_from_loss, lambda loss, unit="nats": math.exp(loss)),
+                      (grading.token_loss, planted_loss),
+                      (grading.build_itos, ties_unsorted)):
         with pytest.raises(AssertionError):
             fn(wrong)

@@ -7,33 +7,16 @@ rerank exercise: re-ranking beam_search's α = 1 hypotheses equals searching wit
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
+from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
 from convs2s import checks
 from convs2s.checks import nb06
 from convs2s.decode import beam_search
 from convs2s.model import ConvS2S
-
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "notebooks" / "06_inference_beam_search_bleu.ipynb"
-
-
-def _hidden():
-    spec = importlib.util.spec_from_file_location("hidden06", ROOT / "coursework/hidden/06.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _stub(*_args):
-    raise NotImplementedError()
-
 
 # --- rerank (implement) ----------------------------------------------------------------------
 
@@ -69,7 +52,7 @@ def test_rerank_rejects_wrong_answers_with_a_hint(wrong, capsys):
 
 
 def test_rerank_stub_is_not_answered():
-    assert checks.rerank(_stub) is False
+    assert checks.rerank(stub) is False
 
 
 def test_reranking_alpha_1_hypotheses_equals_searching_with_another_alpha():
@@ -169,7 +152,7 @@ def test_repeats_rejects_other_mistakes_with_a_hint(wrong, capsys):
 
 
 def test_repeats_stub_is_not_answered():
-    assert checks.repeats(_stub) is False
+    assert checks.repeats(stub) is False
 
 
 # --- the module, the notebook's exercise cells and the hidden tests --------------------------
@@ -182,52 +165,19 @@ def test_notebook_06_checks_are_exactly_these():
     assert "brevity_penalty" not in checks.EXERCISES  # replaced by the prediction
 
 
-def _exercise_cells():
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    setup, exercises = None, {}
-    for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("convs2s", {})
-        source = "".join(cell["source"])
-        if meta.get("role") == "exercise-setup":
-            setup = source
-        elif "exercise" in meta:
-            exercises.setdefault(meta["exercise"], {})[meta["role"]] = (cell, source)
-    return setup, exercises
-
-
 def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
-    setup, exercises = _exercise_cells()
-    assert setup is not None and "from convs2s import checks" in setup
-    kinds = {ex: cells["task"][0]["metadata"]["convs2s"]["kind"]
-             for ex, cells in exercises.items()}
-    assert kinds == {"rerank": "implement", "brevity_prediction": "predict",
-                     "repeats": "debug", "beam_vs_greedy": "explain"}
-    for ex, cells in exercises.items():
-        solution_cell, solution = cells["solution"]
-        if kinds[ex] == "explain":
-            assert cells["answer"][0]["cell_type"] == "markdown"
-            assert solution.startswith("<details><summary>Solution</summary>")
-            continue
-        assert solution.startswith("#@title Solution")
-        assert solution_cell["metadata"]["jupyter"]["source_hidden"] is True
-        assert solution_cell["metadata"]["cellView"] == "form"
-        check_call = cells["check"][1].strip()
-        assert check_call.startswith(f"checks.{ex}(")
-        learner = {}
-        exec(setup, learner)  # noqa: S102 - the notebook's own cells
-        exec(cells["answer"][1], learner)  # noqa: S102
-        assert eval(check_call, learner) is False, f"{ex}: the answer cell should not pass"
-        exec(solution, learner)  # noqa: S102 - runs the check once itself
-        assert eval(check_call, learner) is True, f"{ex}: the solution should pass"
+    assert_exercises_run_from_the_setup_cell(notebook_path("06"), {
+        "rerank": "implement", "brevity_prediction": "predict", "repeats": "debug",
+        "beam_vs_greedy": "explain"})
     capsys.readouterr()
 
 
 def test_hidden_tests_accept_the_solutions_and_reject_wrong_answers():
-    hidden = _hidden()
-    hidden.rerank(right_rerank)
-    hidden.brevity_prediction(100 * math.exp(-1))
-    hidden.repeats(right_repeats)
-    for fn, wrong in ((hidden.rerank, as_given), (hidden.brevity_prediction, 50),
-                      (hidden.repeats, planted_repeats), (hidden.repeats, neighbours_only)):
+    grading = hidden("06")
+    grading.rerank(right_rerank)
+    grading.brevity_prediction(100 * math.exp(-1))
+    grading.repeats(right_repeats)
+    for fn, wrong in ((grading.rerank, as_given), (grading.brevity_prediction, 50),
+                      (grading.repeats, planted_repeats), (grading.repeats, neighbours_only)):
         with pytest.raises(AssertionError):
             fn(wrong)
