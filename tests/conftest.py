@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny invented German-English corpus laid out like Multi30k."""
 
 import gzip
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,17 @@ import torch
 # Unit tests use tiny models, for which one thread is fastest; two threads on a busy 2-core
 # machine (another process holding a core) can be ten times slower from OpenMP spin-waiting.
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hint_counts():
+    """Every test starts as a fresh session of convs2s.checks: no wrong tries counted yet (the
+    second wrong try of a check prints a closer hint)."""
+    core = sys.modules.get("convs2s.checks._core")
+    if core is not None:
+        core._wrong_tries.clear()
+    yield
+
 
 # Invented sentence pairs (not from Multi30k). Some words repeat so that min_freq=2 keeps them.
 TINY_PAIRS = [

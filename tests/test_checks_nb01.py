@@ -5,6 +5,8 @@ Also: the hidden grading tests (coursework/hidden/01.py) accept the solutions on
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from exercise_support import hidden, stub
@@ -53,15 +55,18 @@ def test_my_glu_accepts_the_solution(capsys):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (gtu, "split h into two equal halves"),
-    (swapped_halves, "split h into two equal halves"),
-    (no_odd_check, "check h.size\\(dim\\) % 2 before splitting"),
-    (calls_f_glu, "compute A \\* torch.sigmoid\\(B\\) yourself"),
+    (gtu, nb01.MY_GLU),
+    (swapped_halves, nb01.MY_GLU),
+    (no_odd_check, nb01.ODD_SIZE),
+    (calls_f_glu, nb01.WITHOUT_F_GLU),
 ])
 def test_my_glu_rejects_wrong_answers_with_a_hint(wrong, hint, capsys):
-    with pytest.raises(AssertionError, match=f"hint: {hint}"):
+    with pytest.raises(AssertionError, match=re.escape(f"hint: {hint.nudge}") + "$"):
         checks.my_glu(wrong)
     assert "✗ my_glu" in capsys.readouterr().out
+    # the second wrong try adds the closer hint
+    with pytest.raises(AssertionError, match=re.escape(f"closer hint: {hint.closer}") + "$"):
+        checks.my_glu(wrong)
 
 
 def test_my_glu_stub_and_none_are_not_answered(capsys):
@@ -100,7 +105,7 @@ def test_the_prediction_is_really_measured():
 ])
 def test_same_padding_moves_rejects_wrong_predictions_with_the_measurement(wrong):
     with pytest.raises(AssertionError, match=r"measured outputs that move are \[5, 6, 7, 8, 9\]"
-                                             r" — hint: one 'same' block"):
+                                             r" — hint: start with one block"):
         checks.same_padding_moves(wrong)
 
 
@@ -129,7 +134,7 @@ def test_my_receptive_field_accepts_the_formula(capsys):
     lambda k, n_layers: k ** n_layers,
 ])
 def test_my_receptive_field_rejects_wrong_formulas_with_a_hint(wrong):
-    with pytest.raises(AssertionError, match="hint: one layer sees k inputs"):
+    with pytest.raises(AssertionError, match="hint: one layer sees k inputs; draw two layers"):
         checks.my_receptive_field(wrong)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.strip_solutions import is_solution_cell, stored_in_solutions
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -169,18 +171,41 @@ def test_notebook_contract(path):
     assert not problems, "\n".join(problems)
 
 
+def run_order_problems(nb: dict) -> list[str]:
+    """One top-to-bottom run: code cell n (from 1) has execution count n, except solution cells,
+    whose count and outputs are cleared (tools/strip_solutions.py) but which ran in turn."""
+    problems = []
+    for n, cell in enumerate(_code_cells(nb), start=1):
+        count = cell.get("execution_count")
+        if count == n or (count is None and is_solution_cell(cell)):
+            continue
+        problems.append(f"code cell {n} has execution count {count} (expected {n}"
+                        f"{' or none, as a solution cell' if is_solution_cell(cell) else ''})")
+    return problems
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_stored_outputs_are_one_clean_run(path):
     nb = _load(path)
     code_cells = _code_cells(nb)
-    counts = [c.get("execution_count") for c in code_cells]
-    assert all(isinstance(n, int) for n in counts), "some code cells were not run"
-    assert counts == list(range(1, len(counts) + 1)), f"not one top-to-bottom run: {counts}"
+    problems = run_order_problems(nb)
+    assert not problems, "not one top-to-bottom run:\n" + "\n".join(problems)
     outputs = [o for c in code_cells for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"], "stored error output"
     text = json.dumps(outputs)
     assert "image/png" in text, "no stored figure"
     assert re.search(r"device: \w+", text), "stored outputs must say which device ran them"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_solution_cell_stores_outputs(path):
+    """A collapsed solution still shows its outputs (issue 28): they are cleared after a run
+    with `python -m tools.strip_solutions`; CI still executes every solution (nbval)."""
+    nb = _load(path)
+    assert any(is_solution_cell(c) for c in nb["cells"]) or path.name.startswith("00")
+    stored = stored_in_solutions(nb)
+    assert not stored, (f"solution cells {stored} store outputs or an execution count: run "
+                        f"`python -m tools.strip_solutions {path.relative_to(ROOT)}`")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -314,3 +339,29 @@ def test_the_contract_check_catches_a_bad_notebook(tmp_path, bad, expected):
     bad(nb)
     problems = contract_problems(_write_and_load(tmp_path, nb), NAME)
     assert problems and expected in "\n".join(problems), problems
+
+
+def _cells(*specs) -> dict:
+    """Code cells from (execution_count, is_solution) pairs."""
+    cells = []
+    for count, solution in specs:
+        meta = {"cellView": "form", "jupyter": {"source_hidden": True}} if solution else {}
+        source = "#@title Solution\nx = 1\n" if solution else "x = 1\n"
+        cells.append({"cell_type": "code", "metadata": meta, "source": source, "outputs": [],
+                      "execution_count": count})
+    return {"cells": cells}
+
+
+def test_a_run_with_its_solution_counts_cleared_is_one_run():
+    assert run_order_problems(_cells((1, False), (None, True), (3, False))) == []
+    assert run_order_problems(_cells((1, False), (2, True), (3, False))) == []  # not stripped
+
+
+@pytest.mark.parametrize("specs, expected", [
+    (((1, False), (None, False), (3, False)), "code cell 2 has execution count None"),
+    (((1, False), (None, True), (2, False)), "code cell 3 has execution count 2"),
+    (((2, False), (1, False)), "code cell 1 has execution count 2"),
+])
+def test_the_run_order_check_catches_a_bad_notebook(specs, expected):
+    problems = run_order_problems(_cells(*specs))
+    assert problems and expected in problems[0], problems

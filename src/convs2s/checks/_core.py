@@ -2,6 +2,12 @@
 
 The checks are self-contained: they build their own tiny, seeded models and data on the CPU,
 take well under a second each, and leave PyTorch's global random state as they found it.
+
+Hints come in two steps (:class:`Hint`): the first wrong try of a check prints a *nudge* that
+points at the idea; the second and later wrong tries of the same check in this Python session
+print a *closer* hint too; ``convs2s.checks.hint("<exercise>")`` prints both on request, before
+any try. Neither ever holds a solution's code (tests/test_hints.py holds every hint against
+every solution cell of the notebooks).
 """
 
 from __future__ import annotations
@@ -10,7 +16,9 @@ import contextlib
 import functools
 import math
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from unittest import mock
 
 import torch
@@ -18,6 +26,61 @@ from torch import Tensor
 
 _PAD = 1  # the padding id of every made-up batch
 _WORDS = [f"w{i}" for i in range(30)]  # the made-up vocabulary
+
+
+# --------------------------------------------------------------------------------------------
+# Hints in two steps
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What a wrong answer is told: ``nudge`` first, ``closer`` from the second wrong try on.
+
+    The nudge points at the idea (which quantity, which property to look at); the closer hint
+    names the step to take. Neither holds the solution's code.
+    """
+
+    nudge: str
+    closer: str
+
+    def __post_init__(self) -> None:
+        if not (self.nudge.strip() and self.closer.strip()):
+            raise ValueError("a Hint needs both a nudge and a closer hint")
+
+
+#: The main hint of every exercise, by exercise name (what ``hint(name)`` prints).
+HINTS: dict[str, Hint] = {}
+#: Wrong tries so far in this session, by check name.
+_wrong_tries: Counter[str] = Counter()
+
+
+def register_hint(exercise: str, hint: Hint) -> Hint:
+    """Declare the main hint of ``exercise`` at import, so that ``hint(exercise)`` works before
+    any try; returns ``hint`` for the check's cases to use."""
+    HINTS[exercise] = hint
+    return hint
+
+
+def hint(exercise: str | Callable) -> None:
+    """Print both hints of ``exercise`` (a name or the check itself): ``checks.hint("my_glu")``."""
+    name = getattr(exercise, "__name__", exercise)
+    found = HINTS.get(name)
+    if found is None:
+        print(f"… no exercise is called {name!r}; the exercises with hints are: "
+              f"{', '.join(HINTS)}")
+        return
+    print(f"hint for {name}: {found.nudge}\ncloser hint: {found.closer}")
+
+
+def _hint_lines(name: str, hint: Hint | str) -> list[str]:
+    """Count a wrong try of check ``name``; the hint lines it earns (nudge, then closer)."""
+    _wrong_tries[name] += 1
+    if isinstance(hint, str):  # a one-step hint
+        return [f"hint: {hint}"]
+    if _wrong_tries[name] == 1:
+        return [f"hint: {hint.nudge}"]
+    return [f"hint: {hint.nudge}", f"closer hint: {hint.closer}"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,7 +129,8 @@ class _Run:
         raise NotAnswered(what)
 
     @contextlib.contextmanager
-    def case(self, what: str, hint: str) -> Iterator[None]:
+    def case(self, what: str, hint: Hint | str) -> Iterator[None]:
+        """One visible test: a failure prints ``✗``, ``what`` went wrong and ``hint``."""
         try:
             yield
         except NotImplementedError:
@@ -76,14 +140,21 @@ class _Run:
             raise
         except AssertionError as e:
             detail = f": {e}" if str(e) else ""
-            message = f"{what}{detail} — hint: {hint}"
-            print(f"✗ {self.name}: {message}")
-            raise AssertionError(f"{self.name}: {message}") from None
+            self._fail(f"{what}{detail}", hint, cause=None)
         except Exception as e:  # an error inside the learner's function
-            message = f"{what}: raised {type(e).__name__}: {e} — hint: {hint}"
-            print(f"✗ {self.name}: {message}")
-            raise AssertionError(f"{self.name}: {message}") from e
+            self._fail(f"{what}: raised {type(e).__name__}: {e}", hint, cause=e)
         self.passed += 1
+
+    def _fail(self, what: str, hint: Hint | str, cause: BaseException | None) -> None:
+        """Print ``✗``, what failed and the hint this try earns; raise AssertionError."""
+        lines = _hint_lines(self.name, hint)
+        print(f"✗ {self.name}: {what}")
+        for line in lines:
+            print(f"  {line}")
+        if isinstance(hint, Hint) and len(lines) == 1:
+            print(f"  (wrong again? the next try adds a closer hint; or run "
+                  f"checks.hint(\"{self.name}\"))")
+        raise AssertionError(f"{self.name}: {what} — {' — '.join(lines)}") from cause
 
     def done(self) -> None:
         print(f"✓ {self.name}: all {self.passed} checks passed")
@@ -168,8 +239,8 @@ def _float(value, name: str = "the result") -> float:
         raise AssertionError(f"{name} should be a number, got {type(value).__name__}") from None
 
 
-def _check_causal(run: _Run, conv: Callable[[Tensor], Tensor], x: Tensor, what: str, hint: str,
-                  cut: int) -> None:
+def _check_causal(run: _Run, conv: Callable[[Tensor], Tensor], x: Tensor, what: str,
+                  hint: Hint | str, cut: int) -> None:
     """Changing inputs from ``cut`` on must not change outputs before ``cut``."""
     with run.case(f"{what}: outputs before position {cut} when later inputs change", hint):
         future = x.clone()

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from convs2s.checks._core import (
     _PAD,
+    Hint,
     _assert_close,
     _assert_int,
     _assert_tensor,
@@ -22,6 +23,7 @@ from convs2s.checks._core import (
     _Run,
     _seeded,
     check,
+    register_hint,
 )
 
 __all__ = ["residual_variance", "mask_source_padding", "block_parameters"]
@@ -73,13 +75,18 @@ def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
     return float(torch.tensor(ratios).median())
 
 
+RESIDUAL_VARIANCE = register_hint("residual_variance", Hint(
+    nudge="a block without √0.5 returns GLU(conv(x)) + x: at initialisation, how does the "
+          "variance of the first term compare with that of x, and are the two terms correlated?",
+    closer="two nearly independent terms of about the same variance add up to about twice that "
+           "variance, and this happens again in every block: what do 10 such blocks give?"))
+
+
 @check
 def residual_variance(prediction) -> None:
     """Exercise "the variance without √0.5" (predict): within a factor 5 of the measurement."""
     run = _Run("residual_variance")
-    hint = ("a block returns GLU(conv(x)) + x; at initialisation the two terms have about the "
-            "same variance and are nearly independent, so each block roughly doubles the "
-            "variance; what do 10 doublings give?")
+    hint = RESIDUAL_VARIANCE
     with run.case(f"your prediction of Var(after {VARIANCE_BLOCKS} blocks) / Var(input) "
                   "without √0.5", hint):
         guess = _float(prediction, "the prediction")
@@ -111,13 +118,21 @@ def planted_conv_stack(e, src_mask, emb2hid, convs, hid2emb):
     return z.masked_fill(~src_mask.unsqueeze(-1), 0.0)  # z = 0 at padding
 
 
+MASK_SOURCE_PADDING = register_hint("mask_source_padding", Hint(
+    nudge="encode one sentence alone and the same sentence padded, and compare z at its real "
+          "positions: which positions does a 'same' convolution at the last real tokens read, "
+          "and what do they hold?",
+    closer="the pad positions are not zero: they hold emb2hid of the position embeddings, and "
+           "after each block whatever that block wrote there. Zeroing z at the end is too late; "
+           "zero the pad positions of x (with src_mask, on the right dimension) before every "
+           "convolution"))
+
+
 @check
 def mask_source_padding(fn: Callable) -> None:
     """Exercise "the padding leaks" (debug): z must equal convs2s.Encoder's on padded batches."""
     run = _Run("mask_source_padding")
-    hint = ("the pad positions hold emb2hid(position vector) ≠ 0, and a 'same' convolution "
-            "at the last real tokens reads them; zero them before EVERY convolution, e.g. "
-            "x = x.masked_fill(~src_mask.unsqueeze(1), 0.0) at the top of the loop")
+    hint = MASK_SOURCE_PADDING
     for seed, lengths in [(0, [7, 4, 2]), (1, [9, 9, 5, 1]), (2, [6, 3])]:
         enc = _tiny_encoder(n_layers=3, seed=seed)
         src = _padded_batch(lengths, seed=seed + 10)  # src = [batch, src_len]
@@ -166,13 +181,19 @@ def counted_block_parameters(hid_dim: int, kernel_size: int, weight_norm: bool =
     return sum(p.numel() for p in block.parameters())
 
 
+BLOCK_PARAMETERS = register_hint("block_parameters", Hint(
+    nudge="list the tensors a ConvGLUBlock owns (print its named parameters on a small block) "
+          "and count each one's numbers",
+    closer="the convolution maps hid_dim channels to 2·hid_dim (the GLU halves them again) "
+           "over k positions; weight norm stores that kernel as a direction v plus one gain g "
+           "per output channel; the bias has one number per output channel"))
+
+
 @check
 def block_parameters(fn: Callable) -> None:
     """Exercise "the parameters of one block" (derive): vs a real ConvGLUBlock's count."""
     run = _Run("block_parameters")
-    hint = ("the convolution maps hid_dim channels to 2·hid_dim (the GLU halves them again) "
-            "over k positions; count its weight v, its bias, and weight norm's gain g: one "
-            "number per output channel")
+    hint = BLOCK_PARAMETERS
     for hid_dim, k in [(4, 3), (16, 5), (1, 1), (7, 3), (512, 3)]:
         what = f"block_parameters(hid_dim={hid_dim}, kernel_size={k}) vs a ConvGLUBlock"
         with run.case(what, hint):

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from convs2s.checks._core import (
     _PAD,
+    Hint,
     _assert_close,
     _assert_int,
     _assert_tensor,
@@ -19,9 +20,21 @@ from convs2s.checks._core import (
     _seeded,
     _tiny_convs2s,
     check,
+    register_hint,
 )
 
 __all__ = ["causal_conv1d", "teacher_forcing_loss", "cache_floats"]
+
+CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
+    nudge="output t may read inputs t-k+1 ... t only, and the output must be as long as the "
+          "input: where must the missing inputs of the first outputs come from, and on which "
+          "side?",
+    closer="k comes from the last dimension of weight; add k - 1 zeros on the left of the time "
+           "axis only and none on the right (F.pad's pair of numbers for the last dimension is "
+           "(left, right)), then run F.conv1d with no padding of its own"))
+BIAS_NONE = Hint(
+    nudge="the bias may be None: what does F.conv1d do with a bias of None?",
+    closer="hand the bias to F.conv1d as it is; it accepts None and then adds nothing")
 
 
 @check
@@ -30,8 +43,7 @@ def causal_conv1d(fn: Callable) -> None:
     from convs2s.layers import ConvGLUBlock
 
     run = _Run("causal_conv1d")
-    hint = ("k = weight.size(-1); pad k - 1 zeros on the left only (F.pad(x, (k - 1, 0))), "
-            "then F.conv1d(x, weight, bias) without padding")
+    hint = CAUSAL_CONV1D
     g = _gen(7)
     for k in (1, 3, 4):
         with _seeded(10 + k):
@@ -49,8 +61,7 @@ def causal_conv1d(fn: Callable) -> None:
                           ref='ConvGLUBlock(padding="causal")')
         with torch.no_grad():
             _check_causal(run, conv, x, what, hint, cut=5)
-    with run.case("causal_conv1d(x, weight, bias=None)",
-                  "pass bias straight on to F.conv1d, which accepts None"):
+    with run.case("causal_conv1d(x, weight, bias=None)", BIAS_NONE):
         x = torch.randn(1, 3, 6, generator=g)
         w = torch.randn(4, 3, 2, generator=g)
         _assert_close(fn(x, w, None), F.conv1d(F.pad(x, (1, 0)), w), ref="a causal conv1d")
@@ -79,14 +90,21 @@ def _batch(seed: int, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     return src, trg
 
 
+TEACHER_FORCING_LOSS = register_hint("teacher_forcing_loss", Hint(
+    nudge="write out, for one short sentence, which token the decoder reads at position i and "
+          "which token position i is scored against. Can a causal convolution see its own "
+          "position?",
+    closer="position i may read <bos> y_1 ... y_i and must predict the NEXT word y_(i+1). With "
+           "the same slice for the decoder input and the targets, input i IS the word position "
+           "i is scored against: the decoder input must be the sequence without its last "
+           "token, the targets the sequence without its first"))
+
+
 @check
 def teacher_forcing_loss(fn: Callable) -> None:
     """Exercise "the cheating decoder" (debug): the loss must feed trg[:, :-1], score trg[:, 1:]."""
     run = _Run("teacher_forcing_loss")
-    hint = ("the prediction at position i may read the decoder inputs 0 ... i and is scored "
-            "against the NEXT word: feed trg[:, :-1] (<bos> y_1 ... y_n) and score "
-            "trg[:, 1:] (y_1 ... y_n <eos>); with the same slice for both, input i IS the "
-            "word that position i is asked to predict")
+    hint = TEACHER_FORCING_LOSS
     for seed, lengths in [(0, [5, 3, 7]), (1, [4, 4]), (2, [9, 1, 6, 2])]:
         model = _tiny_convs2s("causal", layers=2, kernel_size=3, seed=seed)  # eval mode
         src, trg = _batch(seed, lengths)
@@ -133,12 +151,19 @@ def _measured_cache_floats(n_layers: int, kernel_size: int, hid_dim: int, steps:
     return sum(t.numel() for t in tensors) // batch
 
 
+CACHE_FLOATS = register_hint("cache_floats", Hint(
+    nudge="to compute the newest output of one layer, which of that layer's past inputs does "
+          "its convolution still need? Does that depend on how many tokens came before?",
+    closer="each layer keeps the last k - 1 inputs of its convolution (the new input completes "
+           "the window of k), one hid_dim vector each, whatever the number of steps so far; "
+           "then count over the layers"))
+
+
 @check
 def cache_floats(fn: Callable) -> None:
     """Exercise "the memory of the incremental cache" (derive): vs a real Decoder's cache."""
     run = _Run("cache_floats")
-    hint = ("each layer keeps the last k - 1 inputs of its convolution, one hid_dim vector "
-            "each, whatever the number of steps decoded so far")
+    hint = CACHE_FLOATS
     for n_layers, k, hid_dim, steps in [(2, 3, 8, 1), (3, 5, 6, 7), (1, 2, 10, 12),
                                         (4, 3, 4, 20), (2, 1, 8, 3)]:
         what = (f"cache_floats(n_layers={n_layers}, kernel_size={k}, hid_dim={hid_dim}, "

@@ -10,6 +10,7 @@ from torch import Tensor
 
 from convs2s.checks._core import (
     _PAD,
+    Hint,
     _assert_close,
     _assert_int,
     _assert_tensor,
@@ -20,10 +21,22 @@ from convs2s.checks._core import (
     _shape,
     _tiny_convs2s,
     check,
+    register_hint,
 )
 from convs2s.layers import RESIDUAL_SCALE
 
 __all__ = ["masked_softmax", "scaled_context_variance", "attention_macs", "row_entropy"]
+
+MASKED_SOFTMAX = register_hint("masked_softmax", Hint(
+    nudge="a softmax gives exp(energy) / Σ exp(energy): which energy makes exp exactly 0? And "
+          "a weight set to 0 after the softmax leaves rows that no longer sum to 1",
+    closer="before the softmax, replace the energies at padding positions by minus infinity "
+           "(the mask is [batch, src_len]: give it a middle dimension so that it lines up with "
+           "the trg_len rows); then take the softmax over the last dimension, the source "
+           "positions"))
+ROW_SUMS = Hint(nudge="each row is one target position's distribution over the source: which "
+                      "dimension should sum to 1?",
+                closer="take the softmax over the last dimension (src_len)")
 
 
 def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
@@ -34,9 +47,7 @@ def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
 def masked_softmax(fn: Callable) -> None:
     """Exercise "masked softmax": exact zeros on padding; equals the package's attention."""
     run = _Run("masked_softmax")
-    hint = ("fill the energies of padding positions with float('-inf') before the softmax "
-            "(energy.masked_fill(~src_mask[:, None, :], float('-inf'))), then softmax over "
-            "the last dimension: exp(-inf) = 0 exactly")
+    hint = MASKED_SOFTMAX
     g = _gen(8)
     energy = torch.randn(3, 4, 7, generator=g)  # energy = [batch, trg_len, src_len]
     mask = _mask_rows([7, 3, 1], 7)  # mask = [3, 7]
@@ -50,7 +61,7 @@ def masked_softmax(fn: Callable) -> None:
         pads = out[~mask[:, None, :].expand_as(out)]
         if not bool((pads == 0).all()):
             raise AssertionError(f"padding gets weight up to {pads.abs().max():.3g}, not exactly 0")
-    with run.case(f"{what}: row sums", "a softmax over the last dimension (dim=-1)"):
+    with run.case(f"{what}: row sums", ROW_SUMS):
         _assert_close(out.sum(-1), torch.ones(3, 4), name="the row sums", ref="1")
     with run.case(f"{what}: the weights of sentence 1 (3 real tokens)", hint):
         _assert_close(out[1, :, :3], torch.softmax(energy[1, :, :3], dim=-1),
@@ -100,12 +111,20 @@ PREDICT_M = 8
 PREDICT_WEIGHTS = torch.tensor([0.5] + [0.5 / (PREDICT_M - 1)] * (PREDICT_M - 1))
 
 
+SCALED_CONTEXT_VARIANCE = register_hint("scaled_context_variance", Hint(
+    nudge="what is the variance of a weighted sum Σ_j a_j v_j of independent values of "
+          "variance 1? Check your formula on the two cases section 3 measured (uniform "
+          "weights, one-hot weights)",
+    closer="for independent values of variance 1, Var(Σ_j a_j v_j) = Σ_j a_j²; scaling by √m "
+           "multiplies a variance by m (uniform weights then give 1, one-hot weights m); put in "
+           "the weights 1/2 and seven times 1/14"))
+
+
 @check
 def scaled_context_variance(predicted) -> None:
     """Exercise "predict, then measure the √m scale": the variance of √m·Σ a_j v_j."""
     run = _Run("scaled_context_variance")
-    hint = ("for independent values of variance 1, Var(Σ_j a_j v_j) = Σ_j a_j²; the scale √m "
-            "multiplies a variance by m (check: uniform weights give 1, one-hot weights m)")
+    hint = SCALED_CONTEXT_VARIANCE
     with run.case("your prediction for m = 8, weights (1/2, 1/14, ..., 1/14)", hint):
         guess = _float(predicted, "the prediction")
         measured = _measured_scaled_variance(PREDICT_WEIGHTS)
@@ -114,6 +133,15 @@ def scaled_context_variance(predicted) -> None:
                                  f"{measured:.3f} (200,000 draws)")
     print(f"  predicted {guess:.3f}, measured {measured:.3f} with convs2s.Attention")
     run.done()
+
+
+ATTENTION_MACS = register_hint("attention_macs", Hint(
+    nudge="a product of an [n, p] matrix with a [p, q] one costs one multiply-add per (row, "
+          "column, inner index). Which two products does one layer's attention compute, and "
+          "with which shapes?",
+    closer="per layer, the energies are a [trg_len, emb_dim] x [emb_dim, src_len] product and "
+           "the context a [trg_len, src_len] x [src_len, emb_dim] one; count both, for every "
+           "layer"))
 
 
 @check
@@ -125,9 +153,7 @@ def attention_macs(fn: Callable) -> None:
     from convs2s.encoder import EncoderOut
 
     run = _Run("attention_macs")
-    hint = ("per layer, the energies d·z are a [trg_len, emb_dim] x [emb_dim, src_len] "
-            "product and the context a·(z+e) a [trg_len, src_len] x [src_len, emb_dim] one; "
-            "one multiply-add per (row, column, inner index), for every layer")
+    hint = ATTENTION_MACS
     for n_layers, trg_len, src_len, emb_dim in [(2, 7, 5, 6), (1, 3, 11, 4), (4, 9, 2, 8),
                                                  (3, 1, 1, 5)]:
         what = (f"attention_macs(n_layers={n_layers}, trg_len={trg_len}, src_len={src_len}, "
@@ -156,14 +182,21 @@ def attention_macs(fn: Callable) -> None:
     run.done()
 
 
+ROW_ENTROPY = register_hint("row_entropy", Hint(
+    nudge="what is log 0, and what is 0 times that in floating point? The entropy's convention "
+          "0·log 0 = 0 has to be written into the code",
+    closer="compute p·log p only where p > 0 and put 0 elsewhere (torch has an element-wise "
+           "choice between two tensors by a condition), sum over the source dimension, negate, "
+           "then average over the rows"))
+
+
 @check
 def row_entropy(fn: Callable) -> None:
     """Exercise "attention entropy": mean row entropy in nats, 0·log 0 = 0."""
     from convs2s import probe
 
     run = _Run("row_entropy")
-    hint = ("compute p·log p only where p > 0 (torch.where(a > 0, a * torch.log(a), 0)), sum "
-            "over the source dimension (-1), negate, then average over the rows")
+    hint = ROW_ENTROPY
     with run.case("row_entropy(uniform rows over 5 positions)", hint):
         value = _float(fn(torch.full((4, 5), 0.2)))
         if abs(value - math.log(5)) > 1e-6:

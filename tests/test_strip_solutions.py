@@ -1,0 +1,83 @@
+"""tools/strip_solutions.py: the outputs of solution cells are cleared, nothing else changes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+
+import pytest
+
+from tools import strip_solutions
+from tools.strip_solutions import is_solution_cell, notebook_json, stored_in_solutions, strip
+
+OUTPUT = [{"output_type": "stream", "name": "stdout", "text": ["predicted [5, 6], measured\n"]}]
+
+
+def _cell(source: str, metadata: dict | None = None, *, count: int = 1) -> dict:
+    return {"cell_type": "code", "execution_count": count, "id": f"c{count}",
+            "metadata": metadata or {}, "outputs": copy.deepcopy(OUTPUT), "source": source}
+
+
+def _notebook() -> dict:
+    return {"cells": [
+        _cell("print('lesson')", count=1),
+        _cell("#@title Solution\nx = [5, 6]\n", count=2),  # the title line alone
+        _cell("x = 1", {"cellView": "form"}, count=3),  # Colab's form alone
+        _cell("x = 2", {"jupyter": {"source_hidden": True}}, count=4),  # JupyterLab's alone
+        _cell("x = 3", {"convs2s": {"exercise": "e", "role": "solution"}}, count=5),
+        _cell("checks.e(x)", {"convs2s": {"exercise": "e", "role": "check"}}, count=6),
+        {"cell_type": "markdown", "id": "m", "metadata": {"convs2s": {"role": "solution"}},
+         "source": "<details><summary>Solution</summary>\n\nwords\n\n</details>"},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_solution_cells_are_recognised_by_any_of_their_marks():
+    nb = _notebook()
+    assert [is_solution_cell(c) for c in nb["cells"]] == [False, True, True, True, True, False,
+                                                          True]
+    assert stored_in_solutions(nb) == [1, 2, 3, 4]
+
+
+def test_strip_clears_solution_outputs_and_counts_only():
+    nb = _notebook()
+    assert strip(nb) == 4
+    for i in (1, 2, 3, 4):
+        assert nb["cells"][i]["outputs"] == [] and nb["cells"][i]["execution_count"] is None
+    for i in (0, 5):
+        assert nb["cells"][i]["outputs"] == OUTPUT and nb["cells"][i]["execution_count"] == i + 1
+    assert stored_in_solutions(nb) == [] and strip(nb) == 0
+
+
+def test_the_command_rewrites_a_notebook_in_place_keeping_its_mode(tmp_path, capsys):
+    path = tmp_path / "01_x.ipynb"
+    path.write_text(notebook_json(_notebook()), encoding="utf-8")
+    os.chmod(path, 0o640)
+    assert strip_solutions.main(["--check", str(path)]) == 1
+    assert "solution cells [1, 2, 3, 4] store outputs" in capsys.readouterr().out
+    assert strip_solutions.main([str(path)]) == 0
+    assert "cleared 4 solution cells" in capsys.readouterr().out
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert stored_in_solutions(nb) == [] and nb["cells"][0]["outputs"] == OUTPUT
+    assert strip_solutions.main(["--check", str(path)]) == 0
+    before = path.stat().st_mtime_ns
+    assert strip_solutions.main([str(path)]) == 0  # nothing to clear: not rewritten
+    assert path.stat().st_mtime_ns == before
+    assert [p.name for p in tmp_path.iterdir()] == ["01_x.ipynb"]  # no temporary file left
+
+
+def test_the_layout_is_the_one_jupyter_writes():
+    text = notebook_json(_notebook())
+    assert text.startswith('{\n "cells": [\n  {\n   "cell_type": "code",') and text.endswith("}\n")
+
+
+@pytest.mark.parametrize("content", ["not json", None])
+def test_a_bad_path_is_one_line(tmp_path, capsys, content):
+    path = tmp_path / "x.ipynb"
+    if content is not None:
+        path.write_text(content)
+    assert strip_solutions.main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read the notebook" in err

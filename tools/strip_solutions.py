@@ -1,0 +1,104 @@
+"""Clear the stored outputs of the notebooks' solution cells (issue 28).
+
+A collapsed solution cell still shows its outputs in JupyterLab and Colab: "predicted [5, 6, 7,
+8, 9], measured [5, 6, 7, 8, 9]" under a predict exercise gives the answer away. After a full
+top-to-bottom run of a notebook, run
+
+    python -m tools.strip_solutions                  # every notebooks/NN_*.ipynb
+    python -m tools.strip_solutions notebooks/01_glu_and_padding.ipynb
+    python -m tools.strip_solutions --check          # exit 1 if a solution stores outputs
+
+It empties the outputs and the execution count of every solution cell and leaves every other
+cell as the run wrote it. CI still executes every solution (nbval runs all cells in quick mode).
+A notebook is rewritten only when something changes: atomically, keeping its mode, with the
+same JSON layout as Jupyter's (indent 1, keys sorted, UTF-8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from convs2s.fileio import write_text_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+_TITLE = re.compile(r"^#@title\s+Solution\b")
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def is_solution_cell(cell: dict) -> bool:
+    """A solution cell: ``metadata.convs2s.role == "solution"``, a first line
+    ``#@title Solution``, Colab's ``cellView: form`` or JupyterLab's ``source_hidden``."""
+    meta = cell.get("metadata", {})
+    return (meta.get("convs2s", {}).get("role") == "solution"
+            or bool(_TITLE.match(_source(cell)))
+            or meta.get("cellView") == "form"
+            or bool(meta.get("jupyter", {}).get("source_hidden")))
+
+
+def solution_cells(nb: dict) -> list[tuple[int, dict]]:
+    """(index, cell) of every solution cell, code and markdown."""
+    return [(i, c) for i, c in enumerate(nb.get("cells", [])) if is_solution_cell(c)]
+
+
+def stored_in_solutions(nb: dict) -> list[int]:
+    """Indices of the solution code cells that store outputs or an execution count."""
+    return [i for i, c in solution_cells(nb) if c.get("cell_type") == "code"
+            and (c.get("outputs") or c.get("execution_count") is not None)]
+
+
+def strip(nb: dict) -> int:
+    """Empty the outputs and execution count of ``nb``'s solution code cells, in place; how
+    many cells changed."""
+    changed = stored_in_solutions(nb)
+    for i in changed:
+        nb["cells"][i]["outputs"] = []
+        nb["cells"][i]["execution_count"] = None
+    return len(changed)
+
+
+def notebook_json(nb: dict) -> str:
+    """The layout Jupyter writes (and tools/badges.py): indent 1, sorted keys, UTF-8."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.strip_solutions",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="notebooks to strip (default: every notebooks/NN_*.ipynb)")
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 if a solution cell stores outputs")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    status = 0
+    for path in paths:
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            print(f"{path}: cannot read the notebook ({e}); pass a .ipynb file", file=sys.stderr)
+            return 2
+        if args.check:
+            found = stored_in_solutions(nb)
+            if found:
+                print(f"{path}: solution cells {found} store outputs (run "
+                      "`python -m tools.strip_solutions` to clear them)")
+                status = 1
+            continue
+        n = strip(nb)
+        if n:
+            write_text_atomic(path, notebook_json(nb))  # keeps the file's mode
+        print(f"{path.name}: cleared {n} solution cell{'s' if n != 1 else ''}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
