@@ -19,7 +19,6 @@ beside it: the test set is reported, never used for a choice.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -28,10 +27,10 @@ import torch
 from common import stamp, write_report
 
 from convs2s import config
-from convs2s.checkpoint import load_checkpoint, save_checkpoint
-from convs2s.data import load_multi30k
+from convs2s.checkpoint import Checkpoint, CheckpointError
+from convs2s.data import DataError, load_multi30k
 from convs2s.evaluate import SPLITS, evaluate
-from convs2s.translate import Translator
+from convs2s.translate import OneLineParser, Translator
 
 AVERAGES = (1, 2, 3, 4, 5)
 ALPHAS = (0.0, 0.5, 1.0, 1.5, 2.0)
@@ -48,13 +47,25 @@ def average(weights: list[dict]) -> dict:
     return out
 
 
-def load_snapshots(run: Path) -> list[tuple[dict, dict]]:
+def load_snapshots(run: Path, best: Checkpoint) -> list[tuple[dict, dict]]:
+    """Each epoch's ``(history row, weights)`` from ``run/snapshots``, oldest first.
+
+    Snapshots are checkpoints (read with ``weights_only=True``, like every checkpoint) that
+    name the run that wrote them: one from another run (another vocabulary, say) is refused."""
     files = sorted((run / "snapshots").glob("epoch*.pt"))
     if not files:
         raise FileNotFoundError(f"{run / 'snapshots'} holds no epochNN.pt files; train with "
                                 "benchmarks/quality.py --keep-snapshots")
-    snaps = [torch.load(f, map_location="cpu", weights_only=False) for f in files]
-    return [(s["row"], s["model"]) for s in snaps]
+    out = []
+    for f in files:
+        snap = Checkpoint.load(f)
+        if best.run_id is None or snap.run_id != best.run_id:
+            raise CheckpointError(
+                f"{f} belongs to another run than {run / 'best.pt'} (run {snap.run_id} vs "
+                f"{best.run_id}); train again with benchmarks/quality.py --overwrite "
+                "--keep-snapshots, which removes the old run's snapshots")
+        out.append((snap.extra.get("row", {"epoch": snap.epoch}), snap.state_dict))
+    return out
 
 
 def best_of(results: list[dict], key: str, prefer) -> dict:
@@ -65,12 +76,13 @@ def best_of(results: list[dict], key: str, prefer) -> dict:
 
 def choose(run: Path, device, split: str = "test", beam: int = 5) -> dict:
     best_path = run / "best.pt"
-    translator = Translator.from_checkpoint(best_path, device=device)
+    best = Checkpoint.load(best_path)
+    snapshots = load_snapshots(run, best)
+    translator = Translator.from_checkpoint(best, device=device)
     data = load_multi30k(src=translator.src_lang, trg=translator.trg_lang)
-    snapshots = load_snapshots(run)
     best_state = {k: v.detach().to("cpu", copy=True)
                   for k, v in translator.model.state_dict().items()}
-    best_epoch = load_checkpoint(best_path)["train_state"]["epoch"]
+    best_epoch = best.epoch
 
     def score(weights: dict, beams, alpha: float = 1.0, pairs=None) -> dict:
         translator.model.load_state_dict(weights)
@@ -109,11 +121,9 @@ def choose(run: Path, device, split: str = "test", beam: int = 5) -> dict:
 
     averaged_path = None
     if chosen["k"] > 1:
-        payload = load_checkpoint(best_path)
-        payload = {k: v for k, v in payload.items() if k not in ("format", "version")}
-        payload["model"] = weights
-        payload["averaged_epochs"] = chosen["epochs"]
-        averaged_path = save_checkpoint(run / "averaged.pt", payload)
+        best.state_dict = weights
+        best.extra["averaged_epochs"] = chosen["epochs"]
+        averaged_path = best.save(run / "averaged.pt")
 
     plain = score(best_state, [1, beam], 1.0, data[split])
     final = score(weights, [1, beam], alpha, data[split])
@@ -131,22 +141,28 @@ def choose(run: Path, device, split: str = "test", beam: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a run folder with best.pt and snapshots/")
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
+    try:
+        device = config.check_device(args.device)
+    except ValueError as e:
+        parser.error(str(e))
     if not (args.run / "best.pt").is_file():
         print(f"error: {args.run / 'best.pt'} does not exist; give the folder of a run trained "
               "with benchmarks/quality.py --keep-snapshots", file=sys.stderr)
         return 2
-    device = torch.device(args.device) if args.device else config.device()
     try:
         report = choose(args.run, device, args.split)
-    except FileNotFoundError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (FileNotFoundError, CheckpointError, DataError) as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     beam = report["beam"]
     for name in ("plain", "chosen"):
         r = report[name]

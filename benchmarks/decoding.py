@@ -28,6 +28,7 @@ import torch
 from common import write_report
 
 from convs2s import config
+from convs2s.checkpoint import Checkpoint
 from convs2s.decode import beam_search, greedy_decode
 from convs2s.model import ConvS2S, count_parameters
 from convs2s.train import PRESETS
@@ -35,12 +36,7 @@ from convs2s.train import PRESETS
 
 def _model(checkpoint: Path | None, preset_name: str = "cpu") -> ConvS2S:
     if checkpoint is not None:
-        from convs2s.checkpoint import load_checkpoint
-
-        data = load_checkpoint(checkpoint)
-        model = ConvS2S(**data["model_config"])
-        model.load_state_dict(data["model"])
-        return model
+        return Checkpoint.load(checkpoint).build_model()
     preset = PRESETS[preset_name]
     torch.manual_seed(0)
     return ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **preset.model_kwargs())

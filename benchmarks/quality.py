@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
 import time
 from pathlib import Path
@@ -39,14 +40,21 @@ import torch
 from common import stamp, write_report
 
 from convs2s import config
-from convs2s.checkpoint import load_checkpoint
-from convs2s.data import LANGUAGES, load_multi30k
+from convs2s.checkpoint import Checkpoint, CheckpointError
+from convs2s.data import LANGUAGES, DataError, load_multi30k
 from convs2s.evaluate import SPLITS, evaluate
-from convs2s.fileio import atomic_write
+from convs2s.fileio import FolderInUse, folder_lock
 from convs2s.model import count_parameters
 from convs2s.subword import KINDS
-from convs2s.train import PRESETS, train
-from convs2s.translate import Translator
+from convs2s.train import (
+    PRESETS,
+    Terminated,
+    describe_os_error,
+    make_folder,
+    remove_empty_folders,
+    train,
+)
+from convs2s.translate import OneLineParser, Translator, positive_int_arg
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
           "vocab_size": "--vocab-size", "joint_vocab": "--joint-vocab",
@@ -55,16 +63,40 @@ OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
 
 def training_summary(checkpoint: Path) -> dict:
     """What a run's checkpoints say about its training (the last one when it is beside)."""
-    best = load_checkpoint(checkpoint, map_location="cpu")
+    best = Checkpoint.load(checkpoint)
     last_path = checkpoint.with_name("last.pt")
-    last = load_checkpoint(last_path, map_location="cpu") if last_path.exists() else best
-    state, best_state = last["train_state"], best["train_state"]
-    return {"preset": best.get("preset", {}).get("name"),
-            "settings": best.get("preset", {}),
+    last = Checkpoint.load(last_path) if last_path.exists() else best
+    state, best_state = last.resumable(), best.resumable()
+    return {"preset": (best.preset or {}).get("name"),
+            "settings": best.preset or {},
             "train_seconds": state["seconds"], "steps": state["step"],
             "epochs": state["epoch"], "best_epoch": best_state["epoch"],
             "best_valid_loss": best_state["best_valid_loss"],
             "history": state["history"]}
+
+
+def save_snapshots(out: Path, snapshots: list[tuple[dict, dict]]) -> None:
+    """Each epoch's weights as ``out/snapshots/epochNN.pt``: checkpoints of this run (its
+    ``run_id``, vocabularies and pipeline, from ``best.pt``), read by ``choose.py``."""
+    best = Checkpoint.load(out / "best.pt")
+    folder = out / "snapshots"
+    folder.mkdir(exist_ok=True)
+    for row, weights in snapshots:
+        snap = dataclasses.replace(best, state_dict=weights, train_state=None,
+                                   extra={"row": row})
+        snap.save(folder / f"epoch{row['epoch']:02d}.pt")
+
+
+def remove_run(out: Path) -> None:
+    """Delete what a run of this script made in ``out`` (for --overwrite), nothing else."""
+    for name in ("best.pt", "last.pt", "averaged.pt"):
+        (out / name).unlink(missing_ok=True)
+    folder = out / "snapshots"
+    if folder.is_dir():
+        for f in folder.glob("epoch[0-9][0-9].pt"):
+            f.unlink()
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def learning_curve(translator: Translator, snapshots: list[tuple[dict, dict]], pairs,
@@ -111,7 +143,7 @@ def _positive_minutes(text: str) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                       help="train this preset, then evaluate it (default: cpu)")
@@ -134,7 +166,7 @@ def main(argv=None) -> int:
     parser.add_argument("--overwrite", action="store_true",
                         help="delete a run already in --out and train afresh")
     parser.add_argument("--split", choices=SPLITS, default="test")
-    parser.add_argument("--beam-sizes", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--beam-sizes", type=positive_int_arg, nargs="+", default=[1, 5])
     parser.add_argument("--no-curve", action="store_true",
                         help="skip the learning curve (validation BLEU after every epoch)")
     parser.add_argument("--keep-snapshots", action="store_true",
@@ -158,8 +190,33 @@ def main(argv=None) -> int:
         preset = dataclasses.replace(PRESETS[args.preset], **overrides)
     except ValueError as e:
         parser.error(str(e))
-    device = torch.device(args.device) if args.device else config.device()
+    try:
+        device = config.check_device(args.device)
+    except ValueError as e:
+        parser.error(str(e))
+    signal.signal(signal.SIGTERM, _terminated)  # a traceback-free stop outside training too
+    try:
+        return run(args, preset, device)
+    except KeyboardInterrupt as e:
+        sigterm = isinstance(e, Terminated)
+        print(f"{'stopped by SIGTERM' if sigterm else 'interrupted'}; the run folder keeps "
+              "what was saved (resume training with python -m convs2s.train --resume)",
+              file=sys.stderr)
+        return 143 if sigterm else 130
+    except (CheckpointError, DataError, FileNotFoundError, FloatingPointError, ValueError) as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {describe_os_error(e, args.out or Path('runs'))}", file=sys.stderr)
+        return 1
 
+
+def _terminated(signum, frame):
+    raise Terminated("SIGTERM")
+
+
+def run(args, preset, device) -> int:
+    """Train (unless --checkpoint), score, report; errors propagate to :func:`main`."""
     snapshots: list[tuple[dict, dict]] = []
     if args.checkpoint is None:
         data = load_multi30k(src=preset.src_lang, trg=preset.trg_lang)
@@ -167,36 +224,41 @@ def main(argv=None) -> int:
         if (preset.src_lang, preset.trg_lang) != ("de", "en"):
             default += f"_{preset.src_lang}_{preset.trg_lang}"
         out = args.out or Path("runs") / default
-        if (out / "last.pt").exists():
-            if not args.overwrite:
-                print(f"error: {out} already holds a run; score it with --checkpoint "
-                      f"{out / 'best.pt'}, or train afresh with --overwrite (deletes it) or "
-                      "another --out", file=sys.stderr)
-                return 2
-            for name in ("best.pt", "last.pt"):
-                (out / name).unlink(missing_ok=True)
-        print(f"training preset {preset.name!r} ({preset.src_lang}->{preset.trg_lang}, "
-              f"{preset.tokenizer}) into {out} on {config.describe_device(device)}")
+        if (out / "last.pt").exists() and not args.overwrite:
+            print(f"error: {out} already holds a run; score it with --checkpoint "
+                  f"{out / 'best.pt'}, or train afresh with --overwrite (deletes it) or "
+                  "another --out", file=sys.stderr)
+            return 2
+        created = make_folder(out)
 
-        def keep(row: dict, model: torch.nn.Module) -> None:  # the learning curve's weights
-            if not args.no_curve:
+        def keep(row: dict, model: torch.nn.Module) -> None:  # each epoch's weights
+            if not args.no_curve or args.keep_snapshots:
                 snapshots.append((row, {k: v.detach().to("cpu", copy=True)
                                         for k, v in model.state_dict().items()}))
 
-        t0 = time.perf_counter()
-        result = train(preset, out, data=data, device=device, progress=False, on_epoch_end=keep)
-        wall = time.perf_counter() - t0
+        try:
+            with folder_lock(out):  # held from the deleting to the last snapshot written
+                if args.overwrite:
+                    remove_run(out)
+                print(f"training preset {preset.name!r} ({preset.src_lang}->"
+                      f"{preset.trg_lang}, {preset.tokenizer}) into {out} on "
+                      f"{config.describe_device(device)}")
+                t0 = time.perf_counter()
+                result = train(preset, out, data=data, device=device, progress=False,
+                               on_epoch_end=keep)
+                wall = time.perf_counter() - t0
+                if result.best_path is not None and args.keep_snapshots:
+                    save_snapshots(out, snapshots)
+        except FolderInUse as e:
+            if created:
+                remove_empty_folders(created)
+            raise CheckpointError(str(e)) from None
         if result.best_path is None:
             print("error: training saved no best checkpoint", file=sys.stderr)
             return 1
         checkpoint = result.best_path
-        if args.keep_snapshots:
-            folder = out / "snapshots"
-            folder.mkdir(exist_ok=True)
-            for row, weights in snapshots:
-                target = folder / f"epoch{row['epoch']:02d}.pt"
-                atomic_write(target, lambda f, w=weights, r=row: torch.save(
-                    {"row": r, "model": w}, f))
+        if args.no_curve:
+            snapshots = []
         print(f"trained in {wall / 60:.1f} min ({result.stopped})")
     else:
         checkpoint, wall, data = args.checkpoint, None, None

@@ -10,15 +10,13 @@ from convs2s.baselines import (
     AdditiveAttention,
     RNNAttentionSeq2Seq,
     RNNEncoderOut,
-    checkpoint_payload,
     decoding_speed,
     matched_rnn_config,
-    model_from_checkpoint,
     rnn_parameter_count,
     train_side_by_side,
     training_flops,
 )
-from convs2s.checkpoint import save_checkpoint
+from convs2s.checkpoint import Checkpoint, CheckpointError, save_checkpoint
 from convs2s.data import Vocab
 from convs2s.decode import beam_search, greedy_decode
 from convs2s.model import ConvS2S, count_parameters
@@ -333,20 +331,36 @@ def test_decoding_speed_reports_outputs_in_order():
         assert fixed["output_tokens"] == 21
 
 
+def _vocab() -> Vocab:
+    """A 20-token vocabulary; its <pad> is id 1 (the models of this file pad with 0)."""
+    specials = ["<unk>", "<pad>", "<bos>", "<eos>"]
+    return Vocab(specials + [f"w{i}" for i in range(16)], specials)
+
+
 def test_checkpoint_round_trip_rebuilds_the_right_class(tmp_path):
-    vocab = Vocab(["<unk>", "<pad>", "<bos>", "<eos>"] + [f"w{i}" for i in range(16)],
-                  ["<unk>", "<pad>", "<bos>", "<eos>"])
+    vocab, pad = _vocab(), 1
     src, trg_in = padded_batch([4, 3]), padded_batch([3, 3], seed=2)
-    for model in (tiny_rnn(), ConvS2S(VOCAB, VOCAB, emb_dim=8, hid_dim=8, enc_layers=1,
-                                      dec_layers=1, src_pad_idx=PAD, trg_pad_idx=PAD).eval()):
-        path = save_checkpoint(tmp_path / f"{type(model).__name__}.pt",
-                               checkpoint_payload(model, vocab, vocab))
-        loaded = model_from_checkpoint(path)
+    for model in (tiny_rnn(src_pad_idx=pad, trg_pad_idx=pad).eval(),
+                  ConvS2S(VOCAB, VOCAB, emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1,
+                          src_pad_idx=pad, trg_pad_idx=pad).eval()):
+        path = Checkpoint.from_model(model, vocab, vocab).save(
+            tmp_path / f"{type(model).__name__}.pt")
+        loaded = Checkpoint.load(path).build_model()
         assert type(loaded) is type(model)
         torch.testing.assert_close(loaded(src, trg_in)[0], model(src, trg_in)[0])
     data = torch.load(path, weights_only=True)
-    del data["model_class"]  # what convs2s.train writes: ConvS2S
-    assert type(model_from_checkpoint(data)) is ConvS2S
+    del data["model_class"]  # what convs2s.train wrote before it recorded the class: ConvS2S
+    assert type(Checkpoint.from_dict(data).build_model()) is ConvS2S
+
+
+def test_a_malformed_rnn_checkpoint_is_one_clear_error(tmp_path):
+    """Issue 25: baselines read checkpoints through Checkpoint too (was a KeyError)."""
+    vocab = _vocab()
+    data = Checkpoint.from_model(tiny_rnn(src_pad_idx=1, trg_pad_idx=1), vocab, vocab).to_dict()
+    del data["model_config"]["enc_hid_dim"], data["trg_vocab"]["itos"]
+    path = save_checkpoint(tmp_path / "bad.pt", data)
+    with pytest.raises(CheckpointError, match="bad.pt cannot be used: its trg_vocab has no list"):
+        Checkpoint.load(path)
 
 
 class _LinearLM(torch.nn.Module):

@@ -19,7 +19,7 @@ import torch
 
 from convs2s import data, evaluate, translate
 from convs2s import train as train_mod
-from convs2s.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from convs2s.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from convs2s.data import LANGUAGES, DataError, fetch_multi30k, load_multi30k
 from convs2s.train import Preset, train
 from convs2s.translate import Translator
@@ -374,7 +374,7 @@ def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_p
     assert r["split"] == "test" and set(r["plain"]) == set(r["chosen"]) == {"beam1", "beam5"}
     if r["chosen_k"] > 1:
         t = translate.Translator.from_checkpoint(run / "averaged.pt", device="cpu")
-        weights = [torch.load(p, weights_only=False)["model"] for p in snaps[-r["chosen_k"]:]]
+        weights = [Checkpoint.load(p).state_dict for p in snaps[-r["chosen_k"]:]]
         for key, value in t.model.state_dict().items():
             if torch.is_floating_point(value):
                 torch.testing.assert_close(value, sum(w[key] for w in weights) / len(weights))

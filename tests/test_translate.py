@@ -14,8 +14,14 @@ import pytest
 import torch
 
 from convs2s import translate
-from convs2s.baselines import RNNAttentionSeq2Seq, checkpoint_payload
-from convs2s.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, vocab_to_dict
+from convs2s.baselines import RNNAttentionSeq2Seq
+from convs2s.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+    vocab_to_dict,
+)
 from convs2s.data import Vocab, make_tokenizer
 from convs2s.model import ConvS2S
 from convs2s.translate import Translator, main
@@ -154,7 +160,7 @@ def test_a_baseline_checkpoint_translates_too(tmp_path, tiny_pairs, capsys):
     rnn = RNNAttentionSeq2Seq(len(src_vocab), len(trg_vocab), emb_dim=8, enc_hid_dim=8,
                               dec_hid_dim=8, max_positions=16, src_pad_idx=src_vocab.pad_idx,
                               trg_pad_idx=trg_vocab.pad_idx)
-    path = save_checkpoint(tmp_path / "rnn.pt", checkpoint_payload(rnn, src_vocab, trg_vocab))
+    path = Checkpoint.from_model(rnn, src_vocab, trg_vocab).save(tmp_path / "rnn.pt")
     code, out, err = run(["--checkpoint", path, "--beam-size", 2, *GOOD], capsys=capsys)
     assert code == 0 and err == []
     expected = Translator.from_checkpoint(path, device="cpu").translate(GOOD, beam_size=2)
@@ -414,3 +420,137 @@ def test_cli_length_penalty_is_used_and_checked(checkpoint, translator, capsys):
                              capsys=capsys)
         assert code == 2 and len(err) == 1 and "--length-penalty" in err[0]
         assert "finite number" in err[0]
+
+
+# ------------------------------------------------------------------------------------------
+# issue 26: length penalty bounds (item 7), line length and Unicode (item 11), messages (13)
+# ------------------------------------------------------------------------------------------
+
+
+def test_item7_length_penalty_is_bounded_at_parse_time_and_in_the_api(checkpoint, translator,
+                                                                      capsys):
+    from convs2s.decode import beam_search
+
+    for bad in ("400", "-400", "10.5", "-0.1", "1e308"):
+        code, out, err = run(["--checkpoint", checkpoint, "--length-penalty", bad, *GOOD],
+                             capsys=capsys)
+        assert code == 2 and out == "" and len(err) == 1, (bad, err)
+        assert err[0].startswith("python -m convs2s.translate: error: argument "
+                                 "--length-penalty: must be between 0 and 10"), err
+    code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 3, "--length-penalty", 10,
+                          *GOOD], capsys=capsys)  # the bounds themselves are allowed
+    assert code == 0 and err == [] and len(out.splitlines()) == len(GOOD)
+    v = translator.trg_vocab
+    src = translator._batch([translator._tokens(s) for s in GOOD])
+    for bad in (400, -400, 10.5, -0.1):
+        match = rf"length_penalty must be between 0 and 10, not {bad!r}"
+        with pytest.raises(ValueError, match=match):
+            translator.translate(GOOD[0], beam_size=2, length_penalty=bad)
+        with pytest.raises(ValueError, match=match):
+            translator.translate_tokens(GOOD, beam_size=2, length_penalty=bad)
+        with pytest.raises(ValueError, match=match):
+            translate.translate_lines(translator, GOOD, io.StringIO(), io.StringIO(),
+                                      length_penalty=bad)
+        with pytest.raises(ValueError, match=match):
+            beam_search(translator.model, src, beam_size=2, max_len=translator.max_positions,
+                        bos_idx=v.bos_idx, eos_idx=v.eos_idx, length_penalty=bad)
+    for bad in (float("nan"), "1", True, None):
+        with pytest.raises(ValueError, match="length_penalty must be a finite number"):
+            beam_search(translator.model, src, beam_size=2, max_len=translator.max_positions,
+                        bos_idx=v.bos_idx, eos_idx=v.eos_idx, length_penalty=bad)
+
+
+def test_item11_a_line_over_the_limit_is_reported_and_skipped_unread(translator):
+    """The reader holds at most ``max_bytes + 1`` bytes of a line: a longer one is reported by
+    number with an empty output line (the lines before it first), and its rest is skipped in
+    pieces, never held; the next line is translated."""
+    import itertools
+    import tracemalloc
+
+    class Zeros(io.RawIOBase):  # `n` zero bytes (one long line), then b"\n" and a sentence
+        def __init__(self, n, tail):
+            self.left, self.tail = n, tail
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            if self.left > 0:
+                k = min(len(b), self.left)
+                b[:k] = bytes(k)
+                self.left -= k
+                return k
+            k = min(len(b), len(self.tail))
+            b[:k], self.tail = self.tail[:k], self.tail[k:]
+            return k
+
+    limit = 1000
+    f = io.BufferedReader(Zeros(50 << 20, f"\n{GOOD[1]}\n".encode()))
+    head = io.BytesIO(f"{GOOD[0]}\n".encode())
+    lines = itertools.chain(translate.read_lines(head, max_bytes=limit),
+                            translate.read_lines(f, max_bytes=limit))
+    out, err = io.StringIO(), io.StringIO()
+    tracemalloc.start()
+    try:
+        n, failed = translate.translate_lines(translator, lines, out, err, beam_size=1,
+                                              max_line_bytes=limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 << 20, f"{peak} bytes traced: the 50 MiB line was held"
+    assert n == 3 and [lineno for lineno, _ in failed] == [2]
+    assert out.getvalue().split("\n") == [translator.translate(GOOD[0], beam_size=1), "",
+                                          translator.translate(GOOD[1], beam_size=1), ""]
+    assert err.getvalue().splitlines()[0] == (
+        f"error: line 2: longer than {limit} bytes, so not one sentence (is the input one "
+        "sentence per line?); skipped it unread. Wrote an empty line.")
+    # the bound holds for a line exactly at the limit, and for lines given as str or bytes
+    exact = io.BytesIO(b"a" * limit + b"\n" + b"b" * (limit + 1) + b"\n" + b"c" * limit)
+    got = list(translate.read_lines(exact, max_bytes=limit))
+    assert got[0] == b"a" * limit + b"\n" and got[2] == b"c" * limit
+    assert isinstance(got[1], translate.LineTooLong) and len(got) == 3
+    out, err = io.StringIO(), io.StringIO()
+    n, failed = translate.translate_lines(translator, ["x" * 2000, b"y" * 2000], out, err,
+                                          max_line_bytes=limit)
+    assert [lineno for lineno, _ in failed] == [1, 2] and out.getvalue() == "\n\n"
+
+
+def test_item11_text_that_is_not_valid_unicode_is_one_clear_valueerror(translator,
+                                                                        subword_checkpoint):
+    """A lone surrogate (half a UTF-16 pair) made the subword model's sentencepiece fail with a
+    cast error and the word model with a UnicodeEncodeError; both now say what is wrong."""
+    subword = Translator.from_checkpoint(subword_checkpoint, device="cpu")
+    calls = [("translate", "Ein \ud800 Mann"),
+             ("translate", ["Ein Hund.", "Ein \udcff Mann"]),
+             ("translate_with_attention", "Ein \ud800 Mann")]
+    for t in (translator, subword):
+        for method, text in calls:
+            with pytest.raises(ValueError) as e:
+                getattr(t, method)(text)
+            assert type(e.value) is ValueError  # not UnicodeEncodeError, nor a RuntimeError
+            assert "not valid Unicode" in str(e.value) and "\n" not in str(e.value)
+            assert "character 5" in str(e.value) and "surrogate" in str(e.value)
+
+
+def test_item13_the_too_long_message_is_grammatical(translator):
+    from convs2s.data import check_length
+
+    with pytest.raises(ValueError) as e:
+        check_length(["Hund"] * 3000, 24)
+    assert str(e.value) == ("The source sentence is 3000 positions long (3000 tokens), but the "
+                            "model handles at most 24. Shorten it or split it into several "
+                            "sentences.")
+    with pytest.raises(ValueError, match=r"26 positions long \(24 tokens \+ 2 for <bos>/<eos>\)"):
+        check_length(["Hund"] * 24, 24, extra=2)
+    with pytest.raises(ValueError, match=r"is 30 positions long \(30 tokens\), but"):
+        translator.translate(" ".join(["Hund"] * 30))
+
+
+def test_item13_a_folder_as_checkpoint_says_did_you_mean_best_pt(checkpoint, tmp_path, capsys):
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "best.pt").write_bytes(checkpoint.read_bytes())
+    code, out, err = run(["--checkpoint", folder, GOOD[0]], capsys=capsys)
+    assert code == 1 and out == ""
+    assert err == [f"error: {folder} is a folder, not a checkpoint file. Did you mean "
+                   f"{folder / 'best.pt'}?"]

@@ -8,8 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from convs2s.baselines import checkpoint_payload, model_from_checkpoint
-from convs2s.checkpoint import save_checkpoint
+from convs2s.checkpoint import Checkpoint
 from convs2s.data import Vocab
 from convs2s.decode import beam_search, greedy_decode
 from convs2s.layers import ConvGLUBlock
@@ -261,8 +260,8 @@ def test_factory_config_rebuild_and_checkpoint(tmp_path):
     rebuilt = VariantConvS2S(**model.config)
     rebuilt.load_state_dict(model.state_dict())
     torch.testing.assert_close(rebuilt.eval()(src, trg_in)[0], model(src, trg_in)[0])
-    path = save_checkpoint(tmp_path / "v.pt", checkpoint_payload(model, vocab, vocab))
-    loaded = model_from_checkpoint(path)
+    path = Checkpoint.from_model(model, vocab, vocab).save(tmp_path / "v.pt")
+    loaded = Checkpoint.load(path).build_model()
     assert type(loaded) is VariantConvS2S
     torch.testing.assert_close(loaded(src, trg_in)[0], model(src, trg_in)[0])
 

@@ -1,5 +1,8 @@
 """Measuring a trained translator: the helpers behind notebooks 05 and 06.
 
+Used by notebooks 05 and 06; 07 and 08 use its timing (:func:`time_call`) and 07
+:func:`forced_attention`.
+
 - where the course keeps its runs: :func:`run_dir`, :func:`find_best_checkpoint`;
 - what a model is made of: :func:`parameter_groups`, :func:`plot_parameter_groups`;
 - how training went: :func:`perplexity`, :func:`plot_history`;
@@ -25,6 +28,8 @@ from pathlib import Path
 
 import torch
 from torch import nn
+
+from convs2s.probe import plot_attention_grid
 
 __all__ = [
     "PARAMETER_GROUPS",
@@ -477,8 +482,6 @@ def plot_translation(result: dict, *, fig=None, ncols: int | None = None,
     narrower than 0.2 in, where 9 pt labels still fit). Returns the figure.
     """
     import matplotlib.pyplot as plt
-
-    from convs2s.probe import plot_attention_grid
 
     if fig is None:
         fig = plt.figure()

@@ -56,12 +56,10 @@ def device(verbose: bool = False):
     forced = os.environ.get("CONVS2S_DEVICE", "").strip()
     if forced:
         try:
-            dev = torch.device(forced)
-        except RuntimeError as e:
-            raise ValueError(
-                f"CONVS2S_DEVICE={forced!r} is not a device torch knows "
-                "(try 'cpu', 'cuda', 'cuda:0' or 'mps')."
-            ) from e
+            dev = check_device(forced)
+        except ValueError as e:
+            raise ValueError(f"CONVS2S_DEVICE={forced!r}: {e} Unset CONVS2S_DEVICE, or set it "
+                             "to a device this machine has.") from None
         reason = "forced by CONVS2S_DEVICE"
     elif torch.cuda.is_available():
         dev, reason = torch.device("cuda"), f"CUDA GPU: {torch.cuda.get_device_name(0)}"
@@ -71,6 +69,39 @@ def device(verbose: bool = False):
         dev, reason = torch.device("cpu"), f"no GPU found; CPU with {os.cpu_count()} cores"
     if verbose:
         print(f"device: {dev} ({reason})")
+    return dev
+
+
+def check_device(device):
+    """``device`` as a ``torch.device`` that exists here, else ``ValueError`` with the fix.
+
+    ``None`` picks the best available one (:func:`device`). Catches what torch would otherwise
+    report deep inside ``model.to()`` ("Torch not compiled with CUDA enabled"), or after the
+    data is loaded.
+    """
+    import torch
+
+    if device is None:
+        return globals()["device"]()
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"{device!r} is not a device (use cpu, cuda, cuda:N or mps).") from e
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {str(dev)!r}: CUDA is not available on this machine "
+                             "(torch.cuda.is_available() is False); use cpu.")
+        n = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"device {str(dev)!r}: this machine has {n} CUDA device(s), "
+                             f"cuda:0 to cuda:{n - 1}.")
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device {str(dev)!r}: Apple's MPS is not available on this "
+                             "machine; use cpu.")
+    elif dev.type != "cpu":
+        raise ValueError(f"device {str(dev)!r} is not supported here (use cpu, cuda or mps).")
     return dev
 
 

@@ -33,8 +33,10 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
+import unicodedata
 import urllib.error
 import urllib.request
 import warnings
@@ -63,6 +65,7 @@ __all__ = [
     "load_multi30k",
     "load_pairs",
     "make_tokenizer",
+    "nfc",
     "Tokenizer",
     "Vocab",
     "TranslationDataset",
@@ -327,14 +330,15 @@ def _read_lines(path: str | os.PathLike) -> list[str]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return [nfc(line[:-1] if line.endswith("\r") else line) for line in lines]
 
 
 def load_pairs(de_path: str | os.PathLike, en_path: str | os.PathLike) -> list[tuple[str, str]]:
     """Line-aligned ``(german, english)`` pairs from two parallel UTF-8 files (plain or .gz).
 
-    Line endings are stripped; the text is otherwise kept as it is (no lowercasing, no
-    whitespace stripping). Different line counts, bad gzip or non-UTF-8 raise :class:`DataError`.
+    Line endings are stripped and the text is normalised to NFC (see :func:`nfc`); it is
+    otherwise kept as it is (no lowercasing, no whitespace stripping). Different line counts,
+    bad gzip or non-UTF-8 raise :class:`DataError`.
     """
     de_path, en_path = _absolute(de_path), _absolute(en_path)
     de, en = _read_lines(de_path), _read_lines(en_path)
@@ -349,6 +353,20 @@ def load_pairs(de_path: str | os.PathLike, en_path: str | os.PathLike) -> list[t
 # --------------------------------------------------------------------------------------------
 # Tokenizers
 # --------------------------------------------------------------------------------------------
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): "a" + U+0308 (combining diaeresis) becomes
+    "ä", as every Multi30k file already spells it.
+
+    Text copied on macOS often comes decomposed (NFD). It reads the same, but a vocabulary
+    learned on NFC text knows "fährt" only with one "ä" code point, and a subword model never
+    saw U+0308 alone: NFD input would become ``<unk>``. Every tokenizer (and the lines read
+    from a corpus file) normalise first. NFC, not NFKC: NFKC would also rewrite compatibility
+    characters, such as the 48 non-breaking spaces of the German training and validation
+    files (into plain spaces) or "…" (into "..."). Already-NFC text comes back unchanged.
+    """
+    return unicodedata.normalize("NFC", text)
 
 
 @functools.cache
@@ -371,7 +389,9 @@ class Tokenizer:
     the tokenizer inside ``de_core_news_sm`` / ``en_core_web_sm`` (the statistical models do not
     change tokenization), with no model to download. Whitespace tokens (from double spaces, tabs
     or non-breaking spaces) are dropped. Lowercasing happens after tokenization, as torchtext's
-    ``Field(lower=True)`` did. Picklable: it holds only ``lang`` and ``lower``.
+    ``Field(lower=True)`` did. The text is normalised to NFC first (:func:`nfc`), so decomposed
+    input gives the tokens of the composed text. Picklable: it holds only ``lang`` and
+    ``lower``.
     """
 
     def __init__(self, lang: str, lower: bool = True):
@@ -381,7 +401,7 @@ class Tokenizer:
         self.lang, self.lower = lang, lower
 
     def __call__(self, text: str) -> list[str]:
-        tokens = (t.text for t in _spacy_tokenizer(self.lang)(text) if not t.is_space)
+        tokens = (t.text for t in _spacy_tokenizer(self.lang)(nfc(text)) if not t.is_space)
         return [t.lower() for t in tokens] if self.lower else list(tokens)
 
     def __repr__(self) -> str:
@@ -394,6 +414,23 @@ def make_tokenizer(lang: str, lower: bool = True) -> Tokenizer:
     An unsupported language raises ``ValueError``. The spaCy object is built once per language.
     """
     return Tokenizer(lang, lower=lower)
+
+
+_NO_SPACE_BEFORE = re.compile(r" (?=[.,!?;:%)\]}]|'s\b|'re\b|'ll\b|'ve\b|'d\b|'m\b|n't\b)")
+_NO_SPACE_AFTER = re.compile(r"(?<=[(\[{]) ")
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Join word-level tokens into a sentence: ``["a", "man", "."]`` -> ``"A man."``.
+
+    The inverse of :class:`Tokenizer` as far as lower-cased tokens allow: no space before
+    punctuation and clitics, a capital first letter. (Subword models decode their pieces
+    exactly instead: :meth:`convs2s.subword.TextPipeline.detokenize`.)
+    """
+    text = " ".join(tokens)
+    text = _NO_SPACE_AFTER.sub("", _NO_SPACE_BEFORE.sub("", text))
+    text = re.sub(r' " (.*?) " ', r' "\1" ', f" {text} ").strip()
+    return text[:1].upper() + text[1:]
 
 
 # --------------------------------------------------------------------------------------------

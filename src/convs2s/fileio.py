@@ -20,7 +20,8 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -99,6 +100,58 @@ def _in_use(path: Path) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+LOCK_NAME = ".convs2s.lock"
+_held: dict[str, list] = {}  # real path of a locked folder -> [fd, depth] (this process's)
+
+
+class FolderInUse(RuntimeError):
+    """Another live process holds the folder (a run writing its checkpoints there)."""
+
+
+@contextmanager
+def folder_lock(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold ``folder`` for this process while the block runs; another process is refused.
+
+    An exclusive ``flock`` on ``folder/.convs2s.lock``: the lock dies with its process (a
+    killed run leaves no stale lock), and the file names the holder's process id for the
+    message. Re-entrant within a process (a benchmark that holds the folder may call ``train``,
+    which takes it again). ``FolderInUse`` (one line) while another process holds it. Where the
+    system has no ``flock`` (Windows) it does nothing.
+    """
+    key = os.path.realpath(folder)
+    if fcntl is None:
+        yield
+        return
+    if key in _held:
+        _held[key][1] += 1
+        try:
+            yield
+        finally:
+            _held[key][1] -= 1
+        return
+    fd = os.open(Path(folder) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise FolderInUse(
+            f"{folder} is in use by another run (process {holder}) writing its checkpoints "
+            "there: wait for it to end, or choose another --out folder.") from None
+    except OSError:  # a file system without locks: carry on unlocked
+        pass
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _held[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        _held[key][1] -= 1
+        if not _held[key][1]:
+            del _held[key]
+            os.close(fd)  # releases the lock; the file stays (removing it would race)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:

@@ -11,6 +11,57 @@ from convs2s.decoder import Decoder, IncrementalState
 from convs2s.encoder import Encoder, EncoderOut
 from convs2s.layers import INITS, PADDINGS
 
+# --------------------------------------------------------------------------------------------
+# Checks of the constructor's options. A wrong type is refused before anything is built: Python
+# would otherwise take "False" for true (a tied layer), "no" for weight norm, and a string
+# dropout would fail deep inside torch. Used by every model class (ConvS2S, the variants, the
+# RNN baseline), so their messages read alike: "option=value must be ...".
+# --------------------------------------------------------------------------------------------
+
+
+def check_positive_int(name: str, value) -> None:
+    """``TypeError`` unless ``value`` is an int (not a bool, not a float such as 8.0),
+    ``ValueError`` unless it is at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}={value!r} must be a positive integer (an int), not a "
+                        f"{type(value).__name__}.")
+    if value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer.")
+
+
+def check_bool(name: str, value) -> None:
+    """``TypeError`` unless ``value`` is True or False (the strings "False" and "no" are
+    true in Python, 0 and 1 are ambiguous)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be True or False (a bool), not a "
+                        f"{type(value).__name__}.")
+
+
+def check_dropout(value, name: str = "dropout") -> None:
+    """``TypeError`` unless ``value`` is a number (int or float, not a bool), ``ValueError``
+    unless it is in [0, 1) (NaN is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}={value!r} must be a number in [0, 1), not a "
+                        f"{type(value).__name__}.")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name}={value!r} must be in [0, 1).")
+
+
+def check_choice(name: str, value, choices: tuple) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}={value!r} is not known; choose one of {choices}.")
+
+
+def check_pad_idx(name: str, value, vocab_size: int) -> None:
+    """``TypeError`` unless ``value`` is an int (not a bool), ``ValueError`` unless it is an id
+    of the vocabulary (``0 <= value < vocab_size``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}={value!r} must be a token id (an int), not a "
+                        f"{type(value).__name__}.")
+    if not 0 <= value < vocab_size:
+        raise ValueError(f"{name}={value} is not a token id below {vocab_size}.")
+
 
 class ConvS2S(nn.Module):
     """Convolutional sequence-to-sequence model.
@@ -67,6 +118,9 @@ class ConvS2S(nn.Module):
 
     ``config`` holds every constructor argument, so ``ConvS2S(**model.config)`` rebuilds the
     architecture (e.g. from a checkpoint that stores ``config`` next to the ``state_dict``).
+    Every option is checked before anything is built, in one line naming it: a wrong type is a
+    ``TypeError`` (``weight_norm="no"``, ``dropout="0.1"``, ``emb_dim=8.0``; bools must be
+    ``True``/``False``), a value out of range or not among the choices a ``ValueError``.
     """
 
     def __init__(
@@ -108,28 +162,16 @@ class ConvS2S(nn.Module):
             encoder_grad_scale=encoder_grad_scale,
             share_input_output_embed=share_input_output_embed,
         )
-        for name in (
-            "src_vocab_size",
-            "trg_vocab_size",
-            "emb_dim",
-            "hid_dim",
-            "enc_layers",
-            "dec_layers",
-            "kernel_size",
-            "max_positions",
-        ):
-            value = self.config[name]
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer.")
-        if decoder_padding not in PADDINGS:
-            raise ValueError(
-                f"decoder_padding={decoder_padding!r} is not known; choose one of {PADDINGS}."
-            )
-        if init not in INITS:
-            raise ValueError(f"init={init!r} is not known; choose one of {INITS}.")
-        for name, vocab in (("src_pad_idx", src_vocab_size), ("trg_pad_idx", trg_vocab_size)):
-            if not 0 <= self.config[name] < vocab:
-                raise ValueError(f"{name}={self.config[name]} is not a token id below {vocab}.")
+        for name in ("src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers",
+                     "dec_layers", "kernel_size", "max_positions"):
+            check_positive_int(name, self.config[name])
+        check_dropout(dropout)
+        for name in ("weight_norm", "encoder_grad_scale", "share_input_output_embed"):
+            check_bool(name, self.config[name])
+        check_choice("decoder_padding", decoder_padding, PADDINGS)
+        check_choice("init", init, INITS)
+        check_pad_idx("src_pad_idx", src_pad_idx, src_vocab_size)
+        check_pad_idx("trg_pad_idx", trg_pad_idx, trg_vocab_size)
 
         shared = dict(
             emb_dim=emb_dim,

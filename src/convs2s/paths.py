@@ -1,5 +1,7 @@
 """The paper's argument for convolutions, as numbers: path lengths and sequential steps.
 
+Used by notebook 07.
+
 Gehring et al. (2017, §1) give two reasons to prefer convolutions over recurrent networks:
 
 1. **Training parallelises over positions.** A recurrent network computes the state of

@@ -1,5 +1,8 @@
 """Poke a model and see what moves: the measurements behind notebooks 03 and 04.
 
+Used by notebooks 03 and 04; 06 and 07 draw attention maps with :func:`plot_attention_grid`
+(07 also reads receptive fields with :func:`visible_positions`).
+
 Every function here *measures* a real ``convs2s`` model instead of computing an answer from a
 formula, so the notebooks can put the formula next to the measurement:
 

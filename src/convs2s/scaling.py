@@ -33,7 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from convs2s.encoder import Encoder, EncoderOut
 from convs2s.layers import RESIDUAL_SCALE, make_conv1d
+from convs2s.model import ConvS2S
 from convs2s.viz import ENCODER_INPUT_STD
 
 CONV_INITS = ("paper", "paper without the 4", "pytorch")
@@ -100,9 +102,6 @@ def encoder_gradient(
         ``source_embeddings``: ‖gradient‖ of the source token embeddings (they also get
         gradient through e in the values, which is never scaled).
     """
-    from convs2s.encoder import EncoderOut
-    from convs2s.model import ConvS2S
-
     _positive_int(dec_layers, "dec_layers")
     _positive_int(enc_layers, "enc_layers")
     with _seeded(seed):
@@ -255,8 +254,6 @@ def encoder_depth_profile(
         ``z_std``: std of z;
         ``z``: z itself, ``[batch, src_len, emb_dim]`` (detached).
     """
-    from convs2s.encoder import Encoder
-
     _positive_int(n_layers, "n_layers", minimum=0)
     with _seeded(seed):
         enc = Encoder(vocab, emb_dim=emb_dim, hid_dim=hid_dim, n_layers=n_layers,

@@ -38,13 +38,15 @@ import hashlib
 import io
 import json
 import os
+import re
+import struct
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from convs2s.data import LANGUAGES, Tokenizer, Vocab, check_direction
+from convs2s.data import LANGUAGES, Tokenizer, Vocab, check_direction, detokenize, nfc
 from convs2s.fileio import atomic_write, remove_stale_temps
 
 __all__ = [
@@ -87,8 +89,9 @@ class SubwordSettings:
     corpus may give fewer). ``joint``: one vocabulary learned on both sides together, shared by
     source and target (True), or one per side, each ``vocab_size`` pieces (False).
     ``model_type``: sentencepiece's ``"bpe"`` or ``"unigram"``. Every character of the training
-    text is kept (``character_coverage=1.0``) and the text is not normalised (sentencepiece's
-    ``identity`` rule), so decoding gives back the text exactly.
+    text is kept (``character_coverage=1.0``) and sentencepiece does not normalise the text (its
+    ``identity`` rule), so decoding gives back the text exactly. (convs2s puts all text into
+    NFC before sentencepiece sees it, training text too: :func:`convs2s.data.nfc`.)
     """
 
     vocab_size: int = 8000
@@ -119,8 +122,11 @@ class SubwordTokenizer:
     """A trained sentencepiece model: ``tok(text) -> pieces`` and ``tok.decode(pieces) -> text``.
 
     Cased text in, cased text out: ``tok.decode(tok(s)) == s`` for text made of characters the
-    model saw in training (a character it never saw becomes ``<unk>``). Built from the model's
-    bytes (``tok.model``, what a checkpoint stores); ``tok.sha256`` names them. Picklable.
+    model saw in training (a character it never saw becomes ``<unk>``), given in NFC: the text
+    is put into NFC first (:func:`convs2s.data.nfc`), so decomposed input ("a" + U+0308) gives
+    the pieces of the composed text ("ä"). Built from the model's bytes (``tok.model``, what a
+    checkpoint stores); ``tok.sha256`` names them. :meth:`trained_with` tells the settings it
+    was learned with. Picklable.
     """
 
     def __init__(self, model: bytes):
@@ -156,7 +162,7 @@ class SubwordTokenizer:
         return len(self.pieces)
 
     def __call__(self, text: str) -> list[str]:
-        return self._proc.encode(text, out_type=str)
+        return self._proc.encode(nfc(text), out_type=str)
 
     def decode(self, pieces: Sequence[str]) -> str:
         """The text of ``pieces`` (specials other than ``<unk>`` are dropped)."""
@@ -166,8 +172,86 @@ class SubwordTokenizer:
         """The model's pieces as a :class:`Vocab`: the same ids as sentencepiece's."""
         return Vocab(self.pieces, SPECIALS)
 
+    def trained_with(self) -> dict:
+        """How sentencepiece says the model was learned: ``{"model_type", "vocab_size" (the
+        pieces asked for; a small corpus may give fewer), "normalization",
+        "character_coverage"}``, read from the trainer and normalizer specs in the model."""
+        model = _message(self.model)
+        trainer = _message(model.get(2, [b""])[-1])
+        normalizer = _message(model.get(3, [b""])[-1])
+        model_type = trainer.get(3, [1])[-1]  # proto defaults where a field is absent
+        coverage = trainer.get(10, [struct.pack("<f", 0.9995)])[-1]
+        return {"model_type": _MODEL_TYPE_IDS.get(model_type, str(model_type)),
+                "vocab_size": trainer.get(4, [8000])[-1],
+                "normalization": normalizer.get(1, [b"nmt_nfkc"])[-1].decode("utf-8", "replace"),
+                "character_coverage": struct.unpack("<f", coverage)[0]}
+
+    def check_settings(self, settings: SubwordSettings) -> None:
+        """``ValueError`` (one line) unless the model was learned as :func:`train_subword`
+        learns one with ``settings``: that model type, that many pieces asked for, no more
+        pieces than that (as sentencepiece reports them), no normalisation, every character."""
+        spec = self.trained_with()
+        if spec["model_type"] != settings.model_type:
+            problem = f"it is a {spec['model_type']} model, not {settings.model_type}"
+        elif spec["vocab_size"] != settings.vocab_size:
+            problem = f"it was asked for {spec['vocab_size']} pieces, not {settings.vocab_size}"
+        elif len(self) > settings.vocab_size:
+            problem = f"it has {len(self)} pieces, more than vocab_size={settings.vocab_size}"
+        elif (spec["normalization"], spec["character_coverage"]) != ("identity", 1.0):
+            problem = (f"it was learned with normalization {spec['normalization']!r} and "
+                       f"character_coverage {spec['character_coverage']}, not 'identity' and 1.0")
+        else:
+            return
+        raise ValueError(f"{problem} ({self!r}).")
+
     def __repr__(self) -> str:
         return f"SubwordTokenizer({len(self)} pieces, sha256 {self.sha256[:12]})"
+
+
+#: sentencepiece's TrainerSpec.ModelType values (sentencepiece_model.proto).
+_MODEL_TYPE_IDS = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
+
+
+def _message(data: bytes) -> dict[int, list]:
+    """The fields of one serialized protobuf message: ``{field number: [values]}``.
+
+    Varints come back as ints, everything else as bytes (a nested message is parsed by calling
+    this again). Just enough of the wire format to read a sentencepiece model's trainer and
+    normalizer specs (sentencepiece_model.proto: ModelProto 2 = trainer_spec, 3 =
+    normalizer_spec; TrainerSpec 3 = model_type, 4 = vocab_size, 10 = character_coverage;
+    NormalizerSpec 1 = name): sentencepiece's Python package offers no reader of its own
+    without protobuf, which is not a dependency. ``ValueError`` for bytes that are not one.
+    """
+    fields: dict[int, list] = {}
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            if pos >= len(data) or shift > 63:
+                raise ValueError("a truncated or malformed protobuf message")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+
+    while pos < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value: int | bytes = varint()
+        elif wire in (1, 2, 5):  # fixed 64-bit, length-delimited, fixed 32-bit
+            size = {1: 8, 5: 4}[wire] if wire != 2 else varint()
+            if pos + size > len(data):
+                raise ValueError("a truncated protobuf message")
+            value, pos = data[pos:pos + size], pos + size
+        else:
+            raise ValueError(f"protobuf wire type {wire} is not one sentencepiece writes")
+        fields.setdefault(number, []).append(value)
+    return fields
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,9 +285,12 @@ def _text_sha256(lines: Sequence[str]) -> str:
 def cache_key(lines: Sequence[str], settings: SubwordSettings) -> str:
     """The hash a model learned on ``lines`` with ``settings`` is cached under.
 
-    It covers the sentences themselves (so the Multi30k files' contents, and which slice of
-    them), every setting and the library's version: any change gives another key.
+    It covers the sentences themselves in NFC (so the Multi30k files' contents, and which
+    slice of them; the NFD spelling of a text has the key of its NFC one, and text already in
+    NFC, as Multi30k is, keeps the key it had before convs2s normalised), every setting and the
+    library's version: any other change gives another key.
     """
+    lines = [nfc(s) for s in lines]
     what = {"library": LIBRARY, "version": _library_version(), "settings": settings.as_dict(),
             "data": _text_sha256(lines), "sentences": len(lines)}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
@@ -226,11 +313,25 @@ def _learn(lines: Sequence[str], settings: SubwordSettings) -> bytes:
             max_sentence_length=1 << 16, input_sentence_size=0,
         )
     except RuntimeError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"sentencepiece cannot learn a vocabulary of {settings.vocab_size} "
-                         f"pieces from these {len(lines)} sentences: {first}. Lower "
-                         "vocab_size.") from None
+        raise ValueError(_learning_failed(str(e), settings, len(lines))) from None
     return model.getvalue()
+
+
+def _learning_failed(error: str, settings: SubwordSettings, sentences: int) -> str:
+    """One line saying why sentencepiece failed, and what to do where that is known."""
+    # sentencepiece needs a piece for every character of the text (character_coverage=1.0)
+    # besides the specials: "Vocabulary size is smaller than required_chars. 9 vs 56."
+    too_small = re.search(r"smaller than required_chars\D*?(\d+) vs (\d+)", error)
+    if too_small:
+        needed = int(too_small.group(2))
+        return (f"vocab_size={settings.vocab_size} is too small for these {sentences} "
+                f"sentences: they have {needed - len(SPECIALS)} different characters, and each "
+                f"needs a piece of its own besides the {len(SPECIALS)} specials; raise "
+                f"vocab_size (--vocab-size) to at least {needed}.")
+    first = error.strip().splitlines()[0] if error.strip() else "unknown error"
+    first = re.sub(r"^[A-Z_]+: \S+\(\d+\) \[[^\]]*\] ", "", first)  # file(line) [condition]
+    return (f"sentencepiece cannot learn a vocabulary of {settings.vocab_size} pieces from "
+            f"these {sentences} sentences: {first}")
 
 
 def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None, *,
@@ -238,17 +339,25 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
                   on_train: Callable[[], None] | None = None) -> SubwordTokenizer:
     """A :class:`SubwordTokenizer` learned on ``lines`` (give it the training split only).
 
+    The sentences are put into NFC first (:func:`convs2s.data.nfc`): decomposed training text
+    gives the model of the composed text.
+
     ``cache``: True (default) keeps models in :func:`cache_dir`, a folder keeps them there,
     False/None learns afresh every time. A cached model is read back when the sentences, the
     settings and the library version all match (see :func:`cache_key`); otherwise it is learned
     (seconds on Multi30k) and written atomically (a temporary file, then a rename), so a crash
-    never leaves half a model. A cache folder that cannot be written only costs a warning.
-    ``on_train`` is called just before learning (tests count cache misses with it).
+    never leaves half a model. The file is not trusted: one that is not a model, or a model
+    whose own record says it was learned with other settings
+    (:meth:`SubwordTokenizer.check_settings`), is learned again and replaced, with a warning
+    (a cache only saves time, so relearning beats refusing). A cache folder that cannot be
+    written only costs a warning. ``on_train`` is called just before learning (tests count
+    cache misses with it).
     """
     settings = settings or SubwordSettings()
     lines = list(lines)
     if not all(isinstance(s, str) for s in lines):
         raise TypeError("train_subword takes sentences (str), not token lists.")
+    lines = [nfc(s) for s in lines]
     folder = None
     if cache is True:
         folder = cache_dir()
@@ -257,10 +366,18 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
     path = folder / f"{cache_key(lines, settings)}.model" if folder is not None else None
     if path is not None and path.is_file():
         try:
-            return SubwordTokenizer(path.read_bytes())
+            cached = SubwordTokenizer(path.read_bytes())
         except (OSError, ValueError) as e:
             warnings.warn(f"ignoring the unreadable cached subword model {path} ({e}); "
                           "learning it again.", stacklevel=2)
+        else:
+            try:
+                cached.check_settings(settings)
+                return cached
+            except ValueError as e:
+                warnings.warn(f"ignoring the cached subword model {path}: it does not match "
+                              f"its settings {settings} ({e}); learning it again.",
+                              stacklevel=2)
     if on_train is not None:
         on_train()
     tok = SubwordTokenizer(_learn(lines, settings))
@@ -285,7 +402,7 @@ class TextPipeline:
 
     ``kind="word"``: spaCy tokens, lower-cased when ``lower`` (the course's original pipeline,
     what notebooks 00-08 use); vocabularies built from the training split with ``min_freq``;
-    the output detokenized by :func:`convs2s.translate.detokenize`.
+    the output detokenized by :func:`convs2s.data.detokenize`.
     ``kind="subword"``: sentencepiece pieces of the cased text (``src_model``/``trg_model``,
     the same one when ``settings.joint``); the vocabularies are the models' pieces; the output
     decoded back into cased text.
@@ -351,8 +468,6 @@ class TextPipeline:
         """Output tokens back into a sentence (subword: the exact cased text)."""
         if self.kind == "subword":
             return self.trg_tokenizer.decode(tokens)
-        from convs2s.translate import detokenize
-
         return detokenize(tokens)
 
     @property

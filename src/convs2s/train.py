@@ -54,6 +54,7 @@ What it does, and why:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -68,6 +69,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -78,14 +80,11 @@ import torch.nn.functional as F
 
 from convs2s import config
 from convs2s.checkpoint import (
+    Checkpoint,
     CheckpointError,
     check_compatible,
     check_same_run,
     copy_checkpoint,
-    load_checkpoint,
-    save_checkpoint,
-    vocab_from_dict,
-    vocab_to_dict,
 )
 from convs2s.data import (
     LANGUAGES,
@@ -96,7 +95,7 @@ from convs2s.data import (
     load_multi30k,
     make_loader,
 )
-from convs2s.fileio import remove_stale_temps
+from convs2s.fileio import LOCK_NAME, FolderInUse, folder_lock, remove_stale_temps
 from convs2s.model import ConvS2S
 from convs2s.subword import KINDS, MODEL_TYPES, SubwordSettings, TextPipeline
 
@@ -449,12 +448,36 @@ class _StopSignals:
 CHECKPOINTS = ("last.pt", "best.pt")
 
 
-def claim_folder(folder: Path, resume: bool) -> list[Path]:
-    """Check, before any work, that ``folder`` can take this run's checkpoints.
+def make_folder(folder: Path) -> list[Path]:
+    """Create ``folder`` (and its parents) if needed; the folders created, deepest first.
 
-    Refuses a folder holding another run (unless resuming it), a file, or a folder it cannot
-    write to (probed with a temporary file of the checkpoints' own pattern), and removes the
-    temporary files a killed run left. Returns the folders it created, deepest first.
+    ``CheckpointError`` (one line) if it cannot be: a file is in the way, or no permission."""
+    created, p = [], folder
+    while not p.exists() and p != p.parent:
+        created, p = [*created, p], p.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        remove_empty_folders(created)
+        raise _unwritable(folder, e) from None
+    return created
+
+
+def _unwritable(folder: Path, e: OSError) -> CheckpointError:
+    if isinstance(e, FileExistsError | NotADirectoryError):
+        return CheckpointError(f"cannot write checkpoints into {folder}: it (or a folder above "
+                               "it) is a file. Choose another --out folder.")
+    return CheckpointError(f"cannot write checkpoints into {folder} ({e.strerror}). Choose "
+                           "another --out folder, or make this one writable.")
+
+
+def claim_folder(folder: Path, resume: bool) -> None:
+    """Check, before any work, that ``folder`` (made, and held by this process) can take this
+    run's checkpoints.
+
+    Refuses a folder holding another run (unless resuming it), or a folder it cannot write to
+    (probed with a temporary file of the checkpoints' own pattern), and removes the temporary
+    files a killed run left.
     """
     if resume and not (folder / "last.pt").is_file():
         raise CheckpointError(f"{folder} holds no last.pt to resume from; start a new run "
@@ -464,26 +487,16 @@ def claim_folder(folder: Path, resume: bool) -> list[Path]:
             f"{folder} already holds a training run (last.pt). Continue it with "
             "resume=True (--resume), or choose another output folder."
         )
-    created, p = [], folder
-    while not p.exists() and p != p.parent:
-        created, p = [*created, p], p.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".last.pt.", suffix=".tmp")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        _remove_if_empty(created)
-        if isinstance(e, FileExistsError | NotADirectoryError):
-            raise CheckpointError(f"cannot write checkpoints into {folder}: it (or a folder "
-                                  "above it) is a file. Choose another --out folder.") from None
-        raise CheckpointError(f"cannot write checkpoints into {folder} ({e.strerror}). Choose "
-                              "another --out folder, or make this one writable.") from e
+        raise _unwritable(folder, e) from None
     remove_stale_temps(folder, list(CHECKPOINTS))
-    return created
 
 
-def _remove_if_empty(folders: list[Path]) -> None:
+def remove_empty_folders(folders: list[Path]) -> None:
     for folder in folders:  # deepest first; only folders this run created, only when empty
         try:
             folder.rmdir()
@@ -513,7 +526,8 @@ class Trainer:
         self.last_path, self.best_path = folder / "last.pt", folder / "best.pt"
         self.signals, self.saved = _StopSignals(), {}  # saved: checkpoint name -> its step
         self._rng_at_step_start = None  # set while a step is under way (see run)
-        ckpt = load_checkpoint(self.last_path) if resume else None
+        ckpt = Checkpoint.load(self.last_path) if resume else None
+        self.run_id = (ckpt.run_id if ckpt is not None else None) or uuid.uuid4().hex
         seed_everything(preset.seed)
         datasets = self._build(data, ckpt)
         self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "history": [],
@@ -524,16 +538,12 @@ class Trainer:
         self._prepare_steps(*datasets)
         self._start, self._start_seconds = time.monotonic(), self.state["seconds"]
 
-    def _build(self, data: dict, ckpt: dict | None) -> tuple:
+    def _build(self, data: dict, ckpt: Checkpoint | None) -> tuple:
         """Vocabularies, model and optimizer; returns the train and validation datasets."""
         preset = self.preset
         vocabs = pipeline = None
-        if ckpt is not None:
-            vocabs = (vocab_from_dict(ckpt["src_vocab"]), vocab_from_dict(ckpt["trg_vocab"]))
-            try:  # the models it trained with (compared with the preset's in _restore)
-                pipeline = TextPipeline.from_checkpoint(ckpt)
-            except ValueError as e:
-                raise CheckpointError(f"{self.last_path} cannot be resumed: {e}") from e
+        if ckpt is not None:  # the vocabularies and text pipeline it trained with
+            vocabs, pipeline = (ckpt.src_vocab, ckpt.trg_vocab), ckpt.pipeline
         train_ds, valid_ds, self.src_vocab, self.trg_vocab = prepare_data(
             preset, data, vocabs, pipeline)
         self.pipeline = train_ds.pipeline
@@ -593,17 +603,17 @@ class Trainer:
                 "with (--src, --trg, --tokenizer, --vocab-size, --joint-vocab), or start a new "
                 "--out folder.")
 
-    def _restore(self, ckpt: dict) -> None:
+    def _restore(self, ckpt: Checkpoint) -> None:
         """Continue the run in ``last.pt``: same settings and data, or a clear refusal."""
+        train_state = ckpt.resumable()
         check_same_run(ckpt, {**dataclasses.asdict(self.preset), "data": self.data_record},
                        self.last_path, ignore=("name", "epochs", "max_steps", "max_minutes"))
         self._check_same_text()
         check_compatible(ckpt, self.model.config, self.src_vocab, self.trg_vocab, self.last_path)
-        self.model.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["train_state"]["optimizer"])
-        self.state.update({k: v for k, v in ckpt["train_state"].items()
-                           if k not in ("optimizer", "rng")})
-        _set_rng_state(ckpt["train_state"]["rng"])
+        self.model.load_state_dict(ckpt.state_dict)
+        self.optimizer.load_state_dict(train_state["optimizer"])
+        self.state.update({k: v for k, v in train_state.items() if k not in ("optimizer", "rng")})
+        _set_rng_state(train_state["rng"])
         self.saved["last.pt"] = self.state["step"]
         if self.dist.main:
             self._reconcile_best()
@@ -616,7 +626,7 @@ class Trainer:
         row = next((r for r in self.state["history"] if r["valid_loss"] == best_loss), None)
         found = None
         if self.best_path.exists():
-            found = load_checkpoint(self.best_path)["train_state"]["step"]
+            found = Checkpoint.load(self.best_path).step
         if row is None and found is None or row is not None and found == row["step"]:
             self.saved.update({} if found is None else {"best.pt": found})
             return
@@ -774,29 +784,19 @@ class Trainer:
         if not self.dist.main:
             return
         with self.signals.deferred():  # last.pt first: best.pt is never ahead of the history
-            save_checkpoint(self.last_path, self.payload(rng))
+            self.checkpoint(rng).save(self.last_path)
             self.saved["last.pt"] = self.state["step"]
             if best:
                 copy_checkpoint(self.last_path, self.best_path)
                 self.saved["best.pt"] = self.state["step"]
 
-    def payload(self, rng: dict | None = None) -> dict:
+    def checkpoint(self, rng: dict | None = None) -> Checkpoint:
         """What a checkpoint holds: the model, vocabularies, settings, data and train state."""
-        preset = self.preset
-        return {
-            "model_config": self.model.config,
-            "model": self.model.state_dict(),
-            "src_vocab": vocab_to_dict(self.src_vocab),
-            "trg_vocab": vocab_to_dict(self.trg_vocab),
-            # what convs2s read before the direction and tokenizer were recorded (word-level)
-            "tokenizers": {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang,
-                           "lower": self.pipeline.lower},
-            **self.pipeline.record(),  # src_lang, trg_lang, tokenizer (+ the subword models)
-            "preset": dataclasses.asdict(preset),
-            "data": self.data_record,
-            "train_state": {**self.state, "optimizer": self.optimizer.state_dict(),
-                            "rng": rng if rng is not None else _rng_state()},
-        }
+        return Checkpoint.from_model(
+            self.model, self.src_vocab, self.trg_vocab, self.pipeline,
+            preset=dataclasses.asdict(self.preset), data=self.data_record, run_id=self.run_id,
+            train_state={**self.state, "optimizer": self.optimizer.state_dict(),
+                         "rng": rng if rng is not None else _rng_state()})
 
     def _diverged(self, valid_loss: float | None = None) -> str:
         """Why the weights are unusable ("" if they are not): inf/nan in them or their output."""
@@ -823,8 +823,8 @@ class Trainer:
         result = TrainResult(self.model, self.src_vocab, self.trg_vocab, s["history"], None,
                              self.last_path, stop, s["step"], s["seconds"])
         if self.best_path.exists():
-            best = load_checkpoint(self.best_path, map_location=self.device)
-            self.model.load_state_dict(best["model"])
+            best = Checkpoint.load(self.best_path, map_location=self.device)
+            self.model.load_state_dict(best.state_dict)
             result.best_path = self.best_path
         self.model.eval()
         if s["history"]:
@@ -862,17 +862,25 @@ def train(
     """
     preset = get_preset(preset) if isinstance(preset, str) else preset
     folder = Path(out_dir)
-    dist = _Distributed(torch.device(device) if device is not None else None)
-    created = []
+    dist = _Distributed(config.check_device(device) if device is not None else None)
+    created: list[Path] = []
     try:
-        created = claim_folder(folder, resume) if dist.main else []
-        if not isinstance(data, dict):
-            data = load_multi30k(data, src=preset.src_lang, trg=preset.trg_lang)
-        trainer = Trainer(preset, folder, data, dist, resume=resume, progress=progress, log=log,
-                          on_epoch_end=on_epoch_end)
-        return trainer.result(trainer.run())
-    except BaseException:
-        _remove_if_empty(created)
+        with contextlib.ExitStack() as held:
+            if dist.main:  # one run per folder: a second one is refused while this one lives
+                created = make_folder(folder)
+                held.enter_context(folder_lock(folder))
+                claim_folder(folder, resume)
+            if not isinstance(data, dict):
+                data = load_multi30k(data, src=preset.src_lang, trg=preset.trg_lang)
+            trainer = Trainer(preset, folder, data, dist, resume=resume, progress=progress,
+                              log=log, on_epoch_end=on_epoch_end)
+            return trainer.result(trainer.run())
+    except BaseException as e:
+        if created:  # a folder this run made: leave nothing of it behind, its lock file neither
+            (folder / LOCK_NAME).unlink(missing_ok=True)
+            remove_empty_folders(created)
+        if isinstance(e, FolderInUse):
+            raise CheckpointError(str(e)) from None
         raise
     finally:
         dist.close()

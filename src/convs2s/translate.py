@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,23 +36,14 @@ from typing import TextIO
 import torch
 
 from convs2s import config
-from convs2s.checkpoint import CheckpointError, load_checkpoint
-from convs2s.data import LANGUAGE_NAMES, Vocab, check_length
+from convs2s.checkpoint import Checkpoint, CheckpointError, check_parts, check_pipeline
+from convs2s.data import LANGUAGE_NAMES, Vocab, check_length, detokenize
 from convs2s.decode import beam_search, greedy_decode
 from convs2s.model import ConvS2S
 from convs2s.subword import TextPipeline
 
-_NO_SPACE_BEFORE = re.compile(r" (?=[.,!?;:%)\]}]|'s\b|'re\b|'ll\b|'ve\b|'d\b|'m\b|n't\b)")
-_NO_SPACE_AFTER = re.compile(r"(?<=[(\[{]) ")
-
-
-def detokenize(tokens: Sequence[str]) -> str:
-    """Join English tokens into a sentence: ``["a", "man", "."]`` -> ``"A man."``."""
-    text = " ".join(tokens)
-    text = _NO_SPACE_AFTER.sub("", _NO_SPACE_BEFORE.sub("", text))
-    text = re.sub(r' " (.*?) " ', r' "\1" ', f" {text} ").strip()
-    return text[:1].upper() + text[1:]
-
+__all__ = ["CheckpointError", "Translation", "Translator", "check_device", "detokenize", "main",
+           "translate_lines"]
 
 def check_device(device: str | torch.device | None) -> torch.device:
     """``device`` as a ``torch.device`` that exists here, else ``ValueError`` with the fix.
@@ -91,86 +81,10 @@ def _positive_int(value, name: str) -> int:
     return value
 
 
-# --------------------------------------------------------------------------------------------
-# Checking that a checkpoint's parts belong together
-# --------------------------------------------------------------------------------------------
-
-
 def _finite_number(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, not {value!r}.")
     return float(value)
-
-
-def vocab_from_part(part, side: str) -> Vocab:
-    """The :class:`Vocab` a checkpoint stores as ``{"itos": [...], "specials": [...]}``.
-
-    Anything else raises ``ValueError`` saying what is wrong (never a ``KeyError``).
-    """
-    if not isinstance(part, dict):
-        raise ValueError(f"its {side} is a {type(part).__name__}, not a vocabulary "
-                         "({'itos': [...], 'specials': [...]}).")
-    for key in ("itos", "specials"):
-        value = part.get(key)
-        if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
-            raise ValueError(f"its {side} has no list of token strings under {key!r}.")
-    try:
-        return Vocab(part["itos"], part["specials"])
-    except ValueError as e:
-        raise ValueError(f"its {side} is malformed: {e}") from e
-
-
-def check_parts(model_config: dict, weights: dict, src_vocab: Vocab, trg_vocab: Vocab) -> None:
-    """Raise ``ValueError`` unless a model config, its weights and two vocabularies fit.
-
-    Checks that the vocabulary sizes and padding ids are those the model was built with, and
-    that every weight is finite (a diverged training run saves NaN weights, which translate
-    into nonsense such as "On on on on ...").
-    """
-    for side, vocab in (("src", src_vocab), ("trg", trg_vocab)):
-        size, pad = model_config.get(f"{side}_vocab_size"), model_config.get(f"{side}_pad_idx")
-        if size != len(vocab):
-            raise ValueError(
-                f"the model was built for a {side}_vocab of {size} tokens, but its {side}_vocab "
-                f"has {len(vocab)}: the parts do not belong together."
-            )
-        if pad is not None and pad != vocab.pad_idx:
-            raise ValueError(f"the model pads the {side} with id {pad}, but its {side}_vocab "
-                             f"pads with id {vocab.pad_idx}.")
-    not_tensors = [k for k, v in weights.items() if not isinstance(v, torch.Tensor)]
-    if not_tensors:
-        raise ValueError(f"its weights {not_tensors[:3]} are not tensors.")
-    bad = [k for k, v in weights.items()
-           if v.is_floating_point() and not bool(torch.isfinite(v).all())]
-    if bad:
-        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise ValueError(
-            f"{len(bad)} of its weight tensors hold NaN or infinite values ({shown}): training "
-            "diverged. Use an earlier checkpoint, or train again with a lower learning rate."
-        )
-
-
-def check_pipeline(pipeline: TextPipeline, src_vocab: Vocab, trg_vocab: Vocab) -> None:
-    """``ValueError`` unless a subword pipeline's models give exactly these vocabularies."""
-    if pipeline.kind != "subword":
-        return
-    for side, vocab, tok in (("src", src_vocab, pipeline.src_tokenizer),
-                             ("trg", trg_vocab, pipeline.trg_tokenizer)):
-        if list(vocab.itos) != list(tok.pieces):
-            raise ValueError(f"its {side}_vocab ({len(vocab)} tokens) is not the pieces of its "
-                             f"{side} subword model ({len(tok.pieces)}): the parts do not belong "
-                             "together.")
-
-
-def _model_class(data: dict) -> type:
-    name = data.get("model_class", "ConvS2S")
-    if name == "ConvS2S":
-        return ConvS2S
-    from convs2s.baselines import MODEL_CLASSES, _model_class
-
-    if name not in MODEL_CLASSES:
-        raise ValueError(f"its model_class {name!r} is not one of {sorted(MODEL_CLASSES)}.")
-    return _model_class(name)
 
 
 @dataclass
@@ -213,40 +127,18 @@ class Translator:
         return self.pipeline.detokenize(tokens)
 
     @classmethod
-    def from_checkpoint(cls, path, device=None) -> Translator:
-        """Load a checkpoint and check that its parts belong together.
+    def from_checkpoint(cls, checkpoint: str | os.PathLike | Checkpoint,
+                        device=None) -> Translator:
+        """A translator for a checkpoint file (or a loaded :class:`Checkpoint`).
 
         Raises :class:`convs2s.checkpoint.CheckpointError` (one line naming the file and the
-        problem) for a file that is not a checkpoint, a malformed vocabulary, vocabulary sizes
-        that do not match the model, weights that do not fit it or are not finite; and
-        ``ValueError`` for a device this machine does not have.
+        problem) for a file that is not a checkpoint, or whose parts do not belong together
+        (see :meth:`Checkpoint.load`); ``ValueError`` for a device this machine does not have.
         """
         device = check_device(device)
-        data = load_checkpoint(path)
-        try:
-            src_vocab = vocab_from_part(data["src_vocab"], "src_vocab")
-            trg_vocab = vocab_from_part(data["trg_vocab"], "trg_vocab")
-            model_config, weights = data["model_config"], data["model"]
-            if not isinstance(model_config, dict) or not isinstance(weights, dict):
-                raise ValueError("its model_config or model is not a dictionary.")
-            check_parts(model_config, weights, src_vocab, trg_vocab)
-            pipeline = TextPipeline.from_checkpoint(data)
-            try:
-                model = _model_class(data)(**model_config)
-            except TypeError as e:
-                raise ValueError(f"its model_config does not fit the model: {e}") from e
-            try:
-                model.load_state_dict(weights)
-            except RuntimeError as e:
-                first = str(e).strip().splitlines()
-                raise ValueError("its weights do not fit its model_config: "
-                                 + " ".join(line.strip() for line in first[:3])) from e
-            return cls(model, src_vocab, trg_vocab, pipeline=pipeline, device=device)
-        except ValueError as e:
-            raise CheckpointError(
-                f"{path} cannot be used: {e} Use the other checkpoint (best.pt / last.pt) in "
-                "its folder, or train again."
-            ) from e
+        ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.load(checkpoint)
+        return cls(ckpt.build_model(), ckpt.src_vocab, ckpt.trg_vocab, pipeline=ckpt.pipeline,
+                   device=device)
 
     # -- input checks --------------------------------------------------------------------------
     def _tokens(self, sentence) -> list[str]:

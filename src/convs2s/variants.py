@@ -1,5 +1,8 @@
 """What came after ConvS2S, as drop-in changes to it: separable convolutions and self-attention.
 
+Used by notebook 08. The classes are models (:class:`convs2s.checkpoint.Checkpoint` rebuilds
+them), so the module sits in the model layer: it imports only the model's modules.
+
 - :class:`DepthwiseSeparableConv1d`: a depthwise convolution (one kernel of width k per
   channel, ``groups=in_channels``) followed by a pointwise 1x1 convolution that mixes channels,
   as in Xception (Chollet, 2017), SliceNet (Kaiser et al., 2017) and QANet (Yu et al., 2018).
@@ -29,7 +32,7 @@ from torch import Tensor, nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
 from convs2s.layers import INITS, PADDINGS, RESIDUAL_SCALE, ConvGLUBlock
-from convs2s.model import ConvS2S
+from convs2s.model import ConvS2S, check_bool, check_choice, check_positive_int
 
 __all__ = [
     "CONVS",
@@ -313,8 +316,11 @@ class VariantConvS2S(ConvS2S):
         attention_feed_forward: bool = True,
         **convs2s_kwargs,
     ) -> None:
-        if conv not in CONVS:
-            raise ValueError(f"conv={conv!r} is not known; choose one of {CONVS}.")
+        check_choice("conv", conv, CONVS)
+        check_bool("encoder_self_attention", encoder_self_attention)
+        check_positive_int("attention_heads", attention_heads)
+        check_choice("attention_positions", attention_positions, POSITIONS)
+        check_bool("attention_feed_forward", attention_feed_forward)
         super().__init__(src_vocab_size, trg_vocab_size, **convs2s_kwargs)
         cfg = self.config
         if conv == "depthwise":
