@@ -150,6 +150,42 @@ def test_blocks_means_the_conv_glu_blocks_of_both_stacks():
     assert fig["encoder:z and z+e"] != strong, "the encoder output is not a conv-GLU block"
 
 
+def _badges(fig: Figure) -> list[str]:
+    return [t.get_text() for t in _texts(fig) if t.get_text().startswith("you are here")]
+
+
+@pytest.mark.parametrize("highlight", [
+    *diagrams.PARTS, ("embeddings", "encoder"), ("encoder", "decoder"), ("decoder", "output"),
+    ("embeddings", "encoder", "attention", "decoder", "output"), diagrams.PARTS,
+    ("blocks", "output")])
+def test_exactly_one_marker_whatever_is_highlighted(highlight):
+    """One "you are here" badge (notebook 05 once showed six), with an arrow to each highlighted
+    part it can reach, or naming the whole model."""
+    fig = diagrams.architecture(highlight=highlight)
+    assert len(_badges(fig)) == 1, _badges(fig)
+    arrows = [p for ax in fig.axes for p in ax.patches if p.get_gid() == "you-are-here"]
+    if _badges(fig) == ["you are here"]:
+        assert arrows, "a badge pointing at nothing"
+    else:
+        assert _badges(fig) == ["you are here: the whole model"] and not arrows
+
+
+def test_the_target_embeddings_feed_every_query_and_the_context_is_scaled_by_sqrt_m():
+    """d = W h + b + g (eq. 1): a line from g to the queries; c carries √m (§3.4)."""
+    for fig in (diagrams.architecture(), diagrams.multi_step_attention()):
+        lines = [ln for ax in fig.axes for ln in ax.lines if "g into the queries" in
+                 (ln.get_gid() or "")]
+        assert lines, "no path from the target embeddings g to the queries"
+        assert any("sqrt{m}" in t.get_text() for t in _texts(fig)), "no √m on the context"
+
+
+def test_the_attention_picture_names_the_glu_output_and_the_layer_output_apart():
+    """h (the GLU output, the query's input) is not also the layer's output."""
+    text = " ".join(t.get_text() for t in _texts(diagrams.multi_step_attention()))
+    assert "GLU: $h^1_i$" in text and "residual: $x^1_i$" in text
+    assert "output $h" not in text
+
+
 @pytest.mark.parametrize("bad", ["decoders", ("encoder", "head"), 3, (), ("encoder", None)])
 def test_unknown_highlight_names_the_valid_parts(bad):
     with pytest.raises(ValueError) as err:

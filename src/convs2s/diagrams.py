@@ -16,6 +16,9 @@ Every notebook opens with :func:`architecture`, its own part highlighted ("you a
 - :func:`multi_step_attention` -- every decoder layer attends with its own query
   d = W h + b + g over the keys z and values z + e.
 
+In the architecture and attention pictures the target embeddings g feed every layer's query
+(d = W h + b + g), and the context carries the paper's √m scale (§3.4).
+
 Each function draws a new pyplot figure (so a notebook shows it) and returns the
 :class:`~matplotlib.figure.Figure`. All figures are made at 100 dpi with fonts of at least
 9 pt, so they are readable at 100% zoom. ``python -m convs2s.diagrams --out images`` writes the
@@ -182,6 +185,23 @@ def _arrow(ax, start, end, *, colour: str = "#444444", lw: float = 1.4, gid: str
     return arrow
 
 
+def _bus(ax, points: Sequence[tuple[float, float]], colour: str, lw: float, gid: str,
+         *, gaps: Sequence[float] = (), gap: float = 0.9) -> None:
+    """A vertical-ending line through ``points``, broken around each y in ``gaps`` on its last
+    (vertical) leg: where it crosses another arrow it passes under it, it does not join it."""
+    *head, (x, y0), (_, y1) = points
+    cuts = sorted(g for g in gaps if y0 < g < y1)
+    legs = [[*head, (x, y0)]]
+    for g in cuts:
+        legs[-1].append((x, g - gap))
+        legs.append([(x, g + gap)])
+    legs[-1].append((x, y1))
+    for leg in legs:
+        xs, ys = zip(*leg, strict=True)
+        ax.add_line(Line2D(xs, ys, color=colour, linewidth=lw, zorder=1.5, gid=gid,
+                           solid_capstyle="butt"))
+
+
 def _polyline_arrow(ax, points: Sequence[tuple[float, float]], **kw) -> None:
     """Line segments through ``points``, the last one with an arrow head."""
     colour, lw = kw.get("colour", "#444444"), kw.get("lw", 1.4)
@@ -196,9 +216,10 @@ def _label(ax, xy, text: str, *, size: float = FONT, colour: str = INK, ha: str 
     return ax.text(*xy, text, fontsize=size, color=colour, ha=ha, va=va, zorder=4, **kw)
 
 
-def _you_are_here(ax, xy, targets: Iterable[tuple[float, float]]) -> None:
+def _you_are_here(ax, xy, targets: Iterable[tuple[float, float]],
+                  text: str = "you are here") -> None:
     """A black "you are here" badge at ``xy`` with an arrow to each target point."""
-    text = ax.text(*xy, "you are here", ha="center", va="center", fontsize=FONT,
+    text = ax.text(*xy, text, ha="center", va="center", fontsize=FONT,
                    fontweight="bold", color="white", zorder=6,
                    bbox={"boxstyle": "round,pad=0.35", "facecolor": MARKER, "edgecolor": MARKER})
     for target in targets:
@@ -283,8 +304,9 @@ def architecture(highlight: str | Sequence[str] | None = None) -> Figure:
     """The whole ConvS2S model (after the paper's Figure 1); returns the pyplot Figure.
 
     ``highlight``: None (everything in colour), or one of :data:`PARTS` or a tuple of them:
-    those parts are drawn in strong colour with a "you are here" badge, the rest in grey.
-    ``"blocks"`` means the conv-GLU blocks of both stacks.
+    those parts are drawn in strong colour, the rest in grey, and one "you are here" badge
+    points at them (at the whole model when every part is highlighted). ``"blocks"`` means the
+    conv-GLU blocks of both stacks.
     """
     parts = _parse_highlight(highlight)
     fig, ax = _canvas(12.8, 8.6)
@@ -300,8 +322,8 @@ def architecture(highlight: str | Sequence[str] | None = None) -> Figure:
     dec = _draw_decoder(p)
     att = _draw_attention(p, enc, dec)
     _label(ax, (64, 1.4), "Blocks 2 .. L−1 of each stack are not drawn (the stacks may differ in "
-           "depth); decoder layer l has its own attention l. fairseq also scales z + e by √0.5.",
-           size=SMALL, colour="#555555")
+           "depth); decoder layer l has its own attention l. fairseq also scales d and z + e by "
+           "√0.5.", size=SMALL, colour="#555555")
     if parts:
         _draw_markers(ax, parts, enc, dec, att)
     return fig
@@ -385,41 +407,85 @@ def _draw_attention(p: _Painter, enc: dict[str, Box], dec: dict[str, Box]) -> di
         box = Box(_ATT_X, block.y, _ATT_W, block.h)
         layer = "1" if name == "b1" else "L"
         lines = [f"attention {layer}", r"$a = \mathrm{softmax}(d \cdot z)$",
-                 r"$c = \sum\, a\,(z + e)$"]
+                 r"$c = \sqrt{m}\,\sum\, a\,(z + e)$"]
         p.box(box, lines, parts, f"attention {layer}", line_gap=2.5)
         p.arrow((bus_x, box.cy), box.at("left"), parts, f"keys values {layer}")
-        # the query d comes from the layer's GLU output h; the context c goes back into it
-        p.arrow(block.at("left", 0.72), box.at("right", 0.72), parts, f"query {layer}")
-        p.arrow(box.at("right", 0.28), block.at("left", 0.28), parts, f"context {layer}")
-        gap_x = (box.right + block.left) / 2
-        _label(ax, (gap_x, box.y + 0.72 * box.h + 1.3), "d", size=11, style="italic",
+        # the query d = W h + b + g comes from the layer's GLU output h and the target
+        # embedding g (the g bus below joins it); the context c goes back into the layer
+        p.arrow(block.at("left", 0.3), box.at("right", 0.3), parts, f"query {layer}")
+        p.arrow(box.at("right", 0.72), block.at("left", 0.72), parts, f"context {layer}")
+        label_x = box.right + 2.0
+        _label(ax, (label_x, box.y + 0.3 * box.h + 1.3), "d", size=11, style="italic",
                colour=p.ink(parts))
-        _label(ax, (gap_x, box.y + 0.28 * box.h - 1.3), "c", size=11, style="italic",
+        _label(ax, (label_x, box.y + 0.72 * box.h + 1.3), "c", size=11, style="italic",
                colour=p.ink(parts))
         boxes[name] = box
+    # g, the target embeddings, goes into every query: up a bus beside the decoder blocks
+    g_x = dec["b1"].left - 2.0
+    top = boxes["bl"].y + 0.3 * boxes["bl"].h
+    lw = 2.2 if p.state(parts) == "strong" else 1.4
+    _bus(ax, [dec["emb"].at("left"), (g_x, dec["emb"].cy), (g_x, top)], p.ink(parts), lw,
+         "attention:g into the queries", gaps=[boxes["b1"].y + 0.72 * boxes["b1"].h])
+    _label(ax, (g_x - 1.0, (dec["emb"].top + boxes["b1"].bottom) / 2 + 1.0), "g", size=11,
+           ha="right", style="italic", colour=p.ink(parts))
     return boxes
+
+
+def _marker_targets(enc: dict[str, Box], dec: dict[str, Box],
+                    att: dict[str, Box]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """{spot: {part: the points an arrow from that spot reaches without crossing a box}}.
+
+    The spots are the free spaces of the figure: the left and right margins, and the middle
+    column above the attentions ("top") and between the attentions and the embeddings
+    ("bottom").
+    """
+    return {
+        "left": {"encoder": [enc["out"].at("left", 0.3), enc["bl"].at("left", 0.7)],
+                 "embeddings": [enc["emb"].at("left")]},
+        "right": {"decoder": [dec["bl"].at("right")],
+                  "output": [dec["out"].at("right", 0.7)],
+                  "embeddings": [dec["emb"].at("right")]},
+        "bottom": {"embeddings": [enc["emb"].at("right", 0.8), dec["emb"].at("left", 0.2)],
+                   "attention": [att["b1"].at("bottom")],
+                   "blocks": [enc["b1"].at("right", 0.5), dec["b1"].at("left", 0.3)]},
+        "top": {"encoder": [enc["out"].at("right", 0.7)],
+                "attention": [att["bl"].at("top", 0.8)],
+                "decoder": [dec["bl"].at("left", 0.9)],
+                "output": [dec["out"].at("left", 0.7)]},
+    }
+
+
+#: Where the badge goes for a part on its own (then for several, the first spot reaching all).
+_HOME = {"encoder": "left", "embeddings": "bottom", "blocks": "bottom", "attention": "bottom",
+         "decoder": "right", "output": "right"}
 
 
 def _draw_markers(ax, parts: frozenset[str], enc: dict[str, Box], dec: dict[str, Box],
                   att: dict[str, Box]) -> None:
-    """A "you are here" badge for every highlighted part, each in its own free space."""
-    left_x, right_x = 8.5, 121.0
-    mid_x = (_ATT_X + _ATT_W / 2)
-    if "embeddings" in parts:
-        _you_are_here(ax, (mid_x, enc["emb"].cy), [enc["emb"].at("right"), dec["emb"].at("left")])
-    if "encoder" in parts:
-        y = (enc["bl"].cy + enc["out"].cy) / 2
-        _you_are_here(ax, (left_x, y), [enc["out"].at("left", 0.3), enc["bl"].at("left", 0.7)])
-    if "blocks" in parts:
-        _you_are_here(ax, (left_x, enc["b1"].cy), [enc["b1"].at("left")])
-        _you_are_here(ax, (right_x, dec["b1"].cy), [dec["b1"].at("right")])
-    if "decoder" in parts:
-        _you_are_here(ax, (right_x, dec["bl"].cy), [dec["bl"].at("right")])
-    if "output" in parts:
-        _you_are_here(ax, (right_x, dec["out"].cy + 4.0), [dec["out"].at("right", 0.7)])
-    if "attention" in parts:
-        _you_are_here(ax, (mid_x, (enc["emb"].top + att["b1"].bottom) / 2),
-                      [att["b1"].at("bottom")])
+    """One "you are here" badge, with an arrow to every highlighted part.
+
+    The badge sits in the free space that reaches every highlighted part; when the highlight
+    is the whole model (or no one space reaches all its parts) it names the whole model instead
+    of pointing.
+    """
+    spots = _marker_targets(enc, dec, att)
+    order = [_HOME[p] for p in PARTS if p in parts] + ["left", "right", "bottom", "top"]
+    spot = next((s for s in dict.fromkeys(order) if parts <= spots[s].keys()), None)
+    if spot is None:
+        _you_are_here(ax, (64.0, 70.5), [], text="you are here: the whole model")
+        return
+    targets = [point for part in PARTS if part in parts for point in spots[spot][part]]
+    mid_x = _ATT_X + _ATT_W / 2
+    ys = [y for _, y in targets]
+    if spot == "left":
+        xy = (8.5, min(max(sum(ys) / len(ys), enc["emb"].cy), enc["out"].cy))
+    elif spot == "right":
+        xy = (121.0, sum(ys) / len(ys))
+    elif spot == "bottom":
+        xy = (mid_x, (enc["emb"].top + att["b1"].bottom) / 2)
+    else:
+        xy = (mid_x, 70.5)
+    _you_are_here(ax, xy, targets)
 
 
 # --------------------------------------------------------------------------------------------
@@ -559,11 +625,11 @@ def _padding_panel(ax, inputs: list[str], targets: list[str], *, pad_left: int, 
 
 def multi_step_attention() -> Figure:
     """One attention per decoder layer: its own query, shared keys z and values z + e."""
-    fig, ax = _canvas(12.4, 6.6)
+    fig, ax = _canvas(12.9, 6.6)
     enc_look = _look(COLOURS["encoder"], "normal")
     att_look = _look(COLOURS["attention"], "normal")
     dec_look = _look(COLOURS["decoder"], "normal")
-    _label(ax, (62, 63), "Multi-step attention: every decoder layer looks at the source with "
+    _label(ax, (64.5, 63), "Multi-step attention: every decoder layer looks at the source with "
            "its own query", size=TITLE, weight="bold")
     table = _encoder_table(ax, Box(1, 25, 38, 20), enc_look)
     att1, att2 = Box(46, 12, 32, 14), Box(46, 40, 32, 14)
@@ -573,29 +639,37 @@ def multi_step_attention() -> Figure:
                        f"$a^{layer}_{{ij}} = \\mathrm{{softmax}}_j(d^{layer}_i \\cdot z_j)$",
                        f"$c^{layer}_i = \\sqrt{{m}} \\cdot \\sum_j a^{layer}_{{ij}} (z_j + e_j)$"],
              att_look, line_gap=3.8)
-        _box(ax, dec, [f"decoder layer {layer}", "conv (causal) → GLU",
-                       f"output $h^{layer}_i$"], dec_look)
+        # h: the GLU output, which builds the query; x: the layer's output (its state)
+        _box(ax, dec, [f"decoder layer {layer}", f"causal conv → GLU: $h^{layer}_i$",
+                       f"+ context, + residual: $x^{layer}_i$"], dec_look, size=SMALL)
         kv_from = table.at("right", 0.7 if layer == "2" else 0.3)
         _arrow(ax, kv_from, att.at("left"), colour=COLOURS["encoder"], lw=1.8)
-        _arrow(ax, dec.at("left", 0.72), att.at("right", 0.72), colour=COLOURS["attention"])
-        _arrow(ax, att.at("right", 0.28), dec.at("left", 0.28), colour=COLOURS["attention"])
-        gap_x = (att.right + dec.left) / 2
-        _label(ax, (gap_x, att.y + 0.72 * att.h + 1.8),
-               f"query $d^{layer}_i = W^{layer} h^{layer}_i + b^{layer} + g_i$")
-        _label(ax, (gap_x, att.y + 0.28 * att.h - 1.8), f"$c^{layer}_i$ (→ hid) added to "
-               f"$h^{layer}_i$")
+        _arrow(ax, dec.at("left", 0.3), att.at("right", 0.3), colour=COLOURS["attention"])
+        _arrow(ax, att.at("right", 0.72), dec.at("left", 0.72), colour=COLOURS["attention"])
+        gap_x = att.right + 1.0
+        _label(ax, (gap_x, att.y + 0.3 * att.h - 1.8),
+               f"query $d^{layer}_i = W^{layer} h^{layer}_i + b^{layer} + g_i$", size=SMALL,
+               ha="left")
+        _label(ax, (gap_x, att.y + 0.72 * att.h + 1.8), f"$c^{layer}_i$ (→ hid) added to "
+               f"$h^{layer}_i$", size=SMALL, ha="left")
     _label(ax, (table.right + 1.5, table.cy), "keys z\nvalues z + e", size=SMALL,
            ha="left", colour=COLOURS["encoder"])
     _arrow(ax, dec1.at("top"), dec2.at("bottom"))
-    _label(ax, (dec1.cx - 1.5, (dec1.top + dec2.bottom) / 2), "layer 1's output\n"
-           "(with what it attended to)\nis layer 2's input", size=SMALL, ha="right")
+    _label(ax, (dec1.cx + 1.5, (dec1.top + dec2.bottom) / 2), "$x^1_i$, with what\n"
+           "layer 1 found,\nis layer 2's input", size=SMALL, ha="left")
     g = Box(98, 2, 24, 5.5)
     _box(ax, g, "target embeddings $g_i$", _look(COLOURS["embeddings"], "normal"))
     _arrow(ax, g.at("top"), dec1.at("bottom"))
+    # g also goes into every layer's query, up a bus beside the decoder layers
+    g_x = dec1.left - 2.5
+    _bus(ax, [g.at("left"), (g_x, g.cy), (g_x, dec2.y + 0.3 * dec2.h)],
+         COLOURS["embeddings"], 1.6, "g into the queries",
+         gaps=[dec1.y + 0.72 * dec1.h])
     _label(ax, (2, 6.8), "Each layer has its own $W^l, b^l$: layer 2's query already holds what "
            "layer 1 found, so it can look again, elsewhere.", size=SMALL, ha="left")
-    _label(ax, (2, 3.0), "√m (m = source length) is the paper's; the √0.5 on d and on z + e is "
-           "fairseq's (and this course's).", size=SMALL, ha="left", colour="#555555")
+    _label(ax, (2, 3.0), "$h$ is the GLU output (the code's query input; the paper writes the "
+           "layer's state). √m is the paper's; the √0.5 on d and z + e is fairseq's.",
+           size=SMALL, ha="left", colour="#555555")
     return fig
 
 
