@@ -8,6 +8,7 @@ rerank exercise: re-ranking beam_search's α = 1 hypotheses equals searching wit
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -45,10 +46,12 @@ def test_rerank_accepts_the_solution(capsys):
 
 
 @pytest.mark.parametrize("wrong", [as_given, no_eos_in_length, worst_first])
-def test_rerank_rejects_wrong_answers_with_a_hint(wrong, capsys):
-    with pytest.raises(AssertionError, match="hint: each score is Σ log p / \\(len"):
+def test_rerank_rejects_wrong_answers_with_a_two_step_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match=re.escape(f"hint: {nb06.RERANK.nudge}") + "$"):
         checks.rerank(wrong)
     assert "✗ rerank" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match=re.escape(f"closer hint: {nb06.RERANK.closer}")):
+        checks.rerank(wrong)
 
 
 def test_rerank_stub_is_not_answered():
@@ -94,7 +97,7 @@ def test_the_measurement_is_the_brevity_penalty_alone():
 
 
 @pytest.mark.parametrize("wrong, message", [
-    (50, "off by \\+13.2 BLEU points — hint: every n-gram of a prefix"),
+    (50, "off by \\+13.2 BLEU points — hint: " + re.escape(nb06.BREVITY.nudge)),
     (100, "off by"),
     (0.368, "multiply by 100"),
     ("a lot", "should be a number"),
@@ -145,10 +148,12 @@ def test_repeats_untouched_bug_is_not_answered(capsys):
 
 
 @pytest.mark.parametrize("wrong", [neighbours_only, overlapping_windows])
-def test_repeats_rejects_other_mistakes_with_a_hint(wrong, capsys):
-    with pytest.raises(AssertionError, match="hint: the last start"):
+def test_repeats_rejects_other_mistakes_with_a_two_step_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match=re.escape(f"hint: {nb06.REPEATS.nudge}") + "$"):
         checks.repeats(wrong)
     assert "✗ repeats" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match=re.escape(f"closer hint: {nb06.REPEATS.closer}")):
+        checks.repeats(wrong)
 
 
 def test_repeats_stub_is_not_answered():

@@ -1,31 +1,28 @@
-"""The checks of notebook 07: a right answer passes, a wrong one raises with a hint, a stub or an
-unfilled prediction returns False; the hidden grading tests accept the solutions only."""
+"""The checks of notebook 07: a right answer passes, a wrong one raises with a two-step hint, a
+stub or an unfilled prediction returns False; the notebook's exercise cells run from its setup
+cell alone; the hidden grading tests accept the solutions only."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
+import re
 
 import pytest
+from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
 from convs2s import checks
 from convs2s.baselines import rnn_parameter_count
-
-ROOT = Path(__file__).resolve().parents[1]
+from convs2s.checks import nb07
 
 RIGHT_STEPS = {"GRU + attention": [20, 40, 80], "ConvS2S": [6, 6, 6]}
 
 
-def _hidden():
-    spec = importlib.util.spec_from_file_location("hidden07", ROOT / "coursework/hidden/07.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _nudge(hint):
+    return re.escape(f"hint: {hint.nudge}")
 
 
-def stub(*_args):
-    raise NotImplementedError()
+def _closer(hint):
+    return re.escape(f"closer hint: {hint.closer}")
 
 
 def gru_parameters(input_size, hidden_size):
@@ -60,18 +57,20 @@ def test_training_steps_right_prediction_passes(capsys):
 @pytest.mark.parametrize(
     ("prediction", "hint"),
     [
-        ({"GRU + attention": [10, 20, 40], "ConvS2S": [6, 6, 6]}, "back-propagation"),
-        ({"GRU + attention": [20, 40, 80], "ConvS2S": [3, 3, 3]}, "forward and then backward"),
-        ({"GRU + attention": [20, 40, 80], "ConvS2S": [60, 120, 240]}, "all positions at once"),
-        ({"GRU": [20, 40, 80], "ConvS2S": [6, 6, 6]}, "a dict"),
-        ({"GRU + attention": [20, 40], "ConvS2S": [6, 6, 6]}, "a dict"),
-        ({"GRU + attention": [20, 40, "80"], "ConvS2S": [6, 6, 6]}, "back-propagation"),
+        ({"GRU + attention": [10, 20, 40], "ConvS2S": [6, 6, 6]}, nb07.STEPS_GRU),
+        ({"GRU + attention": [20, 40, 80], "ConvS2S": [3, 3, 3]}, nb07.STEPS_CONV),
+        ({"GRU + attention": [20, 40, 80], "ConvS2S": [60, 120, 240]}, nb07.STEPS_CONV),
+        ({"GRU": [20, 40, 80], "ConvS2S": [6, 6, 6]}, nb07.STEPS_FORM),
+        ({"GRU + attention": [20, 40], "ConvS2S": [6, 6, 6]}, nb07.STEPS_FORM),
+        ({"GRU + attention": [20, 40, "80"], "ConvS2S": [6, 6, 6]}, nb07.STEPS_GRU),
     ],
 )
-def test_training_steps_wrong_prediction_raises_with_a_hint(prediction, hint, capsys):
-    with pytest.raises(AssertionError, match="hint: .*" + hint):
+def test_training_steps_wrong_prediction_raises_with_a_two_step_hint(prediction, hint, capsys):
+    with pytest.raises(AssertionError, match=_nudge(hint) + "$"):
         checks.training_steps(prediction)
     assert "✗ training_steps" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match=_closer(hint)):
+        checks.training_steps(prediction)
 
 
 def test_training_steps_unfilled_prediction_returns_false(capsys):
@@ -90,14 +89,16 @@ def test_path_length_right_answer_passes(capsys):
 @pytest.mark.parametrize(
     ("conv_fn", "rnn_fn", "hint"),
     [
-        (lambda n, k: n // (k - 1), rnn_path_length, "ceil"),  # rounds down
-        (lambda n, k: math.ceil(n / k), rnn_path_length, "ceil"),  # window k, not k - 1
-        (lambda n, k: math.ceil(n / (k - 1)) * 1.0, rnn_path_length, "ceil"),  # a float
-        (conv_path_length, lambda n: n - 1, "state update"),
+        (lambda n, k: n // (k - 1), rnn_path_length, nb07.PATH_CONV),  # rounds down
+        (lambda n, k: math.ceil(n / k), rnn_path_length, nb07.PATH_CONV),  # window k, not k - 1
+        (lambda n, k: math.ceil(n / (k - 1)) * 1.0, rnn_path_length, nb07.PATH_CONV),  # a float
+        (conv_path_length, lambda n: n - 1, nb07.PATH_RNN),
     ],
 )
-def test_path_length_wrong_answer_raises_with_a_hint(conv_fn, rnn_fn, hint):
-    with pytest.raises(AssertionError, match="hint: .*" + hint):
+def test_path_length_wrong_answer_raises_with_a_two_step_hint(conv_fn, rnn_fn, hint):
+    with pytest.raises(AssertionError, match=_nudge(hint) + "$"):
+        checks.path_length(conv_fn, rnn_fn)
+    with pytest.raises(AssertionError, match=_closer(hint)):
         checks.path_length(conv_fn, rnn_fn)
 
 
@@ -113,26 +114,35 @@ def test_baseline_parameters_right_wrong_and_stub():
     def gru_one_bias(i, h):
         return 3 * h * (i + h) + 3 * h
 
-    with pytest.raises(AssertionError, match="hint: each of the 3 gates"):
+    with pytest.raises(AssertionError, match=_nudge(nb07.GRU_PARAMS) + "$"):
         checks.baseline_parameters(gru_one_bias, baseline_parameters)
 
     def no_readout(config):
         return rnn_parameter_count(**config) - 2 * config["out_dim"]
 
-    with pytest.raises(AssertionError, match="hint: add up"):
+    with pytest.raises(AssertionError, match=_nudge(nb07.BASELINE)):
+        checks.baseline_parameters(gru_parameters, no_readout)
+    with pytest.raises(AssertionError, match=_closer(nb07.BASELINE)):
         checks.baseline_parameters(gru_parameters, no_readout)
     assert checks.baseline_parameters(stub, stub) is False
     assert checks.baseline_parameters(None, baseline_parameters) is False
 
 
+def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
+    assert_exercises_run_from_the_setup_cell(notebook_path("07"), {
+        "training_steps": "predict", "path_length": "derive", "baseline_parameters": "derive",
+        "cpu_speed": "explain"})
+    capsys.readouterr()
+
+
 def test_hidden_tests_accept_the_solutions_and_reject_wrong_answers():
-    hidden = _hidden()
-    hidden.training_steps(RIGHT_STEPS)
-    hidden.path_length(conv_path_length, rnn_path_length)
-    hidden.baseline_parameters(gru_parameters, baseline_parameters)
+    grading = hidden("07")
+    grading.training_steps(RIGHT_STEPS)
+    grading.path_length(conv_path_length, rnn_path_length)
+    grading.baseline_parameters(gru_parameters, baseline_parameters)
     with pytest.raises(AssertionError):
-        hidden.training_steps({"GRU + attention": [10, 20, 40], "ConvS2S": [3, 3, 3]})
+        grading.training_steps({"GRU + attention": [10, 20, 40], "ConvS2S": [3, 3, 3]})
     with pytest.raises(AssertionError):
-        hidden.path_length(lambda n, k: n // (k - 1), rnn_path_length)
+        grading.path_length(lambda n, k: n // (k - 1), rnn_path_length)
     with pytest.raises(AssertionError):
-        hidden.baseline_parameters(gru_parameters, lambda config: 0)
+        grading.baseline_parameters(gru_parameters, lambda config: 0)

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from convs2s.checks._core import (
     _PAD,
+    Hint,
     _assert_equal,
     _assert_tensor,
     _float,
@@ -18,21 +19,38 @@ from convs2s.checks._core import (
     _Run,
     _shape,
     check,
+    register_hint,
 )
 
 __all__ = ["perplexity_from_loss", "token_loss", "build_itos"]
 
-
-
-
-
-
+PERPLEXITY = register_hint("perplexity_from_loss", Hint(
+    nudge="the perplexity is a geometric mean of 1/p, the loss an arithmetic mean of -log p: "
+          "which operation turns a mean of logarithms back into a geometric mean?",
+    closer="undo the logarithm the loss was measured with: raise its base to the power of the "
+           "loss (base e for nats, base 2 for bits). A loss of 0 must give 1, and a uniform "
+           "guess over V words (a loss of log V) must give V"))
+TOKEN_LOSS = register_hint("token_loss", Hint(
+    nudge="which positions of trg_out are real target words, and over which positions does "
+          "this mean run?",
+    closer="leave the pad_idx positions out of the mean: the cross-entropy loss has an argument "
+           "naming a target id to ignore; or compute the loss per position and average it over "
+           "the real positions only. Use the pad_idx you are given, and no label smoothing"))
+BUILD_ITOS = register_hint("build_itos", Hint(
+    nudge="compare your list with what Vocab.build gives on a tiny input of your own: which "
+          "tokens are missing or extra, and which stand in a different order?",
+    closer="count every token over all the lists; keep the tokens that are not specials and "
+           "were counted at least min_freq times; order them by count, highest first, ties "
+           "alphabetically; put the specials in front, in the order given"))
+SPECIALS = Hint(
+    nudge="the specials are an argument: are yours the ones you were given?",
+    closer="put exactly the given specials first, in their order, and leave them out of the "
+           "counted tokens so that none is listed twice")
 @check
 def perplexity_from_loss(fn: Callable) -> None:
     """Exercise "perplexity from the loss" (derive): exp of nats, 2 to the power of bits."""
     run = _Run("perplexity_from_loss")
-    hint = ("the loss is the mean of -log p over the tokens, so exp(-mean log p) undoes it: "
-            "perplexity = e ** loss for natural logs (nats), 2 ** loss for log base 2 (bits)")
+    hint = PERPLEXITY
     with run.case("perplexity_from_loss(0.0) (a perfectly sure, correct model)", hint):
         _assert_equal(round(_float(fn(0.0)), 12), 1.0)
     with run.case("perplexity_from_loss(log(8000)) (uniform over 8000 words)", hint):
@@ -83,8 +101,7 @@ def _padded_logits(n_pad: int, pad_idx: int, *, sure_of_pad: bool):
 def token_loss(fn: Callable) -> None:
     """Exercise "a loss that counts padding" (debug): the mean over real target tokens only."""
     run = _Run("token_loss")
-    hint = ("the mean must run over the real tokens only: cross-entropy with "
-            "ignore_index=pad_idx (or multiply by trg_out != pad_idx and divide by its sum)")
+    hint = TOKEN_LOSS
     pad = _PAD
     results = {}
     for n_pad in (0, 10, 40):
@@ -102,11 +119,12 @@ def token_loss(fn: Callable) -> None:
     if all(math.isclose(results[n], p, rel_tol=1e-5, abs_tol=1e-7)
            for n, p in zip((0, 10, 40), planted, strict=True)):
         run.not_answered(
-            "the planted bug is still there: the mean runs over the <pad> positions too. For "
-            "a model that has learned to predict <pad> after <eos>, it reads "
+            "the planted bug is still there. Measured on the same sentences and the same "
+            "predictions (a model that has learned that <pad> follows <eos>), with 0, 10 and 40 "
+            "extra pad columns, this loss reads "
             + ", ".join(f"{p:.2f}" for p in planted)
-            + " with 0, 10 and 40 extra pad columns, the same sentences and predictions: the "
-            "more padding, the better the loss looks. Fix it, then run this check again")
+            + ". A loss that moves when only padding is added measures the batches, not the "
+            "translations: find why, fix it, then run this check again")
     logits, trg = _padded_logits(0, pad, sure_of_pad=False)
     expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1), ignore_index=pad))
     with run.case("token_loss on a batch with one padded sentence", hint):
@@ -143,8 +161,7 @@ def build_itos(fn: Callable) -> None:
     from convs2s.data import Vocab
 
     run = _Run("build_itos")
-    hint = ("count with collections.Counter; keep tokens seen >= min_freq times that are not "
-            "specials; sort by (-count, token) so ties go alphabetically; specials come first")
+    hint = BUILD_ITOS
     token_lists = [s.split() for s in _made_up_sentences(200, seed=12)]
     for min_freq in (1, 2, 5, 40):
         with run.case(f"build_itos(200 sentences, min_freq={min_freq})", hint):
@@ -152,8 +169,7 @@ def build_itos(fn: Callable) -> None:
                           Vocab.build(token_lists, min_freq=min_freq).itos,
                           name="the token list")
     specials = ("<u>", "<p>", "<s>", "</s>", "w3")
-    with run.case(f"build_itos(..., min_freq=2, specials={specials})",
-                  "use the specials you are given, and do not list a special a second time"):
+    with run.case(f"build_itos(..., min_freq=2, specials={specials})", SPECIALS):
         _assert_equal(list(fn(token_lists, 2, specials)),
                       Vocab.build(token_lists, min_freq=2, specials=specials).itos,
                       name="the token list")

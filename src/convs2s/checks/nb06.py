@@ -7,15 +7,35 @@ from collections.abc import Callable
 import torch
 
 from convs2s.checks._core import (
+    Hint,
     _assert_equal,
     _float,
     _gen,
     _made_up_sentences,
     _Run,
     check,
+    register_hint,
 )
 
 __all__ = ["rerank", "brevity_prediction", "repeats"]
+
+RERANK = register_hint("rerank", Hint(
+    nudge="each score has already been divided by its length once (α = 1); a different α asks "
+          "for a different power of the same length. What must you undo first?",
+    closer="multiply each score by its length (the tokens plus one for <eos>) to get back the "
+           "sum of log-probabilities, divide that sum by the length to the power α, and order "
+           "the hypotheses from the highest result to the lowest; return their token lists"))
+BREVITY = register_hint("brevity_prediction", Hint(
+    nudge="each output is a prefix of its reference: what are its clipped 1- to 4-gram "
+          "precisions?",
+    closer="all four precisions are 100%, so BLEU is 100 times the brevity penalty, "
+           "min(1, e^(1 - r/c)): what is r/c when every output has half its reference's length?"))
+REPEATS = register_hint("repeats", Hint(
+    nudge="which pairs of neighbouring n-grams does the loop compare? Try the smallest case by "
+          "hand: ['a', 'a'] with n = 1",
+    closer="the last pair of n-grams starts where exactly 2n tokens are left; count the starts "
+           "the loop's range gives for a list of exactly 2n tokens, and make that last start "
+           "part of the range, so that a stutter at the very end is found too"))
 
 
 def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
@@ -34,9 +54,7 @@ def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
 def rerank(fn: Callable) -> None:
     """Exercise "re-rank the finished hypotheses": order by Σ log p / (len + 1) ** α."""
     run = _Run("rerank")
-    hint = ("each score is Σ log p / (len(tokens) + 1) (the +1 counts <eos>): multiply it back "
-            "to Σ log p, divide by (len(tokens) + 1) ** alpha, sort best (highest) first and "
-            "return the token lists")
+    hint = RERANK
     for seed in (0, 1, 2):
         hyps = _made_up_hypotheses(6, seed=13 + seed)
         for alpha in (1.0, 0.0, 0.5, 2.0):
@@ -63,9 +81,9 @@ def _halved_outputs_bleu():
 def brevity_prediction(prediction) -> None:
     """Exercise "outputs half as long" (predict, then measure): BLEU = 100 · exp(1 - 2)."""
     run = _Run("brevity_prediction")
-    hint = ("every n-gram of a prefix also occurs in its reference, so all four precisions "
-            "are 100%; what is left is the brevity penalty exp(1 - r/c) with r/c = 2")
-    with run.case("your prediction", "write one number, BLEU on the 0-100 scale"):
+    hint = BREVITY
+    with run.case("your prediction", Hint(nudge="write one number: BLEU on the 0-100 scale",
+                                          closer="a float or an int, not a string or a list")):
         predicted = _float(prediction, "prediction")
     score = _halved_outputs_bleu()
     print(f"  measured with sacreBLEU: {score.sys_len} output tokens vs {score.ref_len} "
@@ -92,9 +110,7 @@ def _planted_repeats(tokens, n=1):
 def repeats(fn: Callable) -> None:
     """Exercise "stuttering outputs" (debug): the same n-gram twice in a row."""
     run = _Run("repeats")
-    hint = ("the last start that still leaves room for two n-grams is i = len(tokens) - 2n, "
-            "so the starts are range(len(tokens) - 2 * n + 1); a stutter at the very end of "
-            "the output must be found too")
+    hint = REPEATS
     cases = [
         ((["a", "a"], 1), True),
         ((["a", "b", "a"], 1), False),

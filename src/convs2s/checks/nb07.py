@@ -8,15 +8,57 @@ import torch
 from torch import nn
 
 from convs2s.checks._core import (
+    Hint,
     _assert_equal,
     _assert_int,
     _gen,
     _Run,
     _seeded,
     check,
+    register_hint,
 )
 
 __all__ = ["training_steps", "path_length", "baseline_parameters"]
+
+STEPS_GRU = register_hint("training_steps", Hint(
+    nudge="how many times does the decoder's loop call its GRUCell for n target positions, and "
+          "does the backward pass go through each of those calls again?",
+    closer="the loop calls the cell once per target position in the forward pass, and "
+           "back-propagation goes back through every one of those calls, in reverse order: "
+           "count both passes"))
+STEPS_CONV = Hint(
+    nudge="how many convolution calls does one ConvS2S decoder layer make for a whole "
+          "sentence?",
+    closer="each of the 3 decoder layers is one convolution over all positions at once, in the "
+           "forward pass and again in the backward pass, whatever the length")
+STEPS_FORM = Hint(
+    nudge="prediction is a dict with one list of numbers per model",
+    closer='keep the keys "GRU + attention" and "ConvS2S", each with 3 whole numbers: one per '
+           "decoder length, in the order 10, 20, 40")
+PATH_CONV = register_hint("path_length", Hint(
+    nudge="draw a stack of layers of width k: how many consecutive positions does one output "
+          "see after 1, 2 and 3 layers?",
+    closer="L layers of width k see L·(k - 1) + 1 consecutive positions, and two words n apart "
+           "need a window of n + 1: the answer is the smallest whole L whose window is wide "
+           "enough (a division, rounded up; with whole numbers, beware of rounding down)"))
+PATH_RNN = Hint(
+    nudge="how does information from one word reach a word n positions later in a recurrent "
+          "network?",
+    closer="it is carried by the state, and each state is computed from the one before it: "
+           "one update per position between the two words")
+GRU_PARAMS = register_hint("baseline_parameters", Hint(
+    nudge="a GRU has three gates: what does each gate multiply, and what does it add?",
+    closer="each gate has a matrix for the input [hidden × input], one for the previous state "
+           "[hidden × hidden] and two bias vectors of size hidden; add these up over the three "
+           "gates"))
+BASELINE = Hint(
+    nudge="count each part the task lists on its own, then add them up; compare your total "
+          "with the parameters of a small RNNAttentionSeq2Seq counted in PyTorch",
+    closer="both embeddings (vocabulary × E); two GRU directions with input E and hidden H; "
+           "the s_0 layer from 2H to D with bias; the attention (W_a D × A, U_a 2H × A with "
+           "bias, v_a A); the decoder GRUCell on the embedding and the context (input E + 2H, "
+           "hidden D); the maxout readout from [s; c; embedding] to 2·out_dim units with bias; "
+           "the output layer from out_dim to the target vocabulary with bias")
 
 #: The decoder input lengths of the "training steps" exercise.
 TRAINING_STEP_LENGTHS = (10, 20, 40)
@@ -63,9 +105,7 @@ def training_steps(prediction) -> None:
     """
     run = _Run("training_steps")
     lengths = list(TRAINING_STEP_LENGTHS)
-    with run.case("the prediction's form", 'a dict {"GRU + attention": [3 numbers], '
-                  '"ConvS2S": [3 numbers]}, one number per decoder length in '
-                  f"{lengths}"):
+    with run.case("the prediction's form", STEPS_FORM):
         if not isinstance(prediction, dict) or set(prediction) != set(_MODELS):
             raise AssertionError(f"got {prediction!r}")
         for name in _MODELS:
@@ -80,13 +120,7 @@ def training_steps(prediction) -> None:
     for name in _MODELS:
         print(f"  {name:<16} predicted {list(prediction[name])}, measured {measured[name]} "
               f"(decoder lengths {lengths})")
-    hints = {
-        "GRU + attention": "the decoder's loop calls the GRUCell once per target position, and "
-                           "back-propagation goes back through every one of those calls, in "
-                           "reverse order",
-        "ConvS2S": f"each of the {_DEC_LAYERS} decoder layers is one convolution over all "
-                   "positions at once, forward and then backward, whatever the length",
-    }
+    hints = {"GRU + attention": STEPS_GRU, "ConvS2S": STEPS_CONV}
     for name in _MODELS:
         for n, guess, real in zip(lengths, prediction[name], measured[name], strict=True):
             with run.case(f"{name}, decoder length {n}", hints[name]):
@@ -102,15 +136,12 @@ def path_length(conv_fn: Callable, rnn_fn: Callable) -> None:
     from convs2s import paths
 
     run = _Run("path_length")
-    conv_hint = ("L layers of width k cover L·(k - 1) + 1 positions; two words n apart need a "
-                 "window of n + 1 positions: the smallest whole L with L·(k - 1) >= n, which is "
-                 "ceil(n / (k - 1)) (with integers: -(-n // (k - 1)))")
+    conv_hint = PATH_CONV
     for k in (2, 3, 4, 5, 7):
         for n in (1, 2, 3, 4, 5, 6, 9, 10, 11, 20, 49, 50):
             with run.case(f"conv_path_length({n}, {k})", conv_hint):
                 _assert_equal(_assert_int(conv_fn(n, k)), paths.conv_path_length(n, k))
-    rnn_hint = ("the earlier word's information reaches the later word through one state "
-                "update per position: s_i needs s_{i-1}")
+    rnn_hint = PATH_RNN
     for n in (1, 2, 7, 50):
         with run.case(f"rnn_path_length({n})", rnn_hint):
             _assert_equal(_assert_int(rnn_fn(n)), paths.rnn_path_length(n))
@@ -141,16 +172,12 @@ def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
     """Exercise "count the baseline's parameters" (derive): ``gru_parameters``,
     ``baseline_parameters``."""
     run = _Run("baseline_parameters")
-    gru_hint = ("each of the 3 gates has an input matrix [hidden, input], a hidden matrix "
-                "[hidden, hidden] and two bias vectors [hidden]")
+    gru_hint = GRU_PARAMS
     for inp, hid in ((3, 4), (16, 32), (128, 5)):
         expected = sum(p.numel() for p in nn.GRU(inp, hid).parameters())
         with run.case(f"gru_parameters({inp}, {hid})", gru_hint):
             _assert_equal(_assert_int(gru_fn(inp, hid)), expected)
-    hint = ("add up: both embeddings, 2 GRU directions gru_parameters(E, H), the s_0 layer "
-            "(2H -> D with bias), attention (D·A + 2H·A + A + A), the GRUCell on "
-            "[embedding; context] (E + 2H inputs), the maxout readout from [s; c; embedding] "
-            "to 2·out_dim units with bias, and the output layer out_dim -> V_t with bias")
+    hint = BASELINE
     for config, expected in _rnn_configs():
         short = {k: config[k] for k in ("emb_dim", "enc_hid_dim", "dec_hid_dim", "attn_dim",
                                         "out_dim")}
