@@ -38,13 +38,14 @@ export CONVS2S_DATA_DIR
 endif
 
 .PHONY: help install lab-install test unit notebooks lint lab student images badges bench \
-	bench-gpu clean
+	bench-gpu clean site site-images
 
 help:
 	@echo "make lab    install the course into $(LAB_VENV) and open it in JupyterLab"
 	@echo "make test   install into $(VENV) (.[dev]), run ruff, unit tests and every notebook"
 	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
 	@echo "make images screenshots of the widgets into images/ (needs chromium)"
+	@echo "make site   the course as a static website (stored outputs, offline) -> $(SITE)/"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
 	@echo "make bench  the CPU-sized benchmarks (~15 min), then the GPU ones if there is a GPU"
 
@@ -95,7 +96,7 @@ notebooks: $(STAMP)
 	CONVS2S_QUICK=1 MPLBACKEND=Agg $(PY) -m pytest --nbval-lax --nbval-current-env \
 		-p no:cacheprovider notebooks -q
 
-test: lint unit notebooks
+test: lint site unit notebooks
 
 lab: $(LAB_STAMP)
 	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
@@ -118,6 +119,20 @@ student: $(INSTRUCTOR_STAMP)
 images: $(STAMP)
 	$(PY) -m convs2s.diagrams --out images
 	CONVS2S_QUICK=1 $(PY) -m tools.screenshots --out images
+	$(PY) -m tools.site --out $(SITE)
+	$(PY) -m tools.site_screenshots --site $(SITE) --out images
+
+# The course as a static website, from the notebooks as committed with their stored outputs
+# (nothing runs, no network): Sphinx + myst-nb + sphinx-book-theme, see tools/site/.
+# Open $(SITE)/index.html. tests/test_site.py checks it in headless Chromium.
+SITE := build/site
+
+site: $(STAMP)
+	$(PY) -m tools.site --out $(SITE)
+
+# The README's screenshots of two of its pages (also part of `make images`).
+site-images: site
+	$(PY) -m tools.site_screenshots --site $(SITE) --out images
 
 badges: $(INSTRUCTOR_STAMP)
 	$(PY) -m tools.badges

@@ -1,0 +1,570 @@
+"""The course as a static website, built from the committed notebooks and their stored outputs.
+
+``python -m tools.site --out build/site`` (``make site``) runs nothing: it reads every course
+notebook ``notebooks/NN_<name>.ipynb`` as it is, writes a *site copy* of each into a temporary
+Sphinx source folder, and builds that with Sphinx, ``myst-nb`` (notebooks as pages, stored
+outputs shown, execution off) and ``sphinx-book-theme``; the maths is typeset by the MathJax that
+``sphinx-mathjax-offline`` copies into the site. No step needs the network.
+
+What a site copy changes, and why (the notebooks themselves are never written):
+
+- the first cell's Colab badge (an image from colab.research.google.com, which an offline page
+  cannot load) becomes a line of plain links: the committed notebook to download, its source on
+  GitHub, and "Open in Colab" (both from ``[project.urls] Repository``, as ``make badges``);
+- an exercise's solution code cell is folded behind a "Show the solution" toggle and loses its
+  outputs (a solution cell is recognised as ``tools/README.md`` writes it: ``role: solution``
+  in ``metadata["convs2s"]``, a first line ``#@title Solution``, or Colab's and JupyterLab's
+  hidden-source metadata); an *explain* solution is already a closed ``<details>`` block;
+- a widget, which needs a running kernel, is shown as its screenshot from ``images/`` (the one
+  ``make images`` takes of it, found by its controls' labels as ``tools.screenshots`` finds the
+  widget) or, for a widget without one, the figure its saved state holds, with one line saying
+  to run the notebook in JupyterLab or Colab;
+- links to files outside ``notebooks/`` (``../src/...``) point at the repository on GitHub, and
+  an image from another site becomes a link to it.
+
+The landing page is made from the README's introduction (its text before the first ``##``
+heading), the architecture diagram, and each notebook's title, "Estimated time" and "What you
+will learn", read from its first cell, so the site follows the notebooks as they change.
+
+The site is built in a temporary folder beside ``--out`` and moved into place only when the
+build succeeded. ``--out`` is replaced only if an earlier build made it (it holds the marker
+file ``.convs2s-site``); any other folder there is refused, with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import hashlib
+import io
+import json
+import os
+import posixpath
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = Path(__file__).resolve().parent
+#: The file that marks a folder as a site this tool built (and so may replace).
+MARKER = ".convs2s-site"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+#: The toggle of a folded solution (myst-nb's cell-level settings).
+SOLUTION_PROMPTS = {"code_prompt_show": "Show the solution",
+                    "code_prompt_hide": "Hide the solution"}
+#: Where the site copies keep the committed notebooks (offered for download, not built).
+ORIGINALS = "_notebooks"
+
+
+class SiteError(Exception):
+    """A problem with the course's files or the command line: one line saying what to fix."""
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the course
+# --------------------------------------------------------------------------------------------
+
+
+def cell_source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def course_notebooks(notebooks_dir: str | Path) -> list[Path]:
+    """The course notebooks ``NN_<name>.ipynb``, in order."""
+    return sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb") if p.is_file())
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One notebook as the landing page lists it, read from its first markdown cell."""
+
+    name: str  # "01_glu_and_padding": the file's stem, and the page's name in the site
+    heading: str  # "01 · Gated linear units and padding"
+    time: str  # the text after **Estimated time:**
+    learn: tuple[str, ...]  # the items under **What you will learn**, as markdown
+
+
+_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*$", re.MULTILINE)
+_TIME = re.compile(r"^\*\*Estimated time:?\*\*:?[ \t]*(.+?)\s*(?:\n[ \t]*\n|\Z)",
+                   re.MULTILINE | re.DOTALL)
+_LEARN = re.compile(r"^\*\*What you will learn[^*\n]*\*\*:?[ \t]*$", re.MULTILINE)
+
+
+def _learn_items(text: str) -> tuple[str, ...]:
+    """The bullet list that follows the "What you will learn" line (continuations joined)."""
+    m = _LEARN.search(text)
+    if not m:
+        return ()
+    items: list[str] = []
+    for line in text[m.end():].lstrip("\n").splitlines():
+        if re.match(r"^[-*]\s+", line):
+            items.append(line[2:].strip())
+        elif items and line.startswith((" ", "\t")) and line.strip():
+            items[-1] += " " + line.strip()
+        else:
+            break
+    return tuple(items)
+
+
+def read_lesson(path: Path, nb: dict | None = None) -> Lesson:
+    """Title, estimated time and what-you-will-learn of a notebook; SiteError if one is missing."""
+    nb = load_notebook(path) if nb is None else nb
+    first = next((cell_source(c) for c in nb.get("cells", []) if c.get("cell_type") ==
+                  "markdown"), "")
+    heading = _HEADING.search(first)
+    time_ = _TIME.search(first)
+    learn = _learn_items(first)
+    missing = [what for what, found in (("a '# ' title", heading),
+                                        ("an '**Estimated time:**' line", time_),
+                                        ("a '**What you will learn**' list", learn)) if not found]
+    if missing:
+        raise SiteError(f"{path}: the first markdown cell has no {' and no '.join(missing)}; "
+                        "the course's notebook contract asks every notebook to open with "
+                        "them, and the landing page lists them")
+    return Lesson(path.stem, heading.group(1), " ".join(time_.group(1).split()), learn)
+
+
+def load_notebook(path: Path, data: bytes | None = None) -> dict:
+    """The notebook at ``path`` (or its bytes ``data``, read once); SiteError if it is none."""
+    try:
+        nb = json.loads(path.read_bytes() if data is None else data)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise SiteError(f"{path}: cannot read it as a notebook ({e})") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise SiteError(f"{path}: not a Jupyter notebook (no list of cells)")
+    return nb
+
+
+# --------------------------------------------------------------------------------------------
+# Links and badges
+# --------------------------------------------------------------------------------------------
+
+
+def github_blob(repo_url: str, path: str, branch: str = "main") -> str:
+    return f"{repo_url.rstrip('/')}/blob/{branch}/{path}"
+
+
+# [![alt](https://.../badge.svg)](target): a linked image from another site
+_LINKED_IMAGE = re.compile(r"\[!\[([^\]]*)\]\((https?://[^)\s]+)\)\]\(([^)\s]+)\)")
+# ![alt](https://...): an image from another site
+_REMOTE_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)\)")
+_COLAB_BADGE = re.compile(r"[ \t]*\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", re.I)
+# ](../path): a link from notebooks/ to another part of the repository
+_UP_LINK = re.compile(r"\]\(\.\./([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def offline_markdown(text: str, repo_url: str, base: str) -> str:
+    """Markdown with no image from another site (each becomes a link) and no relative link
+    out of the site: ``](../x)`` from the folder ``base`` points at ``x`` on GitHub. Pure."""
+    text = _LINKED_IMAGE.sub(lambda m: f"[{m.group(1) or m.group(3)}]({m.group(3)})", text)
+    text = _REMOTE_IMAGE.sub(lambda m: f"[{m.group(1) or m.group(2)}]({m.group(2)})", text)
+
+    def up(m: re.Match) -> str:
+        target = posixpath.normpath(posixpath.join(base, "..", m.group(1)))
+        return f"]({github_blob(repo_url, target)}{m.group(2) or ''})"
+
+    return _UP_LINK.sub(up, text)
+
+
+def source_links(lesson: Lesson, repo_url: str) -> str:
+    """The line under a page's title: the notebook to download, on GitHub, and in Colab."""
+    from tools.badges import colab_url
+
+    file = f"{lesson.name}.ipynb"
+    return (f"{{download}}`Download {file} <{ORIGINALS}/{file}>` · "
+            f"[Notebook source on GitHub]({github_blob(repo_url, 'notebooks/' + file)}) · "
+            f"[Open in Colab]({colab_url(repo_url, file)})")
+
+
+def run_it_line(lesson: Lesson, repo_url: str) -> str:
+    from tools.badges import colab_url
+
+    return ("A widget needs a running Python kernel, which a web page does not have: to use it, "
+            f"run this notebook in JupyterLab (`make lab`) or [in Colab]"
+            f"({colab_url(repo_url, lesson.name + '.ipynb')}).")
+
+
+# --------------------------------------------------------------------------------------------
+# Solutions and widgets
+# --------------------------------------------------------------------------------------------
+
+
+def is_solution(cell: dict) -> bool:
+    """An exercise's solution cell, as tools/README.md writes one (any of its three marks)."""
+    md = cell.get("metadata", {})
+    convs2s = md.get("convs2s")
+    if isinstance(convs2s, dict) and convs2s.get("role") == "solution":
+        return True
+    if cell.get("cell_type") == "code":
+        first = cell_source(cell).lstrip().split("\n", 1)[0]
+        if re.match(r"#@title\s+Solution\b", first):
+            return True
+        jupyter = md.get("jupyter")
+        return md.get("cellView") == "form" or (isinstance(jupyter, dict)
+                                                and bool(jupyter.get("source_hidden")))
+    return False
+
+
+def _children(value) -> Iterator[str]:
+    """The model ids a widget's state refers to ("IPY_MODEL_<id>"), in order."""
+    if isinstance(value, str):
+        if value.startswith("IPY_MODEL_"):
+            yield value[len("IPY_MODEL_"):]
+    elif isinstance(value, list):
+        for v in value:
+            yield from _children(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _children(v)
+
+
+def widget_models(state: dict, model_id: str) -> list[dict]:
+    """A widget's model and every model it contains, from the notebook's saved widget state."""
+    seen, order, todo = set(), [], [model_id]
+    while todo:
+        mid = todo.pop(0)
+        if mid in seen or mid not in state:
+            continue
+        seen.add(mid)
+        order.append(state[mid])
+        todo += list(_children(state[mid].get("state", {})))
+    return order
+
+
+def widget_labels(models: list[dict]) -> set[str]:
+    return {m["state"]["description"] for m in models
+            if isinstance(m.get("state", {}).get("description"), str)}
+
+
+def widget_figure(models: list[dict]) -> str | None:
+    """The last PNG the widget's output area held when the notebook was saved (base64)."""
+    found = None
+    for m in models:
+        if m.get("model_name") == "OutputModel":
+            for out in m.get("state", {}).get("outputs", []):
+                png = out.get("data", {}).get("image/png")
+                if png:
+                    found = png
+    return found
+
+
+def screenshot_for(notebook: str, labels: set[str]) -> str | None:
+    """The image file ``make images`` takes of this widget (tools.screenshots.WIDGETS), if any."""
+    from tools.screenshots import WIDGETS
+
+    for spec in WIDGETS.values():
+        if spec.notebook == notebook and set(spec.labels) <= labels:
+            return spec.image
+    return None
+
+
+def _markdown_cell(source: str, cell_id: str) -> dict:
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": source}
+
+
+def _widget_note(image: str | None, lesson: Lesson, repo_url: str, n: int) -> dict:
+    body = [f"![A screenshot of the widget]({image})", ""] if image else []
+    body.append(run_it_line(lesson, repo_url) if image else
+                "Above: the widget's figure as the notebook was saved. " +
+                run_it_line(lesson, repo_url))
+    return _markdown_cell("\n".join([":::{admonition} Interactive widget", ":class: widget-static",
+                                     "", *body, ":::"]), f"site-widget-{n}")
+
+
+# --------------------------------------------------------------------------------------------
+# The site copy of a notebook, and the landing page
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SiteNotebook:
+    notebook: dict
+    images: list[str]  # files of images/ the page shows
+    solutions: int
+    widgets: int
+
+
+def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
+                  available_images: set[str]) -> SiteNotebook:
+    """The copy of ``nb`` that the site renders (see the module docstring). Pure."""
+    nb = copy.deepcopy(nb)
+    state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
+    state = state.get("state", {}) if isinstance(state, dict) else {}
+    cells, images, solutions, widgets = [], [], 0, 0
+    titled = False
+    for cell in nb["cells"]:
+        cells.append(cell)
+        kind = cell.get("cell_type")
+        if kind == "markdown":
+            text = cell_source(cell)
+            if not titled:  # the first markdown cell: title, then the source links
+                text, titled = _title_cell(text, lesson, repo_url), True
+            if is_solution(cell):
+                solutions += 1
+                if "<details" not in text:
+                    text = f"<details><summary>Solution</summary>\n\n{text}\n\n</details>"
+            cell["source"] = offline_markdown(text, repo_url, "notebooks")
+            continue
+        if kind != "code":
+            continue
+        if is_solution(cell):
+            solutions += 1
+            md = cell.setdefault("metadata", {})
+            md["tags"] = [*md.get("tags", []), "hide-input"]
+            md["mystnb"] = {**md.get("mystnb", {}), **SOLUTION_PROMPTS}
+            cell["outputs"] = []
+            # Colab's form title: the toggle already says "solution"
+            cell["source"] = re.sub(r"\A\s*#@title\b[^\n]*\n?", "", cell_source(cell))
+            continue
+        outputs = []
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view is None:
+                outputs.append(out)
+                continue
+            widgets += 1
+            models = widget_models(state, str(view.get("model_id", "")))
+            image = screenshot_for(f"{lesson.name}.ipynb", widget_labels(models))
+            if image and image in available_images:
+                images.append(image)
+                cells.append(_widget_note(f"images/{image}", lesson, repo_url, widgets))
+                continue
+            figure = widget_figure(models)
+            if figure:
+                outputs.append({"output_type": "display_data", "metadata": {},
+                                "data": {"image/png": figure,
+                                         "text/plain": ["<the widget's figure>"]}})
+            cells.append(_widget_note(None, lesson, repo_url, widgets))
+        cell["outputs"] = outputs
+    nb["cells"] = cells
+    return SiteNotebook(nb, images, solutions, widgets)
+
+
+def _title_cell(text: str, lesson: Lesson, repo_url: str) -> str:
+    """The first cell without its Colab badge, with the source links under the title."""
+    text = _COLAB_BADGE.sub("", text)
+    m = _HEADING.search(text)
+    links = source_links(lesson, repo_url)
+    if not m:
+        return f"{links}\n\n{text}"
+    return f"{text[:m.end()]}\n\n{links}\n\n{text[m.end():].lstrip()}"
+
+
+def readme_intro(readme: str) -> tuple[str, str]:
+    """(title, introduction): the README's first heading and its text up to the first ``##``."""
+    m = _HEADING.search(readme)
+    if not m:
+        raise SiteError("README.md has no '# ' title: the landing page takes its title from it")
+    rest = readme[m.end():]
+    end = re.search(r"^##\s", rest, re.MULTILINE)
+    intro = (rest[:end.start()] if end else rest).strip()
+    return m.group(1), _COLAB_BADGE.sub("", intro).strip()
+
+
+def landing_page(readme: str, lessons: list[Lesson], repo_url: str) -> str:
+    """The site's index page (MyST markdown)."""
+    from tools.badges import colab_url
+
+    title, intro = readme_intro(readme)
+    out = [f"# {title}", "", offline_markdown(intro, repo_url, "."), "",
+           "Read the course here, with every output as the notebooks store it. To run the code, "
+           "use the notebooks: in JupyterLab (`make lab`, see the "
+           f"[README]({github_blob(repo_url, 'README.md')})) or "
+           f"[in Colab]({colab_url(repo_url, lessons[0].name + '.ipynb')}).",
+           "", "## The model", "",
+           "![ConvS2S architecture: encoder, decoder and multi-step attention]"
+           "(images/architecture.png)", "", "## The notebooks", ""]
+    for lesson in lessons:
+        out += [f"### [{lesson.heading}]({lesson.name}.ipynb)", "",
+                f"**Estimated time:** {lesson.time}", "", "**What you will learn**", "",
+                *(f"- {item}" for item in lesson.learn), ""]
+    out += ["```{toctree}", ":hidden:", ":maxdepth: 1", "",
+            *(lesson.name for lesson in lessons), "```", ""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Staged:
+    lessons: list[Lesson]
+    solutions: int
+    widgets: int
+    digests: dict[str, str]  # notebook file -> sha256 of the bytes the site was built from
+
+
+def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str) -> Staged:
+    """Write the Sphinx source folder ``src``: the landing page, the notebooks' site copies,
+    the committed notebooks (for download) and the images the pages show."""
+    paths = course_notebooks(notebooks_dir)
+    if not paths:
+        raise SiteError(f"no course notebooks (NN_<name>.ipynb) in {notebooks_dir}")
+    images_dir = root / "images"
+    available = {p.name for p in images_dir.glob("*.png")} if images_dir.is_dir() else set()
+    if "architecture.png" not in available:
+        raise SiteError(f"{images_dir / 'architecture.png'} is missing: run `make images`")
+    try:
+        readme = (root / "README.md").read_text(encoding="utf-8")
+    except OSError as e:
+        raise SiteError(f"cannot read the README for the landing page: {e}") from None
+    # each file read once: the page and its download come from the same bytes, even while
+    # someone saves the notebook
+    raw = {p: _read_bytes(p) for p in paths}
+    notebooks = [(p, load_notebook(p, raw[p])) for p in paths]
+    lessons = [read_lesson(p, nb) for p, nb in notebooks]  # every problem before any writing
+    (src / ORIGINALS).mkdir(parents=True)
+    (src / "images").mkdir()
+    shown, solutions, widgets = {"architecture.png"}, 0, 0
+    for (path, nb), lesson in zip(notebooks, lessons, strict=True):
+        site = site_notebook(nb, lesson, repo_url, available)
+        (src / path.name).write_text(json.dumps(site.notebook, ensure_ascii=False),
+                                     encoding="utf-8")
+        (src / ORIGINALS / path.name).write_bytes(raw[path])
+        shown.update(site.images)
+        solutions += site.solutions
+        widgets += site.widgets
+    for name in sorted(shown):
+        shutil.copyfile(images_dir / name, src / "images" / name)
+    (src / "index.md").write_text(landing_page(readme, lessons, repo_url), encoding="utf-8")
+    digests = {p.name: hashlib.sha256(raw[p]).hexdigest() for p in paths}
+    return Staged(lessons, solutions, widgets, digests)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise SiteError(f"{path}: cannot read it ({e})") from None
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why the site cannot be written to ``out`` (one line), or None. Creates nothing."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file, not a folder"
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        return (f"--out {out} is a folder this tool did not build (no {MARKER} in it): "
+                "choose an empty or new folder, so nothing of yours is replaced")
+    parent = out.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"--out {out} is inside {parent}, which is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot write into {parent} (for --out {out}): choose another folder"
+    return None
+
+
+@contextlib.contextmanager
+def _no_network() -> Iterator[None]:
+    """Any connection the build tries raises: the site must build offline."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise OSError("the site build tried to use the network")
+
+    saved = socket.socket.connect, socket.socket.connect_ex, socket.create_connection
+    socket.socket.connect = refuse
+    socket.socket.connect_ex = refuse
+    socket.create_connection = refuse
+    try:
+        yield
+    finally:
+        socket.socket.connect, socket.socket.connect_ex, socket.create_connection = saved
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    staged: Staged
+    seconds: float
+    warnings: list[str]
+
+
+def sphinx_build(src: Path, html: Path, doctrees: Path) -> list[str]:
+    """Sphinx's HTML build of ``src`` with ``tools/site/conf.py``, one process; its warnings."""
+    from sphinx.application import Sphinx
+    from sphinx.errors import SphinxError
+    from sphinx.util.console import nocolor
+
+    nocolor()  # plain warnings, for the log and for the tests
+    warnings = io.StringIO()
+    try:
+        with _no_network():
+            app = Sphinx(str(src), str(CONF_DIR), str(html), str(doctrees), "html",
+                         status=None, warning=warnings, freshenv=True, parallel=1)
+            app.build()
+    except SphinxError as e:
+        raise SiteError(f"Sphinx failed: {e}\n{warnings.getvalue()}".strip()) from None
+    if app.statuscode:
+        raise SiteError(f"Sphinx failed (status {app.statuscode}):\n{warnings.getvalue()}")
+    return [line for line in warnings.getvalue().splitlines() if line.strip()]
+
+
+def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path = ROOT,
+          log: Callable[[str], None] = print) -> BuildResult:
+    """Build the site into ``out`` (see the module docstring); raises SiteError."""
+    from tools.badges import read_repository_url
+
+    t0 = time.monotonic()
+    out, root, notebooks = Path(out), Path(root), Path(notebooks)
+    problem = _out_problem(out)
+    if problem:
+        raise SiteError(problem)
+    try:
+        repo_url = read_repository_url(root / "pyproject.toml").rstrip("/")
+    except (OSError, ValueError) as e:
+        raise SiteError(str(e)) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".site-build-", dir=out.parent) as tmp:
+        work = Path(tmp)
+        staged = stage(work / "src", notebooks, root, repo_url)
+        html = work / "html"
+        warnings = sphinx_build(work / "src", html, work / "doctrees")
+        (html / MARKER).write_text("built by `python -m tools.site` (make site); "
+                                   "a rebuild replaces this folder\n", encoding="utf-8")
+        _replace(out, html, work / "old")
+    seconds = time.monotonic() - t0
+    for line in warnings:
+        log(f"warning: {line}")
+    return BuildResult(out, staged, seconds, warnings)
+
+
+def _replace(out: Path, new: Path, old: Path) -> None:
+    """Put the folder ``new`` at ``out``; an earlier site there is moved aside, then removed."""
+    if out.exists():
+        out.rename(old)  # only a folder _out_problem accepted: ours, or empty
+    new.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.site",
+        description="Build the course as a static website from the committed notebooks and "
+                    "their stored outputs (nothing is executed; no network needed).")
+    parser.add_argument("--out", default="build/site", help="folder for the site "
+                        "(default: build/site); replaced only if an earlier build made it")
+    parser.add_argument("--notebooks", default="notebooks", help="the course's notebooks folder")
+    args = parser.parse_args(argv)
+    try:
+        result = build(args.out, args.notebooks, Path.cwd())
+    except SiteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    staged = result.staged
+    print(f"built {len(staged.lessons)} notebook pages ({staged.solutions} solutions folded, "
+          f"{staged.widgets} widgets shown as pictures) in {result.seconds:.0f} s: "
+          f"open {result.out / 'index.html'}")
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from tools.site import main
+
+sys.exit(main())

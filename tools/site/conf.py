@@ -1,0 +1,57 @@
+"""Sphinx configuration of the course's website (``make site``; see tools/site/__init__.py).
+
+Sphinx reads this file with the staged source folder that ``python -m tools.site`` writes: the
+landing page ``index.md`` and a site copy of every notebook. Nothing here fetches anything:
+the theme's assets come with ``sphinx-book-theme`` (and ``pydata-sphinx-theme``), the maths
+library with ``sphinx-mathjax-offline``, and no notebook is executed.
+"""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools.badges import read_repository_url  # noqa: E402
+from tools.site import readme_intro  # noqa: E402
+
+REPOSITORY = read_repository_url(ROOT / "pyproject.toml").rstrip("/")
+
+project = "ConvS2S course"
+html_title = readme_intro((ROOT / "README.md").read_text(encoding="utf-8"))[0]
+language = "en"
+
+extensions = [
+    "myst_nb",  # notebooks (and the landing page's markdown) as pages
+    "sphinx-mathjax-offline",  # MathJax 3, copied into _static/mathjax, instead of a CDN
+]
+exclude_patterns = ["_notebooks", "**/.ipynb_checkpoints"]
+
+# myst-nb: show the stored outputs, run nothing; no widget JavaScript from a CDN (the site
+# copies replace every widget by a picture, see tools/site/__init__.py)
+nb_execution_mode = "off"
+nb_ipywidgets_js = {}
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_heading_anchors = 3
+
+html_theme = "sphinx_book_theme"
+html_static_path = ["static"]
+html_css_files = ["site.css"]
+html_copy_source = False  # the site copies are not the notebooks: each page links to those
+html_show_sourcelink = False
+html_last_updated_fmt = None
+html_theme_options = {
+    "repository_url": REPOSITORY,
+    "repository_branch": "main",
+    "path_to_docs": "notebooks",
+    "use_repository_button": True,
+    "use_download_button": False,
+    "launch_buttons": {"colab_url": "https://colab.research.google.com"},
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+}
+# light unless the reader switches: the notebooks' figures are drawn for a white page
+html_context = {"default_mode": "light"}
