@@ -27,7 +27,7 @@ from tools import screenshots
 VIEWPORT = {"width": 1280, "height": 900}
 #: (file written into --out, page of the site, the heading to scroll to the top, or None)
 SHOTS = (
-    ("site_home.png", "index.html", None),
+    ("site_home.png", "index.html", r"^The notebooks"),
     ("site_exercise.png", "01_glu_and_padding.html", r"^Exercise 1\b"),
 )
 
