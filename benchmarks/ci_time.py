@@ -18,7 +18,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from common import write_report
+from common import run_main, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,4 +69,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -25,7 +25,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from common import write_report
+from common import run_main, write_report
 
 from convs2s import config
 from convs2s.checkpoint import Checkpoint
@@ -102,4 +102,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from common import write_report
+from common import run_main, write_report
 
 from convs2s import config
 from convs2s.data import load_multi30k, make_loader
@@ -79,4 +79,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import os
 import platform
 import shlex
 import sys
 import time
+
+from common import run_main, write_report
 
 
 def cpu_name() -> str:
@@ -128,15 +128,9 @@ def main(argv: list[str] | None = None) -> dict:
         "prep_seconds": round(prep_s, 2),
         "results": results,
     }
-    if args.json:
-        tmp = args.json + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, args.json)
-        print(f"wrote {args.json}")
+    write_report(args.json, report)
     return report
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

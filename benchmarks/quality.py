@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import stamp, write_report
+from common import run_main, stamp, write_report
 
 from convs2s import config
 from convs2s.checkpoint import Checkpoint, CheckpointError
@@ -300,4 +300,4 @@ def run(args, preset, device) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
-from common import write_report
+from common import run_main, write_report
 
 TARGETS = {"cpu": 2.0, "cuda": 5.0}  # ConvS2S / RNN training tokens/s
 
@@ -192,5 +192,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(0)
+    sys.exit(run_main(main))

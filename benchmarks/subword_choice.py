@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-from common import stamp, write_report
+from common import run_main, stamp, write_report
 
 from convs2s.data import load_multi30k
 
@@ -165,4 +165,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

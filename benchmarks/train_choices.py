@@ -26,7 +26,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import torch
-from common import write_report
+from common import run_main, write_report
 
 from convs2s import config
 from convs2s.data import load_multi30k, make_loader
@@ -78,4 +78,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

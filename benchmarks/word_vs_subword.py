@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import stamp, write_report
+from common import run_main, stamp, write_report
 
 HERE = Path(__file__).resolve().parent
 
@@ -64,4 +64,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))
