@@ -556,13 +556,17 @@ def test_clean_empties_its_own_folder_and_keeps_a_users_file(tmp_path):
     assert (tmp_path / "outside.txt").read_text() == "keep"
     assert json.loads((out / coursework.MARKER).read_text())["files"] == [
         "01_made_up/01_made_up.ipynb"]
-    # cleaning alone removes the tool's files and the folders it left empty
+    # cleaning alone removes the tool's files and the folders it left empty; the folder a
+    # user's file keeps alive keeps its marker, listing nothing: it is still the tool's
     assert coursework.clean(out, tmp_path / "notebooks")
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "01_made_up", "01_made_up/grading-notes.md"]
+        coursework.MARKER, "01_made_up", "01_made_up/grading-notes.md"]
+    assert json.loads((out / coursework.MARKER).read_text())["files"] == []
     (out / "01_made_up" / "grading-notes.md").unlink()
-    assert _cli(tmp_path, "--out", str(out)).returncode == 0  # unmarked now: writes, no marker
-    assert not (out / coursework.MARKER).exists()
+    assert _cli(tmp_path, "--out", str(out)).returncode == 0
+    assert json.loads((out / coursework.MARKER).read_text())["files"] == [
+        "01_made_up/01_made_up.ipynb"]
+    assert coursework.clean(out, tmp_path / "notebooks") and not out.exists()
 
 
 def test_clean_removes_a_folder_it_made_entirely(tmp_path):
