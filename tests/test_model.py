@@ -4,6 +4,7 @@ gradient scaling, initialisation and the parameter count."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -487,3 +488,105 @@ def test_shared_output_embedding_still_causal():
         a, b = model(src, trg)[0], model(src, changed)[0]
     torch.testing.assert_close(a[:, :5], b[:, :5], rtol=0, atol=0)
     assert not torch.allclose(a[:, 5:], b[:, 5:])
+
+
+# ------------------------------------------------------------------------------------------
+# issue 26, item 14: options of the wrong type are refused in one line, naming the option,
+# the value and what is expected (ConvS2S, the RNN baseline and the variants alike)
+# ------------------------------------------------------------------------------------------
+
+SMALL_CONVS2S = dict(emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1, max_positions=16,
+                     src_pad_idx=PAD, trg_pad_idx=PAD)
+SMALL_RNN = dict(emb_dim=8, enc_hid_dim=8, dec_hid_dim=8, max_positions=16, src_pad_idx=PAD,
+                 trg_pad_idx=PAD)
+
+# (option, bad value, error type, what the message must say after "option=value")
+CONVS2S_BAD_OPTIONS = [
+    ("share_input_output_embed", "False", TypeError, "must be True or False"),
+    ("share_input_output_embed", 0, TypeError, "must be True or False"),
+    ("weight_norm", "no", TypeError, "must be True or False"),
+    ("weight_norm", None, TypeError, "must be True or False"),
+    ("encoder_grad_scale", 1, TypeError, "must be True or False"),
+    ("dropout", "0.1", TypeError, r"must be a number in \[0, 1\)"),
+    ("dropout", True, TypeError, r"must be a number in \[0, 1\)"),
+    ("dropout", 1.0, ValueError, r"must be in \[0, 1\)"),
+    ("dropout", -0.1, ValueError, r"must be in \[0, 1\)"),
+    ("dropout", math.nan, ValueError, r"must be in \[0, 1\)"),
+    ("emb_dim", "8", TypeError, "must be a positive integer"),
+    ("emb_dim", 8.0, TypeError, "must be a positive integer"),
+    ("enc_layers", True, TypeError, "must be a positive integer"),
+    ("kernel_size", 0, ValueError, "must be a positive integer"),
+    ("src_pad_idx", "0", TypeError, "must be a token id"),
+    ("trg_pad_idx", False, TypeError, "must be a token id"),
+    ("decoder_padding", None, ValueError, "is not known; choose one of"),
+    ("init", 1, ValueError, "is not known; choose one of"),
+]
+
+
+def _refused_in_one_line(build, option, value, error, expected):
+    with pytest.raises(error, match=rf"^{option}={re.escape(repr(value))} {expected}") as e:
+        build(**{option: value})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("option, value, error, expected", CONVS2S_BAD_OPTIONS)
+def test_item14_convs2s_refuses_options_of_the_wrong_type(option, value, error, expected):
+    _refused_in_one_line(lambda **kw: ConvS2S(VOCAB, VOCAB, **{**SMALL_CONVS2S, **kw}),
+                         option, value, error, expected)
+
+
+@pytest.mark.parametrize("option, value, error, expected", [
+    ("src_vocab_size", 20.0, TypeError, "must be a positive integer"),
+    ("trg_vocab_size", True, TypeError, "must be a positive integer"),
+])
+def test_item14_convs2s_refuses_vocabulary_sizes_of_the_wrong_type(option, value, error,
+                                                                   expected):
+    def build(**kw):
+        sizes = {"src_vocab_size": VOCAB, "trg_vocab_size": VOCAB, **kw}
+        return ConvS2S(sizes.pop("src_vocab_size"), sizes.pop("trg_vocab_size"), **sizes,
+                       **SMALL_CONVS2S)
+
+    _refused_in_one_line(build, option, value, error, expected)
+
+
+@pytest.mark.parametrize("option, value, error, expected", [
+    ("dropout", "0.1", TypeError, r"must be a number in \[0, 1\)"),
+    ("dropout", None, TypeError, r"must be a number in \[0, 1\)"),
+    ("emb_dim", True, TypeError, "must be a positive integer"),
+    ("attn_dim", "8", TypeError, "must be a positive integer"),
+    ("out_dim", 8.0, TypeError, "must be a positive integer"),
+    ("src_pad_idx", 0.0, TypeError, "must be a token id"),
+])
+def test_item14_rnn_baseline_refuses_options_of_the_wrong_type(option, value, error, expected):
+    from convs2s.rnn import RNNAttentionSeq2Seq
+
+    _refused_in_one_line(lambda **kw: RNNAttentionSeq2Seq(VOCAB, VOCAB, **{**SMALL_RNN, **kw}),
+                         option, value, error, expected)
+
+
+@pytest.mark.parametrize("option, value, error, expected", [
+    ("encoder_self_attention", "False", TypeError, "must be True or False"),
+    ("attention_feed_forward", "no", TypeError, "must be True or False"),
+    ("attention_heads", True, TypeError, "must be a positive integer"),
+    ("attention_heads", 2.0, TypeError, "must be a positive integer"),
+    ("attention_positions", 1, ValueError, "is not known; choose one of"),
+    ("conv", None, ValueError, "is not known; choose one of"),
+    ("weight_norm", "no", TypeError, "must be True or False"),  # ConvS2S's, through the variant
+    ("dropout", "0.1", TypeError, r"must be a number in \[0, 1\)"),
+])
+def test_item14_variants_refuse_options_of_the_wrong_type(option, value, error, expected):
+    from convs2s.variants import VariantConvS2S
+
+    _refused_in_one_line(lambda **kw: VariantConvS2S(VOCAB, VOCAB, **{**SMALL_CONVS2S, **kw}),
+                         option, value, error, expected)
+
+
+def test_item14_valid_options_build_the_same_model_as_before():
+    """The checks only refuse: valid arguments (ints for dropout included) give the same
+    weights and outputs as the same arguments given as the usual floats."""
+    a = tiny_model(seed=3, dropout=0)
+    b = tiny_model(seed=3, dropout=0.0)
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    with torch.no_grad():
+        torch.testing.assert_close(a(src, trg)[0], b(src, trg)[0], rtol=0, atol=0)
+    assert a.config["dropout"] == 0 and ConvS2S(**a.config).config == a.config

@@ -5,6 +5,7 @@ Every corpus here is made up in the test (no Multi30k text).
 
 import os
 import pickle
+import warnings
 
 import pytest
 
@@ -290,3 +291,87 @@ def test_pipeline_refuses_unknown_languages_and_kinds():
         TextPipeline.word("en", "en")
     with pytest.raises(ValueError, match="kind must be one of word, subword"):
         TextPipeline("chars")
+
+
+# ------------------------------------------------------------------------------- issue 26
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+def test_item13_too_small_a_vocab_size_says_raise_it_to_what_works(model_type):
+    """sentencepiece needs one piece per distinct character plus the specials: below that the
+    advice must be to raise vocab_size, to a number that then works (not "Lower vocab_size")."""
+    lines = GERMAN + ENGLISH
+    with pytest.raises(ValueError) as e:
+        train_subword(lines, SubwordSettings(vocab_size=9, model_type=model_type), cache=False)
+    message = str(e.value)
+    assert "\n" not in message and "lower" not in message.lower(), message
+    needed = len(set("".join(lines))) + len(subword.SPECIALS)  # 52 characters (space too) + 4
+    assert f"raise vocab_size (--vocab-size) to at least {needed}" in message, message
+    assert f"{needed - len(subword.SPECIALS)} different characters" in message, message
+    # the advice is right: the number it names works, one fewer does not
+    assert len(train_subword(lines, SubwordSettings(vocab_size=needed, model_type=model_type),
+                             cache=False)) == needed
+    with pytest.raises(ValueError, match=f"at least {needed}"):
+        train_subword(lines, SubwordSettings(vocab_size=needed - 1, model_type=model_type),
+                      cache=False)
+
+
+@pytest.mark.parametrize("swapped, why", [
+    (SubwordSettings(vocab_size=100), "it has 100 pieces, where these sentences give 120"),
+    (SubwordSettings(vocab_size=150), "it has 150 pieces, more than vocab_size=120"),
+    (SubwordSettings(vocab_size=120, model_type="unigram"), "it is a unigram model, not bpe"),
+])
+def test_subword_cache_a_model_learned_with_other_settings_is_learned_again(
+        tmp_path, counted, swapped, why):
+    """A valid model of other settings put in the cache under this key (a copied cache folder,
+    a hand edit) is not used: it is learned again, with a warning, and the file replaced."""
+    calls, on_train = counted
+    lines = GERMAN + ENGLISH
+    right = train_subword(lines, SMALL, cache=tmp_path, on_train=on_train)
+    path = tmp_path / f"{subword.cache_key(lines, SMALL)}.model"
+    wrong = train_subword(lines, swapped, cache=False)
+    assert wrong.model != right.model
+    path.write_bytes(wrong.model)
+    with pytest.warns(UserWarning, match=f"does not match its settings.*{why}") as record:
+        again = train_subword(lines, SMALL, cache=tmp_path, on_train=on_train)
+    assert len(calls) == 2, "the swapped-in model was used"
+    assert again.model == right.model == path.read_bytes()
+    assert len(again) == SMALL.vocab_size
+    assert all("\n" not in str(w.message) for w in record)
+    # and the next call reads the repaired cache
+    train_subword(lines, SMALL, cache=tmp_path, on_train=on_train)
+    assert len(calls) == 2
+
+
+def test_subword_cache_the_settings_check_reads_what_the_model_says(tmp_path):
+    """What the check compares: sentencepiece's own record of how the model was learned."""
+    for settings in (SMALL, SubwordSettings(vocab_size=100, model_type="unigram")):
+        tok = train_subword(GERMAN + ENGLISH, settings, cache=False)
+        assert tok.trained_with() == {"model_type": settings.model_type,
+                                      "vocab_size": settings.vocab_size,
+                                      "normalization": "identity", "character_coverage": 1.0}
+        tok.check_settings(settings)  # no error
+    big = train_subword(ENGLISH, SubwordSettings(vocab_size=5000), cache=False)
+    # a small corpus gives fewer pieces than asked for, and sentencepiece records those
+    assert len(big) < 5000 and big.trained_with()["vocab_size"] == len(big)
+    big.check_settings(SubwordSettings(vocab_size=5000))
+    with pytest.raises(ValueError, match=f"has {len(big)} pieces, more than vocab_size=200"):
+        big.check_settings(SubwordSettings(vocab_size=200))
+    with pytest.raises(ValueError, match="it is a bpe model, not unigram") as e:
+        big.check_settings(SubwordSettings(vocab_size=5000, model_type="unigram"))
+    assert "\n" not in str(e.value)
+
+
+def test_subword_cache_a_small_corpus_model_is_kept_after_learning_it_again(tmp_path, counted):
+    """Fewer pieces than vocab_size: learned again to tell, kept (no warning, file untouched)
+    when these sentences give just that model."""
+    calls, on_train = counted
+    settings = SubwordSettings(vocab_size=5000)
+    first = train_subword(ENGLISH, settings, cache=tmp_path, on_train=on_train)
+    (path,) = tmp_path.iterdir()
+    mtime = path.stat().st_mtime_ns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = train_subword(ENGLISH, settings, cache=tmp_path, on_train=on_train)
+    assert len(calls) == 2 and again.model == first.model and len(again) < 5000
+    assert path.stat().st_mtime_ns == mtime

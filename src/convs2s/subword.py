@@ -174,7 +174,7 @@ class SubwordTokenizer:
 
     def trained_with(self) -> dict:
         """How sentencepiece says the model was learned: ``{"model_type", "vocab_size" (the
-        pieces asked for; a small corpus may give fewer), "normalization",
+        pieces asked for, or, when the corpus gave fewer, the pieces made), "normalization",
         "character_coverage"}``, read from the trainer and normalizer specs in the model."""
         model = _message(self.model)
         trainer = _message(model.get(2, [b""])[-1])
@@ -187,14 +187,18 @@ class SubwordTokenizer:
                 "character_coverage": struct.unpack("<f", coverage)[0]}
 
     def check_settings(self, settings: SubwordSettings) -> None:
-        """``ValueError`` (one line) unless the model was learned as :func:`train_subword`
-        learns one with ``settings``: that model type, that many pieces asked for, no more
-        pieces than that (as sentencepiece reports them), no normalisation, every character."""
+        """``ValueError`` (one line) unless the model can have been learned as
+        :func:`train_subword` learns one with ``settings``: that model type, no more pieces
+        than ``vocab_size`` (as sentencepiece counts them), no normalisation, every character.
+
+        Fewer pieces than ``vocab_size`` pass: a small corpus gives fewer, and sentencepiece
+        then records the pieces it made as its ``vocab_size``, just as it records a smaller
+        ``vocab_size`` asked for; the model alone cannot tell the two apart (``train_subword``
+        learns such a cached model again to tell).
+        """
         spec = self.trained_with()
         if spec["model_type"] != settings.model_type:
             problem = f"it is a {spec['model_type']} model, not {settings.model_type}"
-        elif spec["vocab_size"] != settings.vocab_size:
-            problem = f"it was asked for {spec['vocab_size']} pieces, not {settings.vocab_size}"
         elif len(self) > settings.vocab_size:
             problem = f"it has {len(self)} pieces, more than vocab_size={settings.vocab_size}"
         elif (spec["normalization"], spec["character_coverage"]) != ("identity", 1.0):
@@ -347,11 +351,15 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
     settings and the library version all match (see :func:`cache_key`); otherwise it is learned
     (seconds on Multi30k) and written atomically (a temporary file, then a rename), so a crash
     never leaves half a model. The file is not trusted: one that is not a model, or a model
-    whose own record says it was learned with other settings
-    (:meth:`SubwordTokenizer.check_settings`), is learned again and replaced, with a warning
-    (a cache only saves time, so relearning beats refusing). A cache folder that cannot be
-    written only costs a warning. ``on_train`` is called just before learning (tests count
-    cache misses with it).
+    whose own record says it was learned with other settings (another model type, more pieces
+    than ``vocab_size``: :meth:`SubwordTokenizer.check_settings`), is learned again and
+    replaced, with a warning; a cache only saves seconds, so relearning beats refusing. A
+    cached model with fewer pieces than ``vocab_size`` (the corpus gave no more, or a model of
+    a smaller ``vocab_size`` was put there) is learned again to tell which: kept if it is the
+    same, replaced with a warning if not. On Multi30k this happens only for a ``vocab_size``
+    beyond what the corpus can give (about 83,500 de+en BPE pieces; such a model takes about
+    4 s to learn). A cache folder that cannot be written only costs a warning. ``on_train`` is
+    called just before learning (tests count cache misses with it).
     """
     settings = settings or SubwordSettings()
     lines = list(lines)
@@ -364,23 +372,18 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
     elif cache not in (False, None):
         folder = Path(cache).expanduser()
     path = folder / f"{cache_key(lines, settings)}.model" if folder is not None else None
-    if path is not None and path.is_file():
-        try:
-            cached = SubwordTokenizer(path.read_bytes())
-        except (OSError, ValueError) as e:
-            warnings.warn(f"ignoring the unreadable cached subword model {path} ({e}); "
-                          "learning it again.", stacklevel=2)
-        else:
-            try:
-                cached.check_settings(settings)
-                return cached
-            except ValueError as e:
-                warnings.warn(f"ignoring the cached subword model {path}: it does not match "
-                              f"its settings {settings} ({e}); learning it again.",
-                              stacklevel=2)
+    cached = _read_cached(path, settings) if path is not None else None
+    if cached is not None and len(cached) == settings.vocab_size:
+        return cached
     if on_train is not None:
         on_train()
     tok = SubwordTokenizer(_learn(lines, settings))
+    if cached is not None:  # it has fewer pieces than vocab_size: is that what these give?
+        if cached.model == tok.model:
+            return cached
+        warnings.warn(f"ignoring the cached subword model {path}: it does not match its "
+                      f"settings {settings} (it has {len(cached)} pieces, where these "
+                      f"sentences give {len(tok)}); learning it again.", stacklevel=2)
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -390,6 +393,26 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
             warnings.warn(f"could not cache the subword model in {path.parent} ({e}); it will "
                           "be learned again next time.", stacklevel=2)
     return tok
+
+
+def _read_cached(path: Path, settings: SubwordSettings) -> SubwordTokenizer | None:
+    """The model cached at ``path``, or None (with a warning) when there is none, it is not a
+    model, or it cannot have been learned with ``settings``."""
+    if not path.is_file():
+        return None
+    try:
+        cached = SubwordTokenizer(path.read_bytes())
+    except (OSError, ValueError) as e:
+        warnings.warn(f"ignoring the unreadable cached subword model {path} ({e}); "
+                      "learning it again.", stacklevel=3)
+        return None
+    try:
+        cached.check_settings(settings)
+    except ValueError as e:
+        warnings.warn(f"ignoring the cached subword model {path}: it does not match its "
+                      f"settings {settings} ({e}); learning it again.", stacklevel=3)
+        return None
+    return cached
 
 
 # --------------------------------------------------------------------------------------------
