@@ -19,7 +19,10 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
+import sys
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -288,6 +291,35 @@ def test_a_rebuild_replaces_only_its_own_site(tmp_path, capsys, monkeypatch):
     assert not (out / "stale.html").exists() and (out / site.MARKER).is_file()
     assert "## The notebooks" in (out / "index.html").read_text()
     assert [p.name for p in out.parent.iterdir()] == ["site"], "no temporary folder left"
+
+
+@pytest.mark.slow
+def test_sigterm_mid_build_leaves_the_earlier_site_and_no_temporary_folder(tmp_path):
+    """A real SIGTERM while Sphinx works: one line, exit 143, the old site whole."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / site.MARKER).write_text("x")
+    (out / "index.html").write_text("the earlier site")
+    proc = subprocess.Popen([sys.executable, "-m", "tools.site", "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 300
+        # the build has started once Sphinx writes into the temporary folder's doctrees
+        while not list(tmp_path.glob(".site-build-*/doctrees/*")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the build did not start"
+            time.sleep(0.05)  # poll for the condition
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert err.count("\n") == 1 and err.startswith("stopped by SIGTERM"), err
+    assert (out / "index.html").read_text() == "the earlier site"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"], "no temporary folder left"
 
 
 def test_make_site_builds_into_an_ignored_folder_and_make_test_builds_it():

@@ -1,5 +1,5 @@
 import sys
 
-from tools.site import main
+from tools.site import cli
 
-sys.exit(main())
+sys.exit(cli())
