@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from exercise_support import hidden, stub
+from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
 from convs2s import checks, viz
 from convs2s.checks import nb01
@@ -161,3 +161,12 @@ def test_hidden_tests_accept_the_solutions_and_reject_wrong_answers():
         grading.same_padding_moves([7, 8, 9])
     with pytest.raises(AssertionError):
         grading.my_receptive_field(lambda k, n_layers: n_layers * k)
+
+
+def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
+    """Each exercise as shipped is not answered; its solution passes its check."""
+    kinds = {
+        "my_glu": "implement", "glu_vs_gtu": "explain", "same_padding_moves": "predict",
+        "my_receptive_field": "derive"}
+    assert_exercises_run_from_the_setup_cell(notebook_path("01"), kinds)
+    capsys.readouterr()

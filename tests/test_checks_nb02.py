@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from exercise_support import hidden, stub
+from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
 from convs2s import checks
 from convs2s.checks import nb02
@@ -174,3 +174,12 @@ def test_hidden_tests_accept_the_solutions_and_reject_wrong_answers():
         grading.mask_source_padding(nb02.planted_conv_stack)
     with pytest.raises(AssertionError):
         grading.block_parameters(lambda d, k: 2 * d * d * k + 2 * d)
+
+
+def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
+    """Each exercise as shipped is not answered; its solution passes its check."""
+    kinds = {
+        "residual_variance": "predict", "keys_and_values": "explain",
+        "mask_source_padding": "debug", "block_parameters": "derive"}
+    assert_exercises_run_from_the_setup_cell(notebook_path("02"), kinds)
+    capsys.readouterr()

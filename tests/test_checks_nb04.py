@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from exercise_support import stub
+from exercise_support import assert_exercises_run_from_the_setup_cell, notebook_path, stub
 
 from convs2s import checks, probe
 from convs2s.checks import nb04
@@ -122,3 +122,13 @@ def test_row_entropy_stub_is_not_answered():
 def test_notebook_04_checks_are_exactly_these():
     assert nb04.__all__ == ["masked_softmax", "scaled_context_variance", "attention_macs",
                             "row_entropy"]
+
+
+def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
+    """Each exercise as shipped is not answered; its solution passes its check."""
+    kinds = {
+        "masked_softmax": "implement", "scaled_context_variance": "predict",
+        "attention_macs": "derive", "attention_in_every_layer": "explain",
+        "row_entropy": "implement"}
+    assert_exercises_run_from_the_setup_cell(notebook_path("04"), kinds)
+    capsys.readouterr()
