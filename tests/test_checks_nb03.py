@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from exercise_support import stub
+from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
 from convs2s import checks
 from convs2s.checks import nb03
@@ -13,18 +13,33 @@ from convs2s.checks import nb03
 # --- causal_conv1d (implement) --------------------------------------------------------------
 
 
-def right_causal_conv1d(x, weight, bias):
+def right_causal_conv1d(x, weight, bias):  # the paper's recipe: both sides, then a slice
     k = weight.size(-1)
-    return F.conv1d(F.pad(x, (k - 1, 0)), weight, bias)  # [batch, out, length]
+    return F.conv1d(x, weight, bias, padding=k - 1)[:, :, : x.size(-1)]  # [batch, out, length]
+
+
+def left_padded_conv1d(x, weight, bias):  # right numbers, but section 2's way (F.pad)
+    k = weight.size(-1)
+    return F.conv1d(F.pad(x, (k - 1, 0)), weight, bias)
 
 
 def same_padded_conv1d(x, weight, bias):  # sees the future
     k = weight.size(-1)
-    return F.conv1d(F.pad(x, ((k - 1) // 2, k // 2)), weight, bias)
+    return F.conv1d(x, weight, bias, padding=(k - 1) // 2)
 
 
 def shrinking_conv1d(x, weight, bias):  # no padding: the output is k - 1 shorter
     return F.conv1d(x, weight, bias)
+
+
+def negative_slice_conv1d(x, weight, bias):  # [:-(k-1)]: empty for k = 1
+    k = weight.size(-1)
+    return F.conv1d(x, weight, bias, padding=k - 1)[:, :, : -(k - 1)]
+
+
+def last_outputs_conv1d(x, weight, bias):  # keeps the wrong end: the outputs that see ahead
+    k = weight.size(-1)
+    return F.conv1d(x, weight, bias, padding=k - 1)[:, :, k - 1:]
 
 
 def test_causal_conv1d_accepts_the_solution(capsys):
@@ -32,11 +47,26 @@ def test_causal_conv1d_accepts_the_solution(capsys):
     assert "✓ causal_conv1d" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("wrong", [same_padded_conv1d, shrinking_conv1d])
+@pytest.mark.parametrize("wrong", [same_padded_conv1d, shrinking_conv1d, negative_slice_conv1d,
+                                   last_outputs_conv1d])
 def test_causal_conv1d_rejects_wrong_padding_with_a_hint(wrong, capsys):
-    with pytest.raises(AssertionError, match="hint: output t may read inputs t-k\\+1"):
+    with pytest.raises(AssertionError, match="hint: with k - 1 zeros on both sides"):
         checks.causal_conv1d(wrong)
     assert "✗ causal_conv1d" in capsys.readouterr().out
+
+
+def test_causal_conv1d_refuses_f_pad_with_its_own_hint():
+    with pytest.raises(AssertionError, match="it called functional.pad.* hint: the exercise is "
+                                             "the paper's recipe"):
+        checks.causal_conv1d(left_padded_conv1d)
+
+
+def test_causal_conv1d_hidden_tests_accept_both_recipes():
+    grading = hidden("03")
+    grading.causal_conv1d(right_causal_conv1d)
+    grading.causal_conv1d(left_padded_conv1d)
+    with pytest.raises(AssertionError):
+        grading.causal_conv1d(last_outputs_conv1d)
 
 
 def test_causal_conv1d_stub_is_not_answered(capsys):
@@ -130,3 +160,12 @@ def test_cache_floats_rejects_non_integers_and_stub():
 
 def test_notebook_03_checks_are_exactly_these():
     assert nb03.__all__ == ["causal_conv1d", "teacher_forcing_loss", "cache_floats"]
+
+
+def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
+    """Each exercise as shipped is not answered; its solution passes its check."""
+    kinds = {
+        "causal_conv1d": "implement", "teacher_forcing_loss": "debug", "cache_floats": "derive",
+        "incremental_same_as_full": "explain"}
+    assert_exercises_run_from_the_setup_cell(notebook_path("03"), kinds)
+    capsys.readouterr()

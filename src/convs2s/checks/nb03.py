@@ -15,6 +15,7 @@ from convs2s.checks._core import (
     _assert_tensor,
     _check_causal,
     _float,
+    _forbidden,
     _gen,
     _Run,
     _seeded,
@@ -26,12 +27,18 @@ from convs2s.checks._core import (
 __all__ = ["causal_conv1d", "teacher_forcing_loss", "cache_floats"]
 
 CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
-    nudge="output t may read inputs t-k+1 ... t only, and the output must be as long as the "
-          "input: where must the missing inputs of the first outputs come from, and on which "
-          "side?",
-    closer="k comes from the last dimension of weight; add k - 1 zeros on the left of the time "
-           "axis only and none on the right (F.pad's pair of numbers for the last dimension is "
-           "(left, right)), then run F.conv1d with no padding of its own"))
+    nudge="with k - 1 zeros on both sides, how many outputs does the convolution give, and which "
+          "inputs does output t read? Print the output's length for a small example, and "
+          "change one late input to see which outputs move",
+    closer="output t of the symmetrically padded convolution reads inputs t-k+1 ... t+k-1 of "
+           "the padded range, so the outputs that reach past t are the surplus ones at the end; "
+           "keep as many outputs as the input has, counted from the start (a slice that also "
+           "works when k = 1 and nothing is surplus)"))
+WITHOUT_F_PAD = Hint(
+    nudge="the exercise is the paper's recipe: the convolution pads both sides itself, so your "
+          "function may not call F.pad",
+    closer="give F.conv1d its own padding of k - 1 (both sides), then remove the surplus "
+           "outputs with a slice")
 BIAS_NONE = Hint(
     nudge="the bias may be None: what does F.conv1d do with a bias of None?",
     closer="hand the bias to F.conv1d as it is; it accepts None and then adds nothing")
@@ -39,7 +46,8 @@ BIAS_NONE = Hint(
 
 @check
 def causal_conv1d(fn: Callable) -> None:
-    """Exercise "a causal convolution with F.pad": same length, matches the package, causal."""
+    """Exercise "a causal convolution, the paper's way": same length, matches the package,
+    causal, and built from F.conv1d's own symmetric padding (F.pad is not called)."""
     from convs2s.layers import ConvGLUBlock
 
     run = _Run("causal_conv1d")
@@ -65,6 +73,13 @@ def causal_conv1d(fn: Callable) -> None:
         x = torch.randn(1, 3, 6, generator=g)
         w = torch.randn(4, 3, 2, generator=g)
         _assert_close(fn(x, w, None), F.conv1d(F.pad(x, (1, 0)), w), ref="a causal conv1d")
+    with run.case("causal_conv1d(x of shape [2, 3, 7], weight of width 3, bias) without F.pad",
+                  WITHOUT_F_PAD):
+        x = torch.randn(2, 3, 7, generator=g)
+        w, b = torch.randn(4, 3, 3, generator=g), torch.randn(4, generator=g)
+        expected = F.conv1d(F.pad(x, (2, 0)), w, b)  # computed before F.pad is refused
+        with _forbidden(F, "pad", "the exercise is to let F.conv1d pad both sides itself"):
+            _assert_close(fn(x, w, b), expected, ref="a causal conv1d")
     run.done()
 
 
