@@ -30,10 +30,11 @@ CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
     nudge="with k - 1 zeros on both sides, how many outputs does the convolution give, and which "
           "inputs does output t read? Print the output's length for a small example, and "
           "change one late input to see which outputs move",
-    closer="output t of the symmetrically padded convolution reads inputs t-k+1 ... t+k-1 of "
-           "the padded range, so the outputs that reach past t are the surplus ones at the end; "
-           "keep as many outputs as the input has, counted from the start (a slice that also "
-           "works when k = 1 and nothing is surplus)"))
+    closer="output t of the symmetrically padded convolution reads padded positions t ... "
+           "t+k-1, which hold the inputs t-k+1 ... t: the outputs at the start are already the "
+           "causal ones, and the k - 1 surplus outputs sit at the end, past the last input; keep "
+           "as many outputs as the input has, counted from the start (a slice that also works "
+           "when k = 1 and nothing is surplus)"))
 WITHOUT_F_PAD = Hint(
     nudge="the exercise is the paper's recipe: the convolution pads both sides itself, so your "
           "function may not call F.pad",
