@@ -25,6 +25,7 @@ from common import run_main, write_report
 from convs2s import config
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model import count_parameters
+from convs2s.precision import mixed_precision
 from convs2s.train import PRESETS, build_model, make_optimizer, prepare_data, sequence_loss
 
 TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset, device type)
@@ -45,18 +46,20 @@ def main(argv=None) -> int:
     loader = make_loader(train_ds, max_tokens=preset.max_tokens, seed=preset.seed)
     batches = list(loader)
     batches.sort(key=lambda b: -(b[0].numel() + b[1].numel()))  # the largest first
-    amp = device.type == "cuda" and preset.amp
+    precision = mixed_precision(device, preset.amp)  # as training does
+    scaler = precision.scaler()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
     for src, trg in batches[: args.steps]:
         src, trg = src.to(device), trg.to(device)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+        with precision.autocast():
             logits, _ = model(src, trg[:, :-1])
         loss = sequence_loss(logits, trg[:, 1:], trg_vocab.pad_idx, preset.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
     seconds = time.perf_counter() - t0
     rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
     report = {"benchmark": "memory", "preset": args.preset,

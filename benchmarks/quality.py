@@ -9,14 +9,16 @@ Trains ``--preset`` exactly as ``python -m convs2s.train --preset NAME`` does (s
 code path, the preset's own time budget unless ``--max-minutes``; ``--src/--trg``,
 ``--tokenizer``, ``--vocab-size``, ``--joint-vocab`` override the preset as the training CLI's
 options do; ``--share-embed`` ties the decoder's output layer to its token embedding;
-``--keep-snapshots`` keeps every epoch's weights for ``benchmarks/choose.py``), reloads its best
-checkpoint (lowest validation loss) and scores it:
+``--average-last`` how many epochs the final model may average), then scores the model the run
+ends with: ``final.pt`` (the last epochs averaged and beam search's length penalty, both
+chosen on validation by :mod:`convs2s.final`, decoded with that length penalty) where the
+preset makes one, else ``best.pt`` (lowest validation loss):
 
 - on ``--split`` (test2016 by default): sacreBLEU (13a, detokenized, cased: the standard), chrF
   and the tutorial-comparable BLEU (BLEU-4 on lower-cased spaCy tokens), for greedy decoding and
   beam 5; perplexity under teacher forcing;
-- on validation, the same for the best checkpoint (what presets are chosen on: the test set is
-  only reported, never used for a choice);
+- on validation, the same for that model (what presets are chosen on: the test set is only
+  reported, never used for a choice);
 - the learning curve: after every epoch, the weights are copied (milliseconds, counted in the
   training time) and, once training is over, scored on validation with greedy decoding:
   sacreBLEU and chrF against the training wall time at that epoch's end;
@@ -58,15 +60,18 @@ from convs2s.translate import OneLineParser, Translator, positive_int_arg
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
           "vocab_size": "--vocab-size", "joint_vocab": "--joint-vocab",
-          "share_input_output_embed": "--share-embed", "max_minutes": "--max-minutes"}
+          "share_input_output_embed": "--share-embed", "max_minutes": "--max-minutes",
+          "average_last": "--average-last"}
 
 
 def training_summary(checkpoint: Path) -> dict:
-    """What a run's checkpoints say about its training (the last one when it is beside)."""
-    best = Checkpoint.load(checkpoint)
-    last_path = checkpoint.with_name("last.pt")
+    """What a run's checkpoints say about its training (best.pt and last.pt beside
+    ``checkpoint`` when they are there)."""
+    given = Checkpoint.load(checkpoint)
+    best_path, last_path = checkpoint.with_name("best.pt"), checkpoint.with_name("last.pt")
+    best = Checkpoint.load(best_path) if best_path.exists() else given
     last = Checkpoint.load(last_path) if last_path.exists() else best
-    state, best_state = last.resumable(), best.resumable()
+    state, best_state = last.train_state or {}, best.train_state or {}
     return {"preset": (best.preset or {}).get("name"),
             "settings": best.preset or {},
             "train_seconds": state["seconds"], "steps": state["step"],
@@ -75,21 +80,9 @@ def training_summary(checkpoint: Path) -> dict:
             "history": state["history"]}
 
 
-def save_snapshots(out: Path, snapshots: list[tuple[dict, dict]]) -> None:
-    """Each epoch's weights as ``out/snapshots/epochNN.pt``: checkpoints of this run (its
-    ``run_id``, vocabularies and pipeline, from ``best.pt``), read by ``choose.py``."""
-    best = Checkpoint.load(out / "best.pt")
-    folder = out / "snapshots"
-    folder.mkdir(exist_ok=True)
-    for row, weights in snapshots:
-        snap = dataclasses.replace(best, state_dict=weights, train_state=None,
-                                   extra={"row": row})
-        snap.save(folder / f"epoch{row['epoch']:02d}.pt")
-
-
 def remove_run(out: Path) -> None:
     """Delete what a run of this script made in ``out`` (for --overwrite), nothing else."""
-    for name in ("best.pt", "last.pt", "averaged.pt"):
+    for name in ("best.pt", "last.pt", "final.pt", "averaged.pt"):
         (out / name).unlink(missing_ok=True)
     folder = out / "snapshots"
     if folder.is_dir():
@@ -132,6 +125,16 @@ def _print_scores(title: str, metrics: dict, beams) -> None:
               f"{m['sentences_per_s']:>12.1f}")
 
 
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
+    return value
+
+
 def _positive_minutes(text: str) -> float:
     try:
         value = float(text)
@@ -169,9 +172,8 @@ def main(argv=None) -> int:
     parser.add_argument("--beam-sizes", type=positive_int_arg, nargs="+", default=[1, 5])
     parser.add_argument("--no-curve", action="store_true",
                         help="skip the learning curve (validation BLEU after every epoch)")
-    parser.add_argument("--keep-snapshots", action="store_true",
-                        help="also save each epoch's weights as OUT/snapshots/epochNN.pt "
-                             "(after training, outside its clock): for averaging checkpoints")
+    parser.add_argument("--average-last", type=_whole, help="epochs averaged at most for the "
+                        "final model (0: none, best.pt is scored; default: the preset's)")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
@@ -182,7 +184,8 @@ def main(argv=None) -> int:
                                    ("tokenizer", args.tokenizer), ("vocab_size", args.vocab_size),
                                    ("joint_vocab", args.joint_vocab),
                                    ("share_input_output_embed", args.share_embed),
-                                   ("max_minutes", args.max_minutes)) if v is not None}
+                                   ("max_minutes", args.max_minutes),
+                                   ("average_last", args.average_last)) if v is not None}
     if args.checkpoint is not None and overrides:
         parser.error("--checkpoint takes its direction and tokenizer from the checkpoint; "
                      "leave out " + ", ".join(OPTION[k] for k in overrides))
@@ -232,7 +235,7 @@ def run(args, preset, device) -> int:
         created = make_folder(out)
 
         def keep(row: dict, model: torch.nn.Module) -> None:  # each epoch's weights
-            if not args.no_curve or args.keep_snapshots:
+            if not args.no_curve:
                 snapshots.append((row, {k: v.detach().to("cpu", copy=True)
                                         for k, v in model.state_dict().items()}))
 
@@ -247,8 +250,6 @@ def run(args, preset, device) -> int:
                 result = train(preset, out, data=data, device=device, progress=False,
                                on_epoch_end=keep)
                 wall = time.perf_counter() - t0
-                if result.best_path is not None and args.keep_snapshots:
-                    save_snapshots(out, snapshots)
         except FolderInUse as e:
             if created:
                 remove_empty_folders(created)
@@ -256,7 +257,7 @@ def run(args, preset, device) -> int:
         if result.best_path is None:
             print("error: training saved no best checkpoint", file=sys.stderr)
             return 1
-        checkpoint = result.best_path
+        checkpoint = result.final_path or result.best_path
         if args.no_curve:
             snapshots = []
         print(f"trained in {wall / 60:.1f} min ({result.stopped})")
@@ -264,14 +265,18 @@ def run(args, preset, device) -> int:
         checkpoint, wall, data = args.checkpoint, None, None
 
     summary = training_summary(checkpoint)
-    translator = Translator.from_checkpoint(checkpoint, device=device)
+    ckpt = Checkpoint.load(checkpoint)
+    translator = Translator.from_checkpoint(ckpt, device=device)
+    alpha = ckpt.length_penalty  # chosen on validation for final.pt; 1.0 otherwise
     if data is None:
         data = load_multi30k(src=translator.src_lang, trg=translator.trg_lang)
     t0 = time.perf_counter()
-    metrics = evaluate(translator, data[args.split], beam_sizes=args.beam_sizes)
+    metrics = evaluate(translator, data[args.split], beam_sizes=args.beam_sizes,
+                       length_penalty=alpha)
     eval_seconds = time.perf_counter() - t0
     valid = (metrics if args.split == "valid" else
-             evaluate(translator, data["valid"], beam_sizes=args.beam_sizes))
+             evaluate(translator, data["valid"], beam_sizes=args.beam_sizes,
+                      length_penalty=alpha))
     curve = None
     if snapshots:
         print("learning curve (validation, greedy):")
@@ -279,6 +284,7 @@ def run(args, preset, device) -> int:
     history = summary.pop("history")
     report = stamp({
         "benchmark": "quality", **summary, "checkpoint": str(checkpoint),
+        "length_penalty": alpha, "final_choices": ckpt.choices,
         "parameters": count_parameters(translator.model),
         "device": config.describe_device(device), "threads": torch.get_num_threads(),
         "wall_seconds_train_call": wall, "eval_seconds": eval_seconds,

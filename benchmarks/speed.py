@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     from convs2s.data import load_multi30k, make_loader
     from convs2s.model import count_parameters
+    from convs2s.precision import mixed_precision
     from convs2s.train import PRESETS, build_model, prepare_data
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
                      "target_ratio": target,
                      "target_met": ratio >= target, "steps": args.steps,
                      "warmup_steps": args.warmup, "max_tokens": preset.max_tokens,
-                     "bf16_autocast": preset.amp and device.type == "cuda"},
+                     "precision": mixed_precision(device, preset.amp).describe()},
         "decoding": {**decoding, "output_tokens_per_sentence": out_len, "eos": "disabled",
                      "batch_size": args.batch_size},
     }

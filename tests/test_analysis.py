@@ -309,3 +309,16 @@ def test_plot_translation_fits_a_notebook_output_area(n_src):
     if n_src <= 9:
         assert len({round(ax.get_position().y0, 3) for ax in heatmaps}) < layers
     plt.close("all")
+
+
+def test_find_checkpoint_takes_a_runs_final_model_before_its_best_pt(tmp_path):
+    assert analysis.find_checkpoint(False, root=tmp_path) is None
+    run = tmp_path / "05_cpu_subword"
+    run.mkdir()
+    (run / "best.pt").write_bytes(b"x")
+    assert analysis.find_checkpoint(False, root=tmp_path) == run / "best.pt"
+    (run / "final.pt").write_bytes(b"x")
+    assert analysis.find_checkpoint(False, root=tmp_path) == run / "final.pt"
+    (tmp_path / "05_gpu_subword").mkdir()
+    (tmp_path / "05_gpu_subword" / "best.pt").write_bytes(b"x")  # the search order still rules
+    assert analysis.find_checkpoint(False, root=tmp_path) == tmp_path / "05_gpu_subword/best.pt"

@@ -352,11 +352,12 @@ def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_p
     monkeypatch.setitem(train_mod.PRESETS, "tiny", Preset(**{**TINY.__dict__, "epochs": 3}))
     run = tmp_path / "run"
     argv = ["--preset", "tiny", "--tokenizer", "subword", "--out", str(run), "--device", "cpu",
-            "--keep-snapshots", "--beam-sizes", "1"]
+            "--average-last", "3", "--beam-sizes", "1"]
     monkeypatch.setattr(sys, "argv", ["benchmarks/quality.py", *argv])
     assert quality.main(argv) == 0
     snaps = sorted((run / "snapshots").glob("epoch*.pt"))
     assert [p.name for p in snaps] == ["epoch01.pt", "epoch02.pt", "epoch03.pt"]
+    assert (run / "final.pt").exists()  # training made the final model itself
 
     report = tmp_path / "choose.json"
     argv = [str(run), "--device", "cpu", "--json", str(report)]
@@ -372,14 +373,12 @@ def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_p
     chosen_alpha = next(row for row in r["alphas"] if row["alpha"] == r["chosen_alpha"])
     assert chosen_alpha["valid_sacrebleu"] == max(row["valid_sacrebleu"] for row in r["alphas"])
     assert r["split"] == "test" and set(r["plain"]) == set(r["chosen"]) == {"beam1", "beam5"}
+    t = translate.Translator.from_checkpoint(run / "final.pt", device="cpu")
     if r["chosen_k"] > 1:
-        t = translate.Translator.from_checkpoint(run / "averaged.pt", device="cpu")
         weights = [Checkpoint.load(p).state_dict for p in snaps[-r["chosen_k"]:]]
         for key, value in t.model.state_dict().items():
             if torch.is_floating_point(value):
                 torch.testing.assert_close(value, sum(w[key] for w in weights) / len(weights))
-    else:
-        assert r["averaged_checkpoint"] is None and not (run / "averaged.pt").exists()
 
     # the average of state dicts, exactly
     a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)}
@@ -387,22 +386,28 @@ def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_p
     avg = choose.average([a, b])
     assert avg["w"].tolist() == [2.0, 4.0] and avg["n"].item() == 3
 
-    # a run without snapshots: one line, exit 2
+    # a run without snapshots: best.pt is the only candidate for the weights
     (run / "snapshots").rename(tmp_path / "elsewhere")
+    assert choose.main([str(run), "--device", "cpu", "--json", str(report)]) == 0
+    assert [row["k"] for row in json.loads(report.read_text())["averages"]] == [1]
+    # and one without best.pt: one line, exit 2
+    (run / "best.pt").unlink()
     capsys.readouterr()
     assert choose.main([str(run), "--device", "cpu"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--keep-snapshots" in err
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 @pytest.mark.parametrize("size", ["quick", "cpu", "gpu"])
 def test_each_subword_preset_is_its_word_preset_on_pieces(size):
-    """The subword presets change the vocabulary (and the cpu one its budget), nothing else."""
+    """The subword presets change the vocabulary (and the cpu one its budget) and tie the output
+    embedding (one joint vocabulary makes it possible; issue 27), nothing else."""
     import dataclasses
 
     word, sub = train_mod.PRESETS[size], train_mod.PRESETS[f"{size}_subword"]
     differ = {f.name for f in dataclasses.fields(Preset)
               if getattr(word, f.name) != getattr(sub, f.name)}
-    assert differ <= {"name", "tokenizer", "vocab_size", "max_minutes", "epochs"}
+    assert differ <= {"name", "tokenizer", "vocab_size", "max_minutes", "epochs",
+                      "share_input_output_embed", "average_last", "final_pairs"}
     assert (sub.tokenizer, word.tokenizer) == ("subword", "word")
-    assert sub.model_kwargs() == word.model_kwargs()
+    assert sub.share_input_output_embed and not word.share_input_output_embed
+    assert sub.model_kwargs() == {**word.model_kwargs(), "share_input_output_embed": True}

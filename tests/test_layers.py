@@ -24,10 +24,11 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "convs2s"
 
 LAYERS = {
-    "base": {"config", "fileio"},
+    "base": {"config", "fileio", "precision"},
     "data": {"data", "subword", "metrics"},
-    "model": {"layers", "attention", "encoder", "decoder", "model", "decode", "rnn", "variants"},
-    "run": {"checkpoint", "train", "translate", "evaluate"},
+    "model": {"layers", "attention", "encoder", "decoder", "model", "decode", "rnn", "variants",
+              "loss"},
+    "run": {"checkpoint", "train", "translate", "evaluate", "final"},
     "package": {"__init__"},
     "teaching": {"analysis", "probe", "viz", "scaling", "readout", "paths", "worked_attention",
                  "diagrams", "baselines", "checks"},
@@ -158,7 +159,7 @@ def test_the_imports_reader_sees_function_level_imports():
     assert "translate" in imports_of(f, planted)
 
 
-@pytest.mark.parametrize("name", ["checkpoint", "translate", "train", "evaluate"])
+@pytest.mark.parametrize("name", ["checkpoint", "translate", "train", "evaluate", "final"])
 def test_the_run_layer_knows_nothing_of_the_teaching_helpers(name):
     deps = imports_of(SRC / f"{name}.py")
     assert not {d for d in deps if layer_of(d) == "teaching"}

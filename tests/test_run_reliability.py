@@ -156,7 +156,7 @@ def test_item2_choose_never_unpickles_code_from_a_snapshot(
         made_up, tmp_path, monkeypatch, capsys):
     quality, choose = _benchmark("quality", monkeypatch), _benchmark("choose", monkeypatch)
     run = tmp_path / "run"
-    _quality_run(quality, run, monkeypatch, "--keep-snapshots", "--no-curve")
+    _quality_run(quality, run, monkeypatch, "--average-last", "3", "--no-curve")
     marker = tmp_path / "pwned"
 
     class Evil:
@@ -175,8 +175,8 @@ def test_item3_snapshots_of_another_run_are_refused(
         made_up, tmp_path, monkeypatch, capsys):
     quality, choose = _benchmark("quality", monkeypatch), _benchmark("choose", monkeypatch)
     first, second = tmp_path / "first", tmp_path / "second"
-    _quality_run(quality, first, monkeypatch, "--keep-snapshots", "--no-curve")
-    _quality_run(quality, second, monkeypatch, "--keep-snapshots", "--no-curve", seed=8)
+    _quality_run(quality, first, monkeypatch, "--average-last", "3", "--no-curve")
+    _quality_run(quality, second, monkeypatch, "--average-last", "3", "--no-curve", seed=8)
     foreign = first / "snapshots" / "epoch02.pt"
     (second / "snapshots" / "epoch02.pt").write_bytes(foreign.read_bytes())
     capsys.readouterr()
@@ -188,7 +188,7 @@ def test_item3_overwrite_removes_what_the_run_made_and_keep_snapshots_works_with
         made_up, tmp_path, monkeypatch):
     quality = _benchmark("quality", monkeypatch)
     run = tmp_path / "run"
-    _quality_run(quality, run, monkeypatch, "--keep-snapshots", "--no-curve", epochs=3)
+    _quality_run(quality, run, monkeypatch, "--average-last", "3", "--no-curve", epochs=3)
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
         "epoch01.pt", "epoch02.pt", "epoch03.pt"]
     (run / "averaged.pt").write_bytes((run / "best.pt").read_bytes())
@@ -309,7 +309,7 @@ def test_choose_json_report_still_written(made_up, tmp_path, monkeypatch):
     """choose.py end to end after the changes: a report with both choices."""
     quality, choose = _benchmark("quality", monkeypatch), _benchmark("choose", monkeypatch)
     run = tmp_path / "run"
-    _quality_run(quality, run, monkeypatch, "--keep-snapshots", "--no-curve")
+    _quality_run(quality, run, monkeypatch, "--average-last", "3", "--no-curve")
     report = tmp_path / "c.json"
     monkeypatch.setattr(sys, "argv", ["benchmarks/choose.py", str(run)])
     assert choose.main([str(run), "--device", "cpu", "--json", str(report)]) == 0

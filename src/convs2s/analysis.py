@@ -92,6 +92,18 @@ def find_best_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> 
     return None
 
 
+def find_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> Path | None:
+    """The model the first run in :func:`checkpoint_search_order` ended with: its ``final.pt``
+    (the last epochs averaged and the length penalty chosen on validation, see
+    :mod:`convs2s.final`) where it made one, else its ``best.pt``; None if there is no run."""
+    for name in checkpoint_search_order(quick):
+        for file in ("final.pt", "best.pt"):
+            path = run_dir(name, root) / file
+            if path.is_file():
+                return path
+    return None
+
+
 def display_path(path: str | os.PathLike, start: str | os.PathLike | None = None) -> str:
     """``path`` as a notebook prints it, without the machine's absolute folders.
 

@@ -37,6 +37,8 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from convs2s.decode import beam_search, greedy_decode
+from convs2s.loss import evaluate_loss, sequence_loss
+from convs2s.precision import mixed_precision
 from convs2s.rnn import (
     AdditiveAttention,
     RNNAttentionSeq2Seq,
@@ -44,7 +46,6 @@ from convs2s.rnn import (
     RNNEncoder,
     RNNEncoderOut,
 )
-from convs2s.train import evaluate_loss, sequence_loss
 
 __all__ = [
     "AdditiveAttention",
@@ -201,7 +202,9 @@ def train_side_by_side(
     (per-token cross-entropy, no smoothing) is measured every ``eval_every`` seconds of each
     model's training time and at the end; evaluation time is not counted.
 
-    ``amp=True`` trains in bfloat16 autocast on CUDA (as :mod:`convs2s.train`).
+    ``amp=True`` trains in mixed precision on CUDA exactly as :mod:`convs2s.train` does
+    (:func:`convs2s.precision.mixed_precision`: bfloat16, or float16 with loss scaling on GPUs
+    without native bfloat16 such as a T4).
     Returns ``{name: RunLog}``.
     """
     if seconds is None and steps is None:
@@ -209,7 +212,7 @@ def train_side_by_side(
     if not models:
         raise ValueError("models is empty.")
     device = torch.device(device)
-    use_amp = amp and device.type == "cuda"
+    precision = mixed_precision(device, amp)
     streams = batches if isinstance(batches, dict) else {name: batches for name in models}
     if set(streams) != set(models):
         raise ValueError(f"batches has streams for {sorted(streams)}, models are "
@@ -235,8 +238,9 @@ def train_side_by_side(
             epoch += 1
 
     torch.manual_seed(seed)
-    logs, optims = {}, {}
+    logs, optims, scalers = {}, {}, {}
     for name, model in models.items():
+        scalers[name] = precision.scaler()
         model.to(device).train()
         logs[name] = RunLog(name, sum(p.numel() for p in model.parameters() if p.requires_grad))
         optims[name] = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98),
@@ -247,7 +251,7 @@ def train_side_by_side(
         if valid_batches is None:
             return
         model, run = models[name], logs[name]
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_amp):
+        with precision.autocast():
             loss = evaluate_loss(model, valid_batches, pad_idx, device)
         run.history.append({"seconds": run.seconds, "steps": run.steps, "valid_loss": loss,
                             "valid_ppl": math.exp(min(loss, 50.0))})
@@ -275,13 +279,16 @@ def train_side_by_side(
         trg_in, trg_out = trg[:, :-1], trg[:, 1:]
         for group in optimizer.param_groups:
             group["lr"] = lr * min(1.0, (run.steps + 1) / max(warmup_steps, 1))
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_amp):
+        with precision.autocast():
             logits, _ = model(src, trg_in)
         loss = sequence_loss(logits, trg_out, pad_idx, label_smoothing)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler = scalers[name]  # float16 on a GPU without bfloat16: scale the loss
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         loss_value = loss.item()  # also waits for the GPU
         _sync(device)
         run.seconds += time.perf_counter() - t0

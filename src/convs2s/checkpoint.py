@@ -56,7 +56,7 @@ MODEL_OPTIONS_ADDED_LATER = {"share_input_output_embed": False}
 # The entries Checkpoint knows; any other entry is kept as it is (``extra``) and written back.
 _KNOWN = {"format", "version", "model_class", "model_config", "model", "src_vocab",
           "trg_vocab", "src_lang", "trg_lang", "tokenizer", "tokenizers", "preset", "data",
-          "run_id", "train_state"}
+          "run_id", "train_state", "choices"}
 
 
 class CheckpointError(RuntimeError):
@@ -185,6 +185,7 @@ class Checkpoint:
     data: dict | None = None  # {"train": {"pairs": n, "sha256": h}, "valid": {...}}
     run_id: str | None = None
     train_state: dict | None = None
+    choices: dict | None = None  # final.pt: averaged epochs and length penalty (convs2s.final)
     extra: dict = field(default_factory=dict)
     path: Path | None = None
 
@@ -229,14 +230,20 @@ class Checkpoint:
         pipeline = TextPipeline.from_checkpoint(data)
         check_pipeline(pipeline, src_vocab, trg_vocab)
         for key, kind in (("preset", dict), ("data", dict), ("train_state", dict),
-                          ("run_id", str)):
+                          ("run_id", str), ("choices", dict)):
             if data.get(key) is not None and not isinstance(data[key], kind):
                 raise ValueError(f"its {key} is a {type(data[key]).__name__}, not a "
                                  f"{kind.__name__}.")
+        if data.get("choices") is not None:
+            alpha = data["choices"].get("length_penalty")
+            if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
+                    not 0 <= alpha <= 10:
+                raise ValueError(f"its recorded length penalty {alpha!r} is not a number from "
+                                 "0 to 10.")
         return cls(model_config=dict(model_config), state_dict=weights, src_vocab=src_vocab,
                    trg_vocab=trg_vocab, pipeline=pipeline, model_class=name,
                    preset=data.get("preset"), data=data.get("data"), run_id=data.get("run_id"),
-                   train_state=data.get("train_state"),
+                   train_state=data.get("train_state"), choices=data.get("choices"),
                    extra={k: v for k, v in data.items() if k not in _KNOWN}, path=path)
 
     @classmethod
@@ -258,6 +265,12 @@ class Checkpoint:
     def history(self) -> list[dict]:
         """The training run's per-epoch rows (empty for a checkpoint without a train state)."""
         return list((self.train_state or {}).get("history", []))
+
+    @property
+    def length_penalty(self) -> float:
+        """The beam length penalty chosen on validation for this model (final.pt), else 1.0
+        (fairseq's default)."""
+        return float((self.choices or {}).get("length_penalty", 1.0))
 
     @property
     def step(self) -> int | None:
@@ -294,7 +307,7 @@ class Checkpoint:
                                  "trg_lang": self.pipeline.trg_lang,
                                  "lower": self.pipeline.lower}
         out.update(self.pipeline.record())  # src_lang, trg_lang, tokenizer (+ subword models)
-        for key in ("preset", "data", "run_id", "train_state"):
+        for key in ("preset", "data", "run_id", "train_state", "choices"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out.update(self.extra)

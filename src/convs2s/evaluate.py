@@ -5,12 +5,22 @@
 The languages and the tokenizer come from the checkpoint (German to English, word-level, for a
 checkpoint written before checkpoints recorded them); the split is read in that direction.
 
-The metrics JSON is written atomically (a new file gets the mode the umask gives, an existing
-one keeps its own); that its folder is writable is checked before any work is done.
+The metrics go to ``metrics_<split>_<checkpoint name>.json`` beside the checkpoint (so
+``best.pt`` and ``last.pt`` get a file each: ``metrics_test_best.json``, ``metrics_test_last.json``)
+or to ``--json``. Metrics are written only over metrics: the file's name must end in ``.json``,
+and a file already there must be a JSON object this command wrote (``"written_by":
+"convs2s.evaluate"``, or the keys every metrics file had before that marker); anything else (a
+checkpoint, someone's notes) is refused and left as it is. Replacing earlier metrics is said.
+The JSON is written atomically (a new file gets the mode the umask gives, an existing one keeps
+its own); the target and its folder are checked before any work is done.
+
+Mistakes are one line and exit status 1 (2 for arguments); Ctrl-C stops with one line and 130,
+SIGTERM with one line and 143, no metrics written and no temporary file left.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import tempfile
@@ -20,14 +30,30 @@ from pathlib import Path
 
 from convs2s import config
 from convs2s.data import TranslationDataset, load_multi30k, make_loader
+from convs2s.decode import check_length_penalty
 from convs2s.fileio import write_json_atomic
+from convs2s.loss import evaluate_loss
 from convs2s.metrics import corpus_bleu
-from convs2s.train import evaluate_loss
-from convs2s.translate import OneLineParser, Translator, device_arg, positive_int_arg
+from convs2s.translate import (
+    OneLineParser,
+    Translator,
+    device_arg,
+    positive_int_arg,
+    say,
+    sigterm_raises,
+    stopped,
+)
 
-__all__ = ["SPLITS", "evaluate", "check_writable", "main", "write_json_atomic"]
+__all__ = ["SPLITS", "WRITTEN_BY", "check_metrics_target", "check_writable", "default_json",
+           "evaluate", "main", "write_json_atomic"]
 
 SPLITS = ("train", "valid", "test")
+
+#: The marker every metrics file this command writes carries (``"written_by"``).
+WRITTEN_BY = "convs2s.evaluate"
+# What every metrics file held before the marker: such a file may be replaced too.
+_METRICS_KEYS = {"checkpoint", "split", "sentences", "perplexity"}
+_MAX_METRICS_BYTES = 1 << 20  # a metrics file is a few kB
 
 
 def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | None = None,
@@ -41,13 +67,15 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
 
     Sentences too long for the model are skipped and counted (``skipped``). ``limit``: only
     the first ``limit`` pairs (a positive integer; None: all). ``beam_sizes=()`` computes the
-    perplexity alone. ``length_penalty``: beam search's exponent (1.0: fairseq's default).
+    perplexity alone. ``length_penalty``: beam search's exponent, 0 to 10 (1.0: fairseq's
+    default).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
     beam_sizes = list(beam_sizes)
     if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in beam_sizes):
         raise ValueError(f"beam_sizes must be positive integers, got {beam_sizes!r}.")
+    check_length_penalty(length_penalty)  # before the work, not after the perplexity
     pairs = list(pairs)[:limit] if limit is not None else list(pairs)
     keep = []
     for source, target in pairs:
@@ -102,7 +130,60 @@ def check_writable(path: Path) -> None:
                               "writable folder") from e
 
 
+def default_json(checkpoint: Path, split: str) -> Path:
+    """``metrics_<split>_<checkpoint name>.json`` beside the checkpoint (one file per
+    checkpoint: evaluating ``last.pt`` does not replace ``best.pt``'s metrics)."""
+    return checkpoint.with_name(f"metrics_{split}_{checkpoint.stem}.json")
+
+
+def check_metrics_target(path: Path) -> dict | None:
+    """Raise ``ValueError``/``OSError`` unless metrics may be written at ``path``; return the
+    metrics the file holds now (``None``: no file there yet).
+
+    The rule: the name ends in ``.json``; a file already there is a JSON object this command
+    wrote (``"written_by": "convs2s.evaluate"``, or every key a metrics file had before that
+    marker); the folder accepts a new file (:func:`check_writable`). Anything else, a checkpoint
+    given by mistake above all, is refused and left as it is.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; give a file name such as {path / 'm.json'}")
+    if path.suffix.lower() != ".json":
+        raise ValueError("its name does not end in .json, and metrics are written only to a "
+                         ".json file (so that a checkpoint or any other file is never "
+                         "overwritten); give --json a name ending in .json")
+    old = None
+    if path.exists():
+        why = None
+        try:
+            if not path.is_file():
+                why = "not a regular file"
+            elif path.stat().st_size > _MAX_METRICS_BYTES:
+                why = f"over {_MAX_METRICS_BYTES} bytes"
+            else:
+                old = json.loads(path.read_bytes())
+                if not isinstance(old, dict):
+                    why = f"a JSON {type(old).__name__}, not an object"
+                elif old.get("written_by") != WRITTEN_BY and not _METRICS_KEYS <= set(old):
+                    why = f"a JSON object without \"written_by\": \"{WRITTEN_BY}\""
+        except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
+            why = "not JSON" if isinstance(e, ValueError) else f"unreadable: {e.strerror or e}"
+        if why is not None:
+            raise ValueError(f"it exists and is not a metrics file written by {WRITTEN_BY} "
+                             f"({why}), so it was left as it is; give --json a new file name")
+    check_writable(path)
+    return old
+
+
 def main(argv: list[str] | None = None) -> int:
+    with sigterm_raises():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as e:
+            return stopped(e)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = OneLineParser(prog="python -m convs2s.evaluate",
                            description="Evaluate a checkpoint on a Multi30k split (in the "
                            "checkpoint's direction): perplexity, BLEU and chrF (greedy and beam).")
@@ -114,39 +195,69 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
-    parser.add_argument("--json", type=Path, help="where to write the metrics "
-                        "(default: metrics_<split>.json beside the checkpoint)")
+    parser.add_argument("--json", type=Path, help="where to write the metrics, a .json file "
+                        "(default: metrics_<split>_<checkpoint name>.json beside the "
+                        "checkpoint); an existing file is replaced only if it holds metrics")
     args = parser.parse_args(argv)
-    out = args.json or args.checkpoint.with_name(f"metrics_{args.split}.json")
+    # A checkpoint path that is no file ("." or a folder, a missing file) is reported by the
+    # loader below ("... Did you mean runs/q/best.pt?"); only a file has a default JSON name.
+    out = args.json or (default_json(args.checkpoint, args.split)
+                        if _is_file(args.checkpoint) else None)
     try:
-        if args.json is not None or args.checkpoint.is_file():  # else: "No checkpoint at ..."
-            check_writable(out)
-    except OSError as e:
-        print(f"error: cannot write the metrics to {out}: {e}.", file=sys.stderr)
-        return 1
+        if out is not None:
+            check_metrics_target(out)
+    except (OSError, ValueError) as e:
+        return _cannot_write(out, e)
     try:
         translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        out = out or default_json(args.checkpoint, args.split)
         pairs = load_multi30k(args.data_dir, src=translator.src_lang,
                               trg=translator.trg_lang)[args.split]
+        n = len(pairs) if args.limit is None else min(args.limit, len(pairs))
+        beams = ", ".join(map(str, args.beam_sizes))
+        print(f"evaluating {n} {args.split} sentences {translator.src_lang}->"
+              f"{translator.trg_lang} (perplexity; beam sizes {beams}) ...", flush=True)
         metrics = evaluate(translator, pairs, beam_sizes=args.beam_sizes, limit=args.limit)
         metrics.update({"checkpoint": str(args.checkpoint), "split": args.split,
                         "device": config.describe_device(translator.device),
-                        "date": date.today().isoformat()})
-        write_json_atomic(out, metrics)
+                        "date": date.today().isoformat(), "written_by": WRITTEN_BY})
     except (ValueError, TypeError, RuntimeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        say(f"error: {e}")
         return 1
-    except KeyboardInterrupt:
-        print("interrupted; no metrics written.", file=sys.stderr)
-        return 130
+    except MemoryError:
+        say("error: out of memory; evaluate on a machine with more memory, or use --limit.")
+        return 1
+    except KeyboardInterrupt as e:
+        return stopped(e, "; no metrics written")
+    try:
+        old = check_metrics_target(out)  # again: the file may have changed during the work
+        write_json_atomic(out, metrics)
+    except (OSError, ValueError) as e:
+        return _cannot_write(out, e)
+    except KeyboardInterrupt as e:
+        return stopped(e, "; no metrics written")
     print(f"{args.split} {translator.src_lang}->{translator.trg_lang}: {metrics['sentences']} "
           f"sentences, perplexity {metrics['perplexity']:.2f}")
     for beam in args.beam_sizes:
         m = metrics[f"beam{beam}"]
         print(f"  beam {beam}: sacreBLEU {m['sacrebleu']:.2f}  chrF {m['chrf']:.2f}  tutorial "
               f"BLEU {m['tutorial_bleu']:.2f}  ({m['sentences_per_s']:.1f} sentences/s)")
-    print(f"wrote {out}")
+    replaced = (f", replacing the metrics it held ({old.get('checkpoint')}, "
+                f"{old.get('split')}, {old.get('date')})") if old is not None else ""
+    print(f"wrote {out}{replaced}")
     return 0
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, ...: the loader says what is wrong
+        return False
+
+
+def _cannot_write(out: Path, e: Exception) -> int:
+    say(f"error: cannot write the metrics to {out}: {e}.")
+    return 1
 
 
 if __name__ == "__main__":

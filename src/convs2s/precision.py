@@ -1,0 +1,59 @@
+"""Mixed precision, the same way everywhere: training, the baselines, the benchmarks.
+
+On a CUDA GPU the forward pass runs under ``torch.autocast``: in bfloat16 where the GPU computes
+it natively (Ampere and later: A100, L4, H100, RTX 30xx), which needs no loss scaling; in float16
+with a gradient scaler on older GPUs such as Colab's free T4 (compute capability 7.5), whose
+tensor cores do float16 and only emulate bfloat16. The weights, the optimizer and the loss stay in
+float32. On a CPU (and Apple's MPS) training runs in float32: CPU autocast exists, but it is slower
+than float32 on most CPUs. ``CPU_AUTOCAST = True`` turns bfloat16 autocast on for a CPU anyway,
+so that tests execute the mixed-precision code path on machines without a GPU.
+
+This is fairseq's and this course's engineering, not the paper's (the paper trained in float32).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["CPU_AUTOCAST", "MixedPrecision", "mixed_precision"]
+
+#: Tests set this to run the CPU's bfloat16 autocast (the code path a GPU takes).
+CPU_AUTOCAST = False
+
+
+@dataclass(frozen=True)
+class MixedPrecision:
+    """How one device runs: ``autocast()`` around the forward pass, ``scaler()`` for the loss."""
+
+    enabled: bool
+    device_type: str
+    dtype: torch.dtype
+
+    def autocast(self) -> AbstractContextManager:
+        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
+
+    def scaler(self) -> torch.amp.GradScaler:
+        """A gradient scaler, active only for float16 (bfloat16 has float32's range)."""
+        scaling = self.enabled and self.dtype == torch.float16
+        return torch.amp.GradScaler(self.device_type if scaling else "cpu", enabled=scaling)
+
+    def describe(self) -> str:
+        if not self.enabled:
+            return "float32"
+        name = "bfloat16" if self.dtype == torch.bfloat16 else "float16 with loss scaling"
+        return f"{name} autocast on {self.device_type}"
+
+
+def mixed_precision(device: torch.device | str, enabled: bool = True) -> MixedPrecision:
+    """The mixed precision ``device`` gets (see the module's text); ``enabled=False``: none."""
+    device = torch.device(device)
+    if enabled and device.type == "cuda":
+        native_bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+        return MixedPrecision(True, "cuda", torch.bfloat16 if native_bf16 else torch.float16)
+    if enabled and device.type == "cpu" and CPU_AUTOCAST:
+        return MixedPrecision(True, "cpu", torch.bfloat16)
+    return MixedPrecision(False, device.type if device.type in ("cuda", "cpu") else "cpu",
+                          torch.float32)
