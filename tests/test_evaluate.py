@@ -112,12 +112,12 @@ def test_metrics_json_gets_the_umask_mode(mask, corpus, checkpoint, tmp_path, ca
     finally:
         os.umask(old)
     assert code == 0, err
-    path = checkpoint.with_name("metrics_valid.json")
+    path = checkpoint.with_name("metrics_valid_best.json")
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
     metrics = json.loads(path.read_text())
     assert metrics["sentences"] == 1 and metrics["split"] == "valid"
     assert {"beam1", "beam2"} <= set(metrics) and f"wrote {path}" in out
-    assert sorted(p.name for p in path.parent.iterdir()) == ["best.pt", "metrics_valid.json"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["best.pt", "metrics_valid_best.json"]
 
 
 def test_limit_evaluates_exactly_the_first_n(corpus, checkpoint):
@@ -174,3 +174,82 @@ def test_a_subword_checkpoint_is_scored_on_its_decoded_cased_text(corpus, tmp_pa
     assert result["beam1"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
     assert result["beam1"]["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
     assert result["tokenizer"]["kind"] == "subword" and result["perplexity"] > 1
+
+
+# ------------------------------------------------------------------------------------------
+# issue 26: metrics never overwrite what is not metrics (item 6); folders and "." (11, 13)
+# ------------------------------------------------------------------------------------------
+
+
+def _evaluate_args(corpus):
+    return ["--data-dir", corpus, "--split", "valid", "--beam-sizes", "1", "--limit", "1"]
+
+
+def test_item6_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoint, tmp_path,
+                                                                      capsys, no_work):
+    last = checkpoint.with_name("last.pt")
+    last.write_bytes(checkpoint.read_bytes())
+    (tmp_path / "notes.json").write_text("my notes, not JSON\n")
+    (tmp_path / "list.json").write_text("[1, 2, 3]\n")
+    (tmp_path / "other.json").write_text('{"loss": 1.5, "epochs": 3}\n')
+    (tmp_path / "metrics.txt").write_text("")  # an empty file, but not named .json
+    cases = {last: "its name does not end in .json",
+             tmp_path / "new.txt": "its name does not end in .json",
+             tmp_path / "metrics.txt": "its name does not end in .json",
+             tmp_path / "notes.json": "not a metrics file written by convs2s.evaluate",
+             tmp_path / "list.json": "not a metrics file written by convs2s.evaluate",
+             tmp_path / "other.json": "not a metrics file written by convs2s.evaluate"}
+    before = {p: p.read_bytes() for p in cases if p.exists()}
+    for target, why in cases.items():
+        code, out, err = run(["--checkpoint", checkpoint, "--json", target], capsys)
+        assert code == 1 and out == "" and len(err) == 1, (target, err)
+        assert err[0].startswith(f"error: cannot write the metrics to {target}: "), err
+        assert why in err[0] and "--json" in err[0], err
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_item6_metrics_of_best_and_last_go_to_files_named_after_them(corpus, checkpoint,
+                                                                    tmp_path, capsys):
+    last = checkpoint.with_name("last.pt")
+    last.write_bytes(checkpoint.read_bytes())
+    for ckpt in (checkpoint, last):
+        code, out, err = run(["--checkpoint", ckpt, *_evaluate_args(corpus)], capsys)
+        assert code == 0, err
+        path = ckpt.with_name(f"metrics_valid_{ckpt.stem}.json")
+        assert out.splitlines()[-1] == f"wrote {path}"
+    for ckpt in (checkpoint, last):
+        metrics = json.loads(ckpt.with_name(f"metrics_valid_{ckpt.stem}.json").read_text())
+        assert metrics["checkpoint"] == str(ckpt) and metrics["written_by"] == "convs2s.evaluate"
+    # evaluating best.pt again replaces its own metrics, and says so
+    code, out, err = run(["--checkpoint", checkpoint, *_evaluate_args(corpus)], capsys)
+    path = checkpoint.with_name("metrics_valid_best.json")
+    assert code == 0 and out.splitlines()[-1].startswith(
+        f"wrote {path}, replacing the metrics it held (")
+    # an explicit --json may replace metrics this tool wrote, including an older file's
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({"checkpoint": "x.pt", "split": "test", "sentences": 3,
+                                 "perplexity": 9.0, "loss": 2.2}))
+    code, out, err = run(["--checkpoint", last, *_evaluate_args(corpus), "--json", older], capsys)
+    assert code == 0, err
+    assert json.loads(older.read_text())["checkpoint"] == str(last)
+
+
+def test_item11_evaluate_checkpoint_dot_is_one_line(checkpoint, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["--checkpoint", "."], capsys)
+    assert code == 1 and out == "" and err == [
+        "error: . is a folder, not a checkpoint file."]
+    monkeypatch.chdir(checkpoint.parent)  # a folder holding best.pt
+    code, out, err = run(["--checkpoint", "."], capsys)
+    assert code == 1 and err == ["error: . is a folder, not a checkpoint file. Did you mean "
+                                 "best.pt?"]
+
+
+def test_item13_a_folder_as_checkpoint_says_did_you_mean_best_pt(checkpoint, capsys):
+    folder = checkpoint.parent
+    code, out, err = run(["--checkpoint", folder], capsys)
+    assert code == 1 and out == "" and err == [
+        f"error: {folder} is a folder, not a checkpoint file. Did you mean "
+        f"{folder / 'best.pt'}?"]
+    assert sorted(p.name for p in folder.iterdir()) == ["best.pt"]

@@ -430,6 +430,7 @@ def test_cli_length_penalty_is_used_and_checked(checkpoint, translator, capsys):
 def test_item7_length_penalty_is_bounded_at_parse_time_and_in_the_api(checkpoint, translator,
                                                                       capsys):
     from convs2s.decode import beam_search
+    from convs2s.evaluate import evaluate
 
     for bad in ("400", "-400", "10.5", "-0.1", "1e308"):
         code, out, err = run(["--checkpoint", checkpoint, "--length-penalty", bad, *GOOD],
@@ -454,6 +455,8 @@ def test_item7_length_penalty_is_bounded_at_parse_time_and_in_the_api(checkpoint
         with pytest.raises(ValueError, match=match):
             beam_search(translator.model, src, beam_size=2, max_len=translator.max_positions,
                         bos_idx=v.bos_idx, eos_idx=v.eos_idx, length_penalty=bad)
+        with pytest.raises(ValueError, match=match):
+            evaluate(translator, [(GOOD[0], "A dog runs.")], length_penalty=bad)
     for bad in (float("nan"), "1", True, None):
         with pytest.raises(ValueError, match="length_penalty must be a finite number"):
             beam_search(translator.model, src, beam_size=2, max_len=translator.max_positions,

@@ -589,7 +589,7 @@ def check_length(
         return
     n = len(tokens) + extra
     if n > max_len:
-        added = f" ({len(tokens)} tokens + {extra} for <bos>/<eos>)" if extra else " tokens"
+        added = f" ({len(tokens)} tokens + {extra} for <bos>/<eos>)" if extra else f" ({n} tokens)"
         raise ValueError(
             f"The {what} is {n} positions long{added}, but the model handles at most "
             f"{max_len}. Shorten it or split it into several sentences."

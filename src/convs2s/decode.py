@@ -20,6 +20,8 @@ instead (same tokens, quadratic cost) for timing comparisons.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -54,6 +56,28 @@ def _check_max_len(model: ConvS2S, max_len: int) -> None:
             f"built with max_positions={limit}. Use max_len <= {limit}, or build the model "
             "with a larger max_positions."
         )
+
+
+#: The length penalties α beam search accepts (this course's bounds): 0 (no normalisation) to
+#: 10. A negative α favours short outputs even more than none, and len ** α underflows to 0.0
+#: (-400: a division by zero); a large one overflows a float (400: from 6 tokens on). Useful
+#: values are about 0 to 2; within the bounds nothing changes what is computed.
+LENGTH_PENALTY_RANGE = (0.0, 10.0)
+
+
+def check_length_penalty(value) -> float:
+    """``value`` as a float if it is a usable length penalty, else ``ValueError`` saying why."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"length_penalty must be a finite number, not {value!r}.")
+    low, high = LENGTH_PENALTY_RANGE
+    if not low <= value <= high:
+        raise ValueError(
+            f"length_penalty must be between {low:g} and {high:g}, not {value!r}: 0 ranks "
+            "outputs by total log-probability, 1 (fairseq's default) by log-probability per "
+            "token, larger values favour longer outputs (useful: about 0 to 2); a negative one "
+            "favours short outputs even more than 0 and makes len ** length_penalty reach 0.0 "
+            "(-400: a division by zero), a large one overflows (400: from 6 tokens on).")
+    return float(value)
 
 
 def never_generated(model: ConvS2S, *, bos_idx: int, eos_idx: int,
@@ -176,13 +200,14 @@ def beam_search(
     Args:
         model, src, max_len, bos_idx, eos_idx, pad_idx: as for :func:`greedy_decode`.
         beam_size: hypotheses kept per sentence; 1 gives exactly greedy decoding.
-        length_penalty: the exponent above.
+        length_penalty: the exponent above, 0 to 10 (:func:`check_length_penalty`).
         return_all: False: the best hypothesis's tokens per sentence. True: per sentence a
             list of ``(tokens, score)`` of all finished hypotheses, best first.
     """
     _check_max_len(model, max_len)
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size={beam_size!r} must be a positive integer.")
+    check_length_penalty(length_penalty)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     batch, k = src.size(0), beam_size
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]

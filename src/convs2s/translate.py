@@ -19,7 +19,13 @@ The command line translates sentences given as arguments, or a document line by 
 
 One line in, one line out, in batches (each batch is written and flushed as soon as it is
 translated). A line that cannot be translated (empty, not UTF-8, too long) gets an empty output
-line and a warning on stderr naming its line number; the other lines are translated anyway.
+line and a warning on stderr naming its line number; the other lines are translated anyway. A
+line longer than :data:`MAX_LINE_BYTES` is not even held in memory (``--input /dev/zero`` is one
+endless line): it is reported as soon as it passes the limit and the rest of it is skipped.
+
+Every mistake is one line on stderr and a non-zero exit status, never a traceback: a closed
+stdin or stdout (``<&-``, ``>&-``) included. Ctrl-C stops with one line and status 130, SIGTERM
+with one line and 143 (128 + the signal's number, what a shell reports for a killed process).
 """
 
 from __future__ import annotations
@@ -27,23 +33,30 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import torch
 
 from convs2s import config
 from convs2s.checkpoint import Checkpoint, CheckpointError, check_parts, check_pipeline
 from convs2s.data import LANGUAGE_NAMES, Vocab, check_length, detokenize
-from convs2s.decode import beam_search, greedy_decode
+from convs2s.decode import beam_search, check_length_penalty, greedy_decode
 from convs2s.model import ConvS2S
 from convs2s.subword import TextPipeline
 
-__all__ = ["CheckpointError", "Translation", "Translator", "check_device", "detokenize", "main",
-           "translate_lines"]
+__all__ = ["CheckpointError", "LineTooLong", "MAX_LINE_BYTES", "Terminated", "Translation",
+           "Translator", "check_device", "detokenize", "main", "read_lines", "translate_lines"]
+
+#: The longest input line the command line reads (1 MiB): far more than any sentence a model
+#: with a few hundred positions can take, and a bound on the memory one line can use.
+MAX_LINE_BYTES = 1 << 20
+
 
 def check_device(device: str | torch.device | None) -> torch.device:
     """``device`` as a ``torch.device`` that exists here, else ``ValueError`` with the fix.
@@ -79,12 +92,6 @@ def _positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     return value
-
-
-def _finite_number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, not {value!r}.")
-    return float(value)
 
 
 @dataclass
@@ -146,6 +153,14 @@ class Translator:
             name = LANGUAGE_NAMES.get(self.src_lang, self.src_lang)
             raise TypeError(f"translate() takes a {name} sentence (str) or a list of them, not "
                             f"{type(sentence).__name__}.")
+        try:  # a lone surrogate: sentencepiece fails with a C++ cast error, spaCy's output too
+            sentence.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(
+                f"Cannot translate text that is not valid Unicode: character {e.start + 1} is "
+                f"{sentence[e.start]!r}, a lone surrogate (half of a UTF-16 pair, or a byte that "
+                "was not UTF-8, decoded with errors='surrogateescape'). Fix the text's encoding."
+            ) from None
         if not sentence.strip():
             raise ValueError("Cannot translate an empty or whitespace-only sentence.")
         tokens = self.src_tokenizer(sentence)
@@ -168,11 +183,14 @@ class Translator:
         """Output token lists for a list of sentences (what the tutorial BLEU compares).
 
         ``batch_size`` sentences are decoded together; ``ValueError`` if it or ``beam_size``
-        is not a positive integer, or a sentence is empty or too long. ``length_penalty``: beam
-        search's exponent (see :func:`convs2s.decode.beam_search`; greedy decoding ignores it).
+        is not a positive integer, or a sentence is empty, too long or not valid Unicode (a lone
+        surrogate). ``length_penalty``: beam search's exponent, 0 to 10 (see
+        :func:`convs2s.decode.beam_search`; greedy decoding ignores it, but it is checked all
+        the same).
         """
         _positive_int(batch_size, "batch_size")
         _positive_int(beam_size, "beam_size")
+        check_length_penalty(length_penalty)
         token_lists = [self._tokens(s) for s in sentences]
         return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
                                           batch_size=batch_size, length_penalty=length_penalty)
@@ -183,7 +201,7 @@ class Translator:
         """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
         _positive_int(batch_size, "batch_size")
         _positive_int(beam_size, "beam_size")
-        _finite_number(length_penalty, "length_penalty")
+        check_length_penalty(length_penalty)
         out: list[list[str]] = []
         v = self.trg_vocab
         kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx,
@@ -227,10 +245,61 @@ class Translator:
 # --------------------------------------------------------------------------------------------
 
 
-def _line_text(lineno: int, line: bytes | str) -> str:
-    """One input line as text, without its line ending; ``ValueError`` if it is not UTF-8."""
+class LineTooLong:
+    """What :func:`read_lines` gives for a line longer than its limit (the rest is not read yet:
+    it is skipped when the next line is asked for)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+
+    def __repr__(self) -> str:
+        return f"LineTooLong(limit={self.limit})"
+
+
+def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | LineTooLong]:
+    """The lines of ``f`` (with their endings), holding at most ``max_bytes + 1`` bytes of one.
+
+    A longer line (``/dev/zero`` is one endless line) is given as a :class:`LineTooLong` as soon
+    as it passes the limit; when the next line is asked for, its rest is read and dropped in
+    pieces of 64 KiB, so memory stays bounded however long it is.
+    """
+    _positive_int(max_bytes, "max_bytes")
+    while True:
+        line = f.readline(max_bytes + 1)
+        if not line:
+            return
+        newline = "\n" if isinstance(line, str) else b"\n"
+        if len(line) <= max_bytes or line.endswith(newline):
+            yield line
+            continue
+        yield LineTooLong(max_bytes)
+        while line and not line.endswith(newline):  # the rest of the line, a piece at a time
+            line = f.readline(1 << 16)
+
+
+def _reading(lines: Iterable, what: str) -> Iterator:
+    """``lines``, with a read error said in words (not "[Errno 9] Bad file descriptor")."""
+    try:
+        yield from lines
+    except OSError as e:
+        raise OSError(f"cannot read {what} ({e.strerror or e})") from e
+
+
+def _too_long(limit: int, unread: bool) -> ValueError:
+    return ValueError(f"longer than {limit} bytes, so not one sentence (is the input one "
+                      f"sentence per line?); skipped it{' unread' if unread else ''}.")
+
+
+def _line_text(lineno: int, line: bytes | str | LineTooLong,
+               max_bytes: int = MAX_LINE_BYTES) -> str:
+    """One input line as text, without its line ending; ``ValueError`` if it is not UTF-8 or
+    longer than ``max_bytes``."""
+    if isinstance(line, LineTooLong):
+        raise _too_long(line.limit, unread=True)
     if isinstance(line, bytes):
         line = line.removesuffix(b"\n").removesuffix(b"\r")
+        if len(line) > max_bytes:
+            raise _too_long(max_bytes, unread=False)
         if lineno == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")  # a byte order mark is not text
         try:
@@ -239,37 +308,44 @@ def _line_text(lineno: int, line: bytes | str) -> str:
             raise ValueError(f"not valid UTF-8 (byte {line[e.start:e.start + 1]!r} at column "
                              f"{e.start + 1}: {e.reason})") from e
     try:  # a command-line argument: Python keeps undecodable bytes as lone surrogates
-        line.encode("utf-8")
+        size = len(line.encode("utf-8"))
     except UnicodeEncodeError as e:
         raise ValueError(f"not valid UTF-8 (at character {e.start + 1})") from e
+    if size > max_bytes:
+        raise _too_long(max_bytes, unread=False)
     return line
 
 
-def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: TextIO,
-                    err: TextIO, *, beam_size: int = 5, batch_size: int = 64,
-                    length_penalty: float = 1.0) -> tuple[int, list]:
-    """Translate ``lines`` (bytes or str) to ``out``, one output line per input line.
+def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTooLong],
+                    out: TextIO, err: TextIO, *, beam_size: int = 5, batch_size: int = 64,
+                    length_penalty: float = 1.0,
+                    max_line_bytes: int = MAX_LINE_BYTES) -> tuple[int, list]:
+    """Translate ``lines`` (bytes or str, e.g. from :func:`read_lines`) to ``out``, one output
+    line per input line.
 
     Lines are read and translated ``batch_size`` at a time; each batch's translations are
     written and flushed before the next batch is read, so a long document streams. A line that
     is empty gets an empty output line and a warning on ``err``; one that cannot be translated
-    (not UTF-8, too long) gets an empty output line and an error on ``err`` naming its line
-    number, and the other lines are translated anyway.
+    (not UTF-8, not valid Unicode, too long for the model or over ``max_line_bytes``) gets an
+    empty output line and an error on ``err`` naming its line number, and the other lines are
+    translated anyway. A :class:`LineTooLong` is reported at once (its batch is translated
+    early), before :func:`read_lines` skips the rest of it.
 
     Returns ``(number of lines, [(line number, problem), ...] for the lines not translated)``.
     """
     _positive_int(batch_size, "batch_size")
     _positive_int(beam_size, "beam_size")
-    _finite_number(length_penalty, "length_penalty")
+    _positive_int(max_line_bytes, "max_line_bytes")
+    check_length_penalty(length_penalty)
     failed: list[tuple[int, str]] = []
     n = 0
 
-    def flush(batch: list[tuple[int, bytes | str]]) -> None:
+    def flush(batch: list[tuple[int, bytes | str | LineTooLong]]) -> None:
         outputs = [""] * len(batch)
         todo: list[tuple[int, list[str]]] = []  # (position in batch, tokens)
         for i, (lineno, line) in enumerate(batch):
             try:
-                text = _line_text(lineno, line)
+                text = _line_text(lineno, line, max_line_bytes)
                 if not text.strip():
                     print(f"warning: line {lineno} is empty; wrote an empty line.", file=err)
                     continue
@@ -295,14 +371,19 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str], out: T
         for (i, _), tokens in zip(todo, results, strict=True):
             if tokens is not None:
                 outputs[i] = translator.detokenize(tokens)
-        out.write("".join(f"{o}\n" for o in outputs))
-        out.flush()
+        try:
+            out.write("".join(f"{o}\n" for o in outputs))
+            out.flush()
+        except BrokenPipeError:  # the reader went away (| head): the caller stops quietly
+            raise
+        except OSError as e:  # a full disk, a stdout opened read-only
+            raise OSError(f"cannot write the translations ({e.strerror or e})") from e
         err.flush()
 
-    batch: list[tuple[int, bytes | str]] = []
+    batch: list[tuple[int, bytes | str | LineTooLong]] = []
     for n, line in enumerate(lines, start=1):
         batch.append((n, line))
-        if len(batch) == batch_size:
+        if len(batch) == batch_size or isinstance(line, LineTooLong):
             flush(batch)
             batch = []
     if batch:
@@ -322,11 +403,18 @@ def positive_int_arg(text: str) -> int:
 
 
 def length_penalty_arg(text: str) -> float:
-    """argparse ``type``: beam search's length-penalty exponent, a finite number."""
+    """argparse ``type``: beam search's length-penalty exponent, 0 to 10
+    (:func:`convs2s.decode.check_length_penalty` says why)."""
     try:
-        return _finite_number(float(text), "the length penalty")
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    try:
+        return check_length_penalty(value)
+    except ValueError as e:  # "length_penalty must be between 0 and 10, not ...: why"
+        raise argparse.ArgumentTypeError(str(e).removeprefix("length_penalty ")) from None
 
 
 def device_arg(text: str) -> torch.device:
@@ -345,7 +433,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _quiet_broken_pipe() -> None:
-    """The reader of stdout went away (``| head``): stop without a traceback at exit."""
+    """The reader of stdout went away (``| head``) or stdout fails (a full disk): stop without
+    a second error at exit, when Python would flush stdout again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -353,7 +442,68 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
+def say(message: str) -> None:
+    """``message`` on stderr, if there is one (``2>&-`` closes it: then nowhere, and never on
+    stdout, where ``print(file=None)`` would put it among the translations)."""
+    if sys.stderr is not None:
+        print(message, file=sys.stderr, flush=True)
+
+
+class _Nowhere:
+    """A text stream that drops what is written to it (for a closed stderr)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (``kill``, a scheduler, ``docker stop``): stop as for Ctrl-C, so that
+    ``finally`` blocks run and no temporary file stays behind."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated("SIGTERM")
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Terminated` (unless it is ignored, as under
+    ``nohup``, or this is not the main thread, where signals cannot be handled)."""
+    previous, installed = None, False
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, _raise_terminated)
+            installed = True
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def stopped(e: KeyboardInterrupt, detail: str = "") -> int:
+    """Say in one line that Ctrl-C or SIGTERM stopped the command; its exit status (130, 143:
+    128 + the signal's number, what a shell shows for a process the signal killed)."""
+    sigterm = isinstance(e, Terminated)
+    say(f"{'stopped by SIGTERM' if sigterm else 'interrupted'}{detail}.")
+    return 128 + int(signal.SIGTERM if sigterm else signal.SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
+    with sigterm_raises():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as e:
+            return stopped(e)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = OneLineParser(
         prog="python -m convs2s.translate",
         description="Translate sentences from the checkpoint's source language into its target "
@@ -369,50 +519,62 @@ def main(argv: list[str] | None = None) -> int:
                         help="sentences translated (and written) together (default 64)")
     parser.add_argument("--length-penalty", type=length_penalty_arg, default=1.0,
                         help="beam search ranks finished outputs by (sum of log p) / "
-                        "length ** this (default 1.0, fairseq's)")
+                        "length ** this, 0 to 10 (default 1.0, fairseq's)")
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
     args = parser.parse_args(argv)
     if args.sentences and args.input is not None:
         parser.error("give sentences as arguments or --input, not both.")
+    if sys.stdout is None:  # started with >&-
+        say("error: standard output is closed (>&-), so the translations have nowhere to go; "
+            "redirect it to a file (> out.txt) instead.")
+        return 1
+    from_stdin = not args.sentences and args.input in (None, "-")
+    if from_stdin and sys.stdin is None:  # started with <&-
+        say("error: standard input is closed (<&-), so there is nothing to read; give "
+            "sentences as arguments, --input FILE, or pipe the text in (< in.txt).")
+        return 1
     source = None
-    if not args.sentences and args.input not in (None, "-"):
+    if not args.sentences and not from_stdin:
         try:
             source = open(args.input, "rb")  # noqa: SIM115 (closed below)
         except OSError as e:
             parser.error(f"cannot read --input {args.input}: {e.strerror}.")
+    err = sys.stderr if sys.stderr is not None else _Nowhere()
     try:
         translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
         if args.sentences:
-            lines: Iterable[bytes | str] = args.sentences
+            lines: Iterable[bytes | str | LineTooLong] = args.sentences
         elif source is not None:
-            lines = source
+            lines = _reading(read_lines(source), args.input)
         else:
             if sys.stdin.isatty():
                 name = LANGUAGE_NAMES.get(translator.src_lang, translator.src_lang)
-                print(f"Reading {name} sentences from stdin, one per line (end with Ctrl-D).",
-                      file=sys.stderr)
-            lines = getattr(sys.stdin, "buffer", sys.stdin)
-        n, failed = translate_lines(translator, lines, sys.stdout, sys.stderr,
+                say(f"Reading {name} sentences from stdin, one per line (end with Ctrl-D).")
+            lines = _reading(read_lines(getattr(sys.stdin, "buffer", sys.stdin)),
+                             "standard input")
+        n, failed = translate_lines(translator, lines, sys.stdout, err,
                                     beam_size=args.beam_size, batch_size=args.batch_size,
                                     length_penalty=args.length_penalty)
     except (ValueError, TypeError, RuntimeError, OSError) as e:
-        if isinstance(e, BrokenPipeError):
+        if not isinstance(e, BrokenPipeError):
+            say(f"error: {e}")
+        try:  # what is still buffered for stdout must not fail again at exit
+            sys.stdout.flush()
+        except (OSError, ValueError):
             _quiet_broken_pipe()
-            return 1
-        print(f"error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted.", file=sys.stderr)
-        return 130
+    except MemoryError:
+        say("error: out of memory while translating; use a smaller --batch-size or --beam-size.")
+        return 1
     finally:
         if source is not None:
             source.close()
     if failed:
         numbers = ", ".join(str(lineno) for lineno, _ in failed[:10])
         more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
-        print(f"error: {len(failed)} of {n} lines could not be translated (line {numbers}{more}); "
-              "each got an empty output line.", file=sys.stderr)
+        say(f"error: {len(failed)} of {n} lines could not be translated (line {numbers}{more}); "
+            "each got an empty output line.")
         return 1
     return 0
 
