@@ -104,6 +104,41 @@ def find_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> Path 
     return None
 
 
+def attention_by_epoch(history: Sequence[dict]) -> list[tuple[int, torch.Tensor]]:
+    """``(epoch, attention [layers, trg_len, src_len])`` for each epoch of a run's history that
+    recorded the watched sentence's attention (:meth:`convs2s.train.Trainer.watched_attention`:
+    the first validation pair under teacher forcing), in order."""
+    out = []
+    for row in history:
+        maps = row.get("attention")
+        if maps:
+            out.append((int(row["epoch"]), torch.tensor(maps, dtype=torch.float32)))
+    return out
+
+
+def plot_attention_epoch(history: Sequence[dict], watched: dict, index: int, *, fig=None,
+                         max_width: float = 7.8):
+    """Notebook 05's widget: every decoder layer's attention on the watched sentence after the
+    ``index``-th recorded epoch (0-based; see :func:`attention_by_epoch`), one heatmap per
+    layer on one colour scale, titled with the epoch and its validation loss."""
+    epochs = attention_by_epoch(history)
+    if not epochs:
+        raise ValueError("this run's history records no attention (trained before convs2s "
+                         "recorded it); train again to watch attention learn.")
+    if not 0 <= index < len(epochs):
+        raise ValueError(f"index must be from 0 to {len(epochs) - 1}, not {index!r}.")
+    epoch, maps = epochs[index]
+    row = next(r for r in history if r.get("epoch") == epoch)
+    if fig is not None:
+        fig.clf()  # a widget redraws into the same figure
+    layers = maps.shape[0]
+    ncols = min(layers, max(1, int(max_width // max(0.28 * maps.shape[2] + 1.0, 1.9))))
+    fig = plot_attention_grid(maps, watched["src"], watched["trg"], fig=fig, ncols=ncols,
+                              titles=[f"layer {i + 1}" for i in range(layers)])
+    fig.suptitle(f"epoch {epoch} of {epochs[-1][0]}: validation loss {row['valid_loss']:.3f}")
+    return fig
+
+
 def display_path(path: str | os.PathLike, start: str | os.PathLike | None = None) -> str:
     """``path`` as a notebook prints it, without the machine's absolute folders.
 

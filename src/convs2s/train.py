@@ -773,6 +773,7 @@ class Trainer:
                "valid_ppl": math.exp(min(valid_loss, 50)),
                "lr": self.optimizer.param_groups[0]["lr"], "seconds": round(s["seconds"], 1),
                "tokens_per_s": seen * self.dist.world / max(seconds, 1e-9)}
+        row["attention"] = self.watched_attention()
         s["history"].append(row)
         self.say(f"epoch {row['epoch']:>2}: train loss {row['train_loss']:.3f} (smoothed)  "
                  f"valid loss {valid_loss:.3f}  valid ppl {row['valid_ppl']:.2f}  "
@@ -807,6 +808,29 @@ class Trainer:
             if best:
                 copy_checkpoint(self.last_path, self.best_path)
                 self.saved["best.pt"] = self.state["step"]
+
+    @torch.no_grad()
+    def watched_attention(self) -> list:
+        """Every decoder layer's attention on the first validation pair under teacher forcing,
+        ``[layers][trg tokens][src tokens]`` (rounded), so a run's history shows how attention
+        is learned epoch by epoch (:func:`convs2s.analysis.attention_by_epoch`). An eval-mode
+        forward pass: it draws no random numbers, so resuming stays exact."""
+        if not self.valid_pairs:
+            return []
+        src_text, trg_text = self.valid_pairs[0]
+        room = self.preset.max_positions - 1  # as the data: src plain, trg in <bos> ... <eos>
+        src_tokens = self.pipeline.src_tokenizer(src_text)[:room]
+        trg_tokens = self.pipeline.trg_tokenizer(trg_text)[:room]
+        src = torch.tensor([self.src_vocab.encode(src_tokens)], device=self.device)
+        trg = torch.tensor([self.trg_vocab.encode(trg_tokens, add_bos_eos=True)],
+                           device=self.device)
+        was_training = self.model.training
+        self.model.eval()
+        _, attention = self.model(src, trg[:, :-1])  # [1, layers, len(trg_tokens) + 1, src_len]
+        self.model.train(was_training)
+        # rows: the tokens the decoder outputs (the reference's, then <eos>); columns: source
+        self.state["watched"] = {"src": list(src_tokens), "trg": [*trg_tokens, "<eos>"]}
+        return [[[round(float(x), 4) for x in r] for r in layer] for layer in attention[0].cpu()]
 
     def save_snapshot(self) -> None:
         """This epoch's weights as ``snapshots/epochNN.pt`` (for the final average); only the
