@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
 from convs2s.fileio import write_json_atomic
+from convs2s.stopping import run_command
 
 
 def command() -> str:
@@ -33,36 +33,24 @@ def write_report(path: Path | str | None, report: dict) -> None:
     print(f"wrote {path}")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C."""
-
-
-def _terminated(signum, frame):
-    raise Terminated
-
-
 def run_main(main: Callable[[], int | None]) -> int:
     """Run a benchmark's ``main`` the way the package's commands run: a user's mistake or an
     environment problem is one line on stderr and exit 1; Ctrl-C exits 130 and SIGTERM 143,
-    each with one line, never a traceback. Figures written so far stay (they are written
-    atomically); what the interrupted measurement had not written is simply not there."""
+    each with one line, never a traceback (:mod:`convs2s.stopping`). Figures written so far
+    stay (they are written atomically); what the interrupted measurement had not written is
+    simply not there."""
     from convs2s.checkpoint import CheckpointError
     from convs2s.data import DataError
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminated)
-    try:
-        code = main()
-    except KeyboardInterrupt as e:
-        sigterm = isinstance(e, Terminated) or type(e).__name__ == "Terminated"
-        print(f"{Path(sys.argv[0]).name}: {'stopped by SIGTERM' if sigterm else 'interrupted'}",
-              file=sys.stderr)
-        return 143 if sigterm else 130
-    except (CheckpointError, DataError, FileNotFoundError, ValueError) as e:
-        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"error: {e.strerror or e}{f' ({e.filename})' if e.filename else ''}",
-              file=sys.stderr)
-        return 1
-    return code if isinstance(code, int) else 0
+    def guarded() -> int | None:
+        try:
+            return main()
+        except (CheckpointError, DataError, FileNotFoundError, ValueError) as e:
+            print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+            return 1
+        except OSError as e:
+            print(f"error: {e.strerror or e}{f' ({e.filename})' if e.filename else ''}",
+                  file=sys.stderr)
+            return 1
+
+    return run_command(guarded, f" ({Path(sys.argv[0]).name})")

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import signal
 import sys
 import time
 from pathlib import Path
@@ -47,10 +46,10 @@ from convs2s.data import LANGUAGES, DataError, load_multi30k
 from convs2s.evaluate import SPLITS, evaluate
 from convs2s.fileio import FolderInUse, folder_lock
 from convs2s.model import count_parameters
+from convs2s.stopping import Terminated
 from convs2s.subword import KINDS
 from convs2s.train import (
     PRESETS,
-    Terminated,
     describe_os_error,
     make_folder,
     remove_empty_folders,
@@ -197,7 +196,6 @@ def main(argv=None) -> int:
         device = config.check_device(args.device)
     except ValueError as e:
         parser.error(str(e))
-    signal.signal(signal.SIGTERM, _terminated)  # a traceback-free stop outside training too
     try:
         return run(args, preset, device)
     except KeyboardInterrupt as e:
@@ -212,10 +210,6 @@ def main(argv=None) -> int:
     except OSError as e:
         print(f"error: {describe_os_error(e, args.out or Path('runs'))}", file=sys.stderr)
         return 1
-
-
-def _terminated(signum, frame):
-    raise Terminated("SIGTERM")
 
 
 def run(args, preset, device) -> int:

@@ -160,3 +160,22 @@ def test_each_epoch_records_the_watched_sentences_attention_and_the_widget_draws
     assert "epoch 4 of 4" in fig._suptitle.get_text() and len(fig.axes) >= TINY.dec_layers
     with pytest.raises(ValueError, match="index must be from 0 to 3"):
         analysis.plot_attention_epoch(history, watched, 4)
+
+
+def test_translate_and_evaluate_decode_with_the_recorded_length_penalty(tmp_path):
+    from convs2s.evaluate import evaluate
+    from convs2s.translate import Translator
+
+    result = _run(tmp_path / "run")
+    ckpt = Checkpoint.load(result.final_path)
+    ckpt.choices["length_penalty"] = 2.0  # as if validation had chosen 2
+    path = ckpt.save(tmp_path / "chosen.pt")
+    t = Translator.from_checkpoint(path, device="cpu")
+    assert t.length_penalty == 2.0
+    assert Translator.from_checkpoint(tmp_path / "run" / "best.pt").length_penalty == 1.0
+    sources = [s for s, _ in TINY_PAIRS[:6]]
+    assert t.translate(sources, beam_size=3) == t.translate(sources, beam_size=3,
+                                                            length_penalty=2.0)
+    assert evaluate(t, TINY_PAIRS[:4], beam_sizes=[3])["length_penalty"] == 2.0
+    assert evaluate(t, TINY_PAIRS[:4], beam_sizes=[3], length_penalty=0.5)[
+        "length_penalty"] == 0.5

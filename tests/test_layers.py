@@ -24,7 +24,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "convs2s"
 
 LAYERS = {
-    "base": {"config", "fileio", "precision"},
+    "base": {"config", "fileio", "precision", "stopping"},
     "data": {"data", "subword", "metrics"},
     "model": {"layers", "attention", "encoder", "decoder", "model", "decode", "rnn", "variants",
               "loss"},

@@ -167,7 +167,9 @@ def test_item2_choose_never_unpickles_code_from_a_snapshot(
                run / "snapshots" / "epoch01.pt")
     capsys.readouterr()
     assert choose.main([str(run), "--device", "cpu"]) == 2
-    assert "epoch01.pt is not a readable convs2s checkpoint" in _one_line(capsys)
+    line = _one_line(capsys)
+    assert "epoch01.pt is not a convs2s checkpoint: it holds Python objects" in line
+    assert "weights_only=False" not in line and "set to False" not in line  # never that advice
     assert not marker.exists()
 
 
@@ -255,8 +257,8 @@ def test_item11_sigterm_to_quality_is_one_line_and_exit_143(tmp_path):
             print("training", flush=True)
             return real(*a, **k)
         train_mod.sequence_loss = loss
-        sys.exit(quality.main(["--preset", "tiny", "--out", {str(tmp_path / 'run')!r},
-                               "--device", "cpu"]))
+        sys.exit(quality.run_main(lambda: quality.main([  # as its __main__ does
+            "--preset", "tiny", "--out", {str(tmp_path / 'run')!r}, "--device", "cpu"])))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -295,6 +297,11 @@ def test_item12_a_huge_model_config_is_refused_before_allocating(tmp_path, monke
                                               r"its model_config: .*the config gives"):
         Checkpoint.load(path)
     assert not big
+
+
+def test_item13_a_device_file_as_checkpoint_is_not_a_file(tmp_path):
+    with pytest.raises(CheckpointError, match=r"^/dev/null is not a file; pass the path of a "):
+        Checkpoint.load("/dev/null")
 
 
 def test_item13_a_folder_given_as_checkpoint_names_the_file_inside(tmp_path):

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from convs2s.fileio import write_text_atomic
+from convs2s.stopping import run_command
 
 COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 
@@ -151,26 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler, ``kill``): handled as Ctrl-C."""
-
-
-def _terminate(signum, frame):
-    raise Terminated
-
-
 def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
-    traceback (files are replaced whole, so each is old or new)."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return main(argv)
-    except KeyboardInterrupt as e:
-        how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-        print(f"{how}: each file is replaced whole (old or new, never half-written); run it "
-              "again", file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+    traceback."""
+    return run_command(lambda: main(argv), ": each file is replaced whole (old or new, never "
+                       "half-written); run it again")
 
 
 if __name__ == "__main__":

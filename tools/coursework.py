@@ -48,7 +48,6 @@ import io
 import json
 import os
 import re
-import signal
 import sys
 import textwrap
 import tokenize
@@ -56,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from convs2s.fileio import write_json_atomic, write_text_atomic
+from convs2s.stopping import run_command
 
 SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -1039,26 +1039,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler, ``kill``): handled as Ctrl-C."""
-
-
-def _terminate(signum, frame):
-    raise Terminated
-
-
 def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
     traceback (every file is replaced whole, so nothing is left half-written)."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return main(argv)
-    except KeyboardInterrupt as e:
-        how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-        print(f"{how}: every file written is complete; run it again to finish",
-              file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+    return run_command(lambda: main(argv), ": every file written is complete; run it again to "
+                       "finish")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from convs2s.stopping import run_command
+
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -780,26 +782,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler, ``kill``): handled as Ctrl-C."""
-
-
-def _terminate(signum, frame):
-    raise Terminated
-
-
 def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
-    traceback (JupyterLab is stopped and its temporary copy removed on the way out; an
-    image is replaced whole, so each is old or new)."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return main(argv)
-    except KeyboardInterrupt as e:
-        how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-        print(f"{how}: JupyterLab stopped, no image half-written; run it again", file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+    traceback."""
+    return run_command(lambda: main(argv),
+                       ": JupyterLab stopped, no image half-written; run it again")
 
 
 if __name__ == "__main__":

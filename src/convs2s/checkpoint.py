@@ -27,6 +27,7 @@ half-written one; a new file gets the mode the user's umask gives (not ``mkstemp
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,6 +331,9 @@ def _read(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
         hint = next((f" Did you mean {path / n}?" for n in ("best.pt", "final.pt", "last.pt")
                      if (path / n).is_file()), "")
         raise CheckpointError(f"{path} is a folder, not a checkpoint file.{hint}")
+    if path.exists() and not path.is_file():
+        raise CheckpointError(f"{path} is not a file; pass the path of a checkpoint (best.pt, "
+                              "final.pt or last.pt in a run's folder).")
     if not path.is_file():
         raise CheckpointError(
             f"No checkpoint at {path}. Train one first (python -m convs2s.train --preset quick "
@@ -337,10 +341,15 @@ def _read(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
         )
     try:
         data = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as e:  # truncated zip, wrong file type, pickle refused, ...
+    except pickle.UnpicklingError as e:  # what a safe load refuses: never retry it unsafely
         raise CheckpointError(
-            f"{path} is not a readable convs2s checkpoint ({type(e).__name__}: "
-            f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}). It may be "
+            f"{path} is not a convs2s checkpoint: it holds Python objects that a safe load "
+            "(weights_only=True) refuses, and convs2s never loads a file that could run code. "
+            "Use a checkpoint that convs2s.train wrote."
+        ) from e
+    except Exception as e:  # truncated zip, wrong file type, ...
+        raise CheckpointError(
+            f"{path} is not a readable convs2s checkpoint ({type(e).__name__}). It may be "
             "truncated or corrupted: delete it and train again, or use the other checkpoint "
             "(best.pt / last.pt) in the same folder."
         ) from e

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from convs2s import config
 from convs2s.data import TranslationDataset, load_multi30k, make_loader
-from convs2s.decode import check_length_penalty
 from convs2s.fileio import write_json_atomic
 from convs2s.loss import evaluate_loss
 from convs2s.metrics import corpus_bleu
@@ -57,7 +56,7 @@ _MAX_METRICS_BYTES = 1 << 20  # a metrics file is a few kB
 
 
 def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | None = None,
-             length_penalty: float = 1.0) -> dict:
+             length_penalty: float | None = None) -> dict:
     """Perplexity, both BLEU scores and chrF for ``pairs`` at each beam size.
 
     ``pairs`` are ``(source, target)`` sentences in the translator's direction (raw, cased
@@ -67,15 +66,17 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
 
     Sentences too long for the model are skipped and counted (``skipped``). ``limit``: only
     the first ``limit`` pairs (a positive integer; None: all). ``beam_sizes=()`` computes the
-    perplexity alone. ``length_penalty``: beam search's exponent, 0 to 10 (1.0: fairseq's
-    default).
+    perplexity alone. ``length_penalty``: beam search's exponent, 0 to 10 (None: the
+    translator's own, which for a ``final.pt`` is the one chosen on validation; else 1.0,
+    fairseq's default); the result records it.
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
     beam_sizes = list(beam_sizes)
     if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in beam_sizes):
         raise ValueError(f"beam_sizes must be positive integers, got {beam_sizes!r}.")
-    check_length_penalty(length_penalty)  # before the work, not after the perplexity
+    # checked before the work, not after the perplexity; None: the translator's own (final.pt's)
+    alpha = translator._alpha(length_penalty)
     pairs = list(pairs)[:limit] if limit is not None else list(pairs)
     keep = []
     for source, target in pairs:
@@ -92,13 +93,13 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     result = {"src_lang": translator.src_lang, "trg_lang": translator.trg_lang,
               "tokenizer": translator.pipeline.settings_dict(),
               "sentences": len(keep), "skipped": len(pairs) - len(keep), "loss": loss,
-              "perplexity": math.exp(min(loss, 50))}
+              "perplexity": math.exp(min(loss, 50)), "length_penalty": alpha}
     sources, refs = [s for s, _ in keep], [t for _, t in keep]
     words = translator.pipeline.kind == "word"
     for beam in beam_sizes:
         t0 = time.perf_counter()
         tokens = translator.translate_tokens(sources, beam_size=beam,
-                                             length_penalty=length_penalty)
+                                             length_penalty=alpha)
         seconds = time.perf_counter() - t0
         scores = corpus_bleu([translator.detokenize(t) for t in tokens], refs,
                              lang=translator.trg_lang, hyp_tokens=tokens if words else None)

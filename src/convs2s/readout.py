@@ -9,8 +9,9 @@ tensor still holds, in two ways:
   stood there? This compares the vector with the embedding table *as it is*, so it fails as soon
   as anything maps the vectors elsewhere, e.g. two linear maps that are not inverses;
 - ``readout``: a linear read-out (least squares from the vector to the word embedding, fitted
-  on one batch and scored on another), then the nearest word. It undoes any linear map, so what
-  it loses is information, e.g. a word mixed with its neighbours.
+  on one batch and scored on another), then the nearest word. It can undo any invertible linear
+  map, so it shows what is *linearly* decodable from the vector, no more: a word it misses (one
+  mixed with its neighbours, say) may still be there in a form no linear map recovers.
 
 :func:`projection_roundtrip` measures the first effect directly: how far hid2emb(emb2hid(e)) is
 from e in a fresh encoder.

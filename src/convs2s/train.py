@@ -107,6 +107,7 @@ from convs2s.final import FINAL, SNAPSHOTS
 from convs2s.loss import evaluate_loss, sequence_loss
 from convs2s.model import ConvS2S
 from convs2s.precision import mixed_precision
+from convs2s.stopping import Terminated
 from convs2s.subword import KINDS, MODEL_TYPES, SubwordSettings, TextPipeline
 from convs2s.translate import Translator
 
@@ -403,10 +404,6 @@ class _Distributed:
 # ---------------------------------------------------------------------------------------------
 # Stopping signals, the run folder
 # ---------------------------------------------------------------------------------------------
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived (a scheduler, ``docker stop``): handled exactly as Ctrl-C."""
 
 
 class _StopSignals:

@@ -33,10 +33,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -48,6 +46,7 @@ from convs2s.checkpoint import Checkpoint, CheckpointError, check_parts, check_p
 from convs2s.data import LANGUAGE_NAMES, Vocab, check_length, detokenize
 from convs2s.decode import beam_search, check_length_penalty, greedy_decode
 from convs2s.model import ConvS2S
+from convs2s.stopping import Terminated, say, sigterm_raises, stopped
 from convs2s.subword import TextPipeline
 
 __all__ = ["CheckpointError", "LineTooLong", "MAX_LINE_BYTES", "Terminated", "Translation",
@@ -128,6 +127,9 @@ class Translator:
         self.src_tokenizer = pipeline.src_tokenizer
         self.trg_tokenizer = pipeline.trg_tokenizer
         self.max_positions = model.config["max_positions"]
+        #: beam search's length penalty when a call gives none: the one chosen on validation
+        #: for a final.pt (:mod:`convs2s.final`), else 1.0 (fairseq's default)
+        self.length_penalty = 1.0
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         """Output tokens as a sentence (a subword model: the exact cased text)."""
@@ -144,8 +146,10 @@ class Translator:
         """
         device = check_device(device)
         ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.load(checkpoint)
-        return cls(ckpt.build_model(), ckpt.src_vocab, ckpt.trg_vocab, pipeline=ckpt.pipeline,
-                   device=device)
+        translator = cls(ckpt.build_model(), ckpt.src_vocab, ckpt.trg_vocab,
+                         pipeline=ckpt.pipeline, device=device)
+        translator.length_penalty = ckpt.length_penalty  # the recorded choice, if any
+        return translator
 
     # -- input checks --------------------------------------------------------------------------
     def _tokens(self, sentence) -> list[str]:
@@ -176,32 +180,38 @@ class Translator:
     def _max_len(self, max_len: int | None) -> int:
         return self.max_positions if max_len is None else max_len
 
+    def _alpha(self, length_penalty: float | None) -> float:
+        """The length penalty a call asks for, else the translator's (checked: 0 to 10)."""
+        return check_length_penalty(self.length_penalty if length_penalty is None
+                                    else length_penalty)
+
     # -- translation ---------------------------------------------------------------------------
     def translate_tokens(self, sentences: Sequence[str], *, beam_size: int = 5,
                          max_len: int | None = None, batch_size: int = 64,
-                         length_penalty: float = 1.0) -> list[list[str]]:
+                         length_penalty: float | None = None) -> list[list[str]]:
         """Output token lists for a list of sentences (what the tutorial BLEU compares).
 
         ``batch_size`` sentences are decoded together; ``ValueError`` if it or ``beam_size``
         is not a positive integer, or a sentence is empty, too long or not valid Unicode (a lone
-        surrogate). ``length_penalty``: beam search's exponent, 0 to 10 (see
+        surrogate). ``length_penalty``: beam search's exponent, 0 to 10 (None: the translator's
+        own, :attr:`length_penalty`; see
         :func:`convs2s.decode.beam_search`; greedy decoding ignores it, but it is checked all
         the same).
         """
         _positive_int(batch_size, "batch_size")
         _positive_int(beam_size, "beam_size")
-        check_length_penalty(length_penalty)
+        length_penalty = self._alpha(length_penalty)
         token_lists = [self._tokens(s) for s in sentences]
         return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
                                           batch_size=batch_size, length_penalty=length_penalty)
 
     def translate_token_lists(self, token_lists: Sequence[list[str]], *, beam_size: int = 5,
                               max_len: int | None = None, batch_size: int = 64,
-                              length_penalty: float = 1.0) -> list[list[str]]:
+                              length_penalty: float | None = None) -> list[list[str]]:
         """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
         _positive_int(batch_size, "batch_size")
         _positive_int(beam_size, "beam_size")
-        check_length_penalty(length_penalty)
+        length_penalty = self._alpha(length_penalty)
         out: list[list[str]] = []
         v = self.trg_vocab
         kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx,
@@ -217,7 +227,7 @@ class Translator:
         return out
 
     def translate(self, sentences: str | Sequence[str], *, beam_size: int = 5,
-                  max_len: int | None = None, length_penalty: float = 1.0):
+                  max_len: int | None = None, length_penalty: float | None = None):
         """Translate one sentence (-> str) or a list of sentences (-> list of str)."""
         single = isinstance(sentences, str)
         if not single and not isinstance(sentences, (list, tuple)):
@@ -318,7 +328,7 @@ def _line_text(lineno: int, line: bytes | str | LineTooLong,
 
 def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTooLong],
                     out: TextIO, err: TextIO, *, beam_size: int = 5, batch_size: int = 64,
-                    length_penalty: float = 1.0,
+                    length_penalty: float | None = None,
                     max_line_bytes: int = MAX_LINE_BYTES) -> tuple[int, list]:
     """Translate ``lines`` (bytes or str, e.g. from :func:`read_lines`) to ``out``, one output
     line per input line.
@@ -336,7 +346,7 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTo
     _positive_int(batch_size, "batch_size")
     _positive_int(beam_size, "beam_size")
     _positive_int(max_line_bytes, "max_line_bytes")
-    check_length_penalty(length_penalty)
+    length_penalty = translator._alpha(length_penalty)
     failed: list[tuple[int, str]] = []
     n = 0
 
@@ -442,13 +452,6 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
-def say(message: str) -> None:
-    """``message`` on stderr, if there is one (``2>&-`` closes it: then nowhere, and never on
-    stdout, where ``print(file=None)`` would put it among the translations)."""
-    if sys.stderr is not None:
-        print(message, file=sys.stderr, flush=True)
-
-
 class _Nowhere:
     """A text stream that drops what is written to it (for a closed stderr)."""
 
@@ -457,42 +460,6 @@ class _Nowhere:
 
     def flush(self) -> None:
         pass
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived (``kill``, a scheduler, ``docker stop``): stop as for Ctrl-C, so that
-    ``finally`` blocks run and no temporary file stays behind."""
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated("SIGTERM")
-
-
-@contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """While inside, SIGTERM raises :class:`Terminated` (unless it is ignored, as under
-    ``nohup``, or this is not the main thread, where signals cannot be handled)."""
-    previous, installed = None, False
-    try:
-        previous = signal.getsignal(signal.SIGTERM)
-        if previous is not signal.SIG_IGN:
-            signal.signal(signal.SIGTERM, _raise_terminated)
-            installed = True
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        if installed:
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-
-
-def stopped(e: KeyboardInterrupt, detail: str = "") -> int:
-    """Say in one line that Ctrl-C or SIGTERM stopped the command; its exit status (130, 143:
-    128 + the signal's number, what a shell shows for a process the signal killed)."""
-    sigterm = isinstance(e, Terminated)
-    say(f"{'stopped by SIGTERM' if sigterm else 'interrupted'}{detail}.")
-    return 128 + int(signal.SIGTERM if sigterm else signal.SIGINT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -517,9 +484,10 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--beam-size", type=positive_int_arg, default=5)
     parser.add_argument("--batch-size", type=positive_int_arg, default=64,
                         help="sentences translated (and written) together (default 64)")
-    parser.add_argument("--length-penalty", type=length_penalty_arg, default=1.0,
+    parser.add_argument("--length-penalty", type=length_penalty_arg, default=None,
                         help="beam search ranks finished outputs by (sum of log p) / "
-                        "length ** this, 0 to 10 (default 1.0, fairseq's)")
+                        "length ** this, 0 to 10 (default: the one a final.pt records, chosen "
+                        "on validation; else 1.0, fairseq's)")
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
     args = parser.parse_args(argv)
