@@ -117,6 +117,28 @@ def test_causal_decoder_widget(lab):
 
 @pytest.mark.browser
 @pytest.mark.slow
+def test_attention_by_epoch_widget(lab):
+    """05 (quick run): the epoch slider redraws every layer's attention on the watched sentence
+    as it was after that epoch (issue 27 §4)."""
+    with _open(lab, "attention") as nb:
+        nb.run_all()
+        _assert_clean(nb)
+        w = nb.widget(WIDGETS["attention"])
+        last = int(nb.slider_value(w, "epoch"))
+        assert last >= 2, "the quick run should record several epochs"
+        assert f"epoch {last}:" in w.inner_text()
+        first = nb.figure_src(w)
+        nb.mark_figure(w)
+        nb.nudge_slider(w, "epoch", -1)
+        earlier = nb.wait_redrawn(w)
+        assert int(nb.slider_value(w, "epoch")) == last - 1
+        assert earlier != first, "the figure did not change with the epoch"
+        assert f"epoch {last - 1}:" in w.inner_text()
+        _assert_clean(nb)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
 def test_translator_widget(lab):
     """06 (quick model): typing a sentence and moving the beam slider retranslate and redraw."""
     server, _ = lab

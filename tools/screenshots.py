@@ -104,6 +104,8 @@ WIDGETS: dict[str, WidgetSpec] = {
                           ("padding", "kernel size k"), "widget_01_padding.png"),
     "decoder": WidgetSpec("03_causal_decoder.ipynb", ".widget-interact",
                           ("padding", "kernel size"), "widget_03_decoder.png"),
+    "attention": WidgetSpec("05_training_on_multi30k.ipynb", ".widget-interact", ("epoch",),
+                            "widget_05_attention.png"),
     "translator": WidgetSpec("06_inference_beam_search_bleu.ipynb", ".widget-vbox",
                              ("German", "beam size"), "widget_06_translator.png"),
 }
