@@ -299,3 +299,8 @@ def test_screenshots_cli_refuses_a_bad_out_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and "not a folder" in err[0]
     assert a_file.read_text() == "not a folder"
+
+
+def test_every_widget_has_a_screenshot_stage():
+    """`make images` knows how to pose every widget it finds (a new widget needs its stage)."""
+    assert set(screenshots.STAGES) == set(WIDGETS)

@@ -706,8 +706,13 @@ def _stage_translator(nb: NotebookPage, w) -> None:
     """As the notebook leaves it: its example sentence, beam size 5."""
 
 
+def _stage_attention(nb: NotebookPage, w) -> None:
+    """As the notebook leaves it: the last recorded epoch."""
+
+
 STAGES: dict[str, Callable[[NotebookPage, object], None]] = {
-    "padding": _stage_padding, "decoder": _stage_decoder, "translator": _stage_translator,
+    "padding": _stage_padding, "decoder": _stage_decoder, "attention": _stage_attention,
+    "translator": _stage_translator,
 }
 
 

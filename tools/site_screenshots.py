@@ -17,12 +17,12 @@ import contextlib
 import functools
 import http.server
 import re
-import signal
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from convs2s.stopping import run_command
 from tools import screenshots
 
 VIEWPORT = {"width": 1280, "height": 900}
@@ -162,18 +162,8 @@ def main(argv: list[str] | None = None) -> int:
 def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
     traceback (the images are written only once all are taken, each replaced whole)."""
-    def terminate(signum, frame):
-        raise screenshots.Terminated
-
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        signal.signal(signal.SIGTERM, terminate)
-    try:
-        return main(argv)
-    except KeyboardInterrupt as e:
-        sigterm = isinstance(e, screenshots.Terminated)
-        print(f"{'stopped by SIGTERM' if sigterm else 'interrupted'}: each image is the old or "
-              "the new one, never half-written; run it again", file=sys.stderr)
-        return 128 + (signal.SIGTERM if sigterm else signal.SIGINT)
+    return run_command(lambda: main(argv), ": each image is the old or the new one, never "
+                       "half-written; run it again")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ import os
 import posixpath
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -579,17 +578,7 @@ def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
     traceback. The build runs in a temporary folder (removed on the way out), so the site in
     ``--out`` is the earlier one, whole."""
-    from tools.screenshots import Terminated
+    from convs2s.stopping import run_command
 
-    def terminate(signum, frame):
-        raise Terminated
-
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        signal.signal(signal.SIGTERM, terminate)
-    try:
-        return main(argv)
-    except KeyboardInterrupt as e:
-        how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-        print(f"{how}: the earlier site (if any) is left as it was, and the half-built one "
-              "removed; run it again", file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+    return run_command(lambda: main(argv), ": the earlier site (if any) is left as it was, and "
+                       "the half-built one removed; run it again")
