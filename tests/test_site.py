@@ -27,6 +27,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from test_browser import _require_browser  # the same skip/require rule as the widget tests
 
 from tools import badges, screenshots, site
 from tools import site_screenshots as shots
@@ -395,15 +396,6 @@ def test_no_page_loads_anything_from_another_site(built):
 # In the browser
 # --------------------------------------------------------------------------------------------
 # --------------------------------------------------------------------------------------------
-
-
-def _require_browser() -> None:
-    reason = screenshots.browser_unavailable()
-    if reason is None:
-        return
-    if os.environ.get("CONVS2S_REQUIRE_BROWSER", "").strip() not in ("", "0"):
-        pytest.fail(f"CONVS2S_REQUIRE_BROWSER is set but {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

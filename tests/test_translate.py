@@ -405,9 +405,13 @@ def test_length_penalty_reaches_beam_search(translator):
                           length_penalty=alpha)
         assert translator.translate_tokens(sentences, beam_size=4, length_penalty=alpha) == \
             [v.decode(x) for x in ids]
-    for bad in (float("nan"), float("inf"), "1", True, None):
+    for bad in (float("nan"), float("inf"), "1", True):
         with pytest.raises(ValueError, match="length_penalty must be a finite number"):
             translator.translate_tokens(GOOD, beam_size=2, length_penalty=bad)
+    # None: the translator's own length penalty (1.0 here; a final.pt records its choice)
+    assert translator.length_penalty == 1.0
+    assert translator.translate_tokens(sentences, beam_size=4, length_penalty=None) == \
+        translator.translate_tokens(sentences, beam_size=4, length_penalty=1.0)
 
 
 def test_cli_length_penalty_is_used_and_checked(checkpoint, translator, capsys):

@@ -33,15 +33,8 @@ from convs2s.data import TranslationDataset, load_multi30k, make_loader
 from convs2s.fileio import write_json_atomic
 from convs2s.loss import evaluate_loss
 from convs2s.metrics import corpus_bleu
-from convs2s.translate import (
-    OneLineParser,
-    Translator,
-    device_arg,
-    positive_int_arg,
-    say,
-    sigterm_raises,
-    stopped,
-)
+from convs2s.stopping import run_command, say, stopped
+from convs2s.translate import OneLineParser, Translator, device_arg, positive_int_arg
 
 __all__ = ["SPLITS", "WRITTEN_BY", "check_metrics_target", "check_writable", "default_json",
            "evaluate", "main", "write_json_atomic"]
@@ -177,11 +170,7 @@ def check_metrics_target(path: Path) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with sigterm_raises():
-        try:
-            return _main(argv)
-        except KeyboardInterrupt as e:
-            return stopped(e)
+    return run_command(lambda: _main(argv))
 
 
 def _main(argv: list[str] | None) -> int:

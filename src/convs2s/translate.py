@@ -41,12 +41,12 @@ from typing import BinaryIO, TextIO
 
 import torch
 
-from convs2s import config
 from convs2s.checkpoint import Checkpoint, CheckpointError, check_parts, check_pipeline
+from convs2s.config import check_device
 from convs2s.data import LANGUAGE_NAMES, Vocab, check_length, detokenize
 from convs2s.decode import beam_search, check_length_penalty, greedy_decode
 from convs2s.model import ConvS2S
-from convs2s.stopping import Terminated, say, sigterm_raises, stopped
+from convs2s.stopping import Terminated, run_command, say
 from convs2s.subword import TextPipeline
 
 __all__ = ["CheckpointError", "LineTooLong", "MAX_LINE_BYTES", "Terminated", "Translation",
@@ -55,36 +55,6 @@ __all__ = ["CheckpointError", "LineTooLong", "MAX_LINE_BYTES", "Terminated", "Tr
 #: The longest input line the command line reads (1 MiB): far more than any sentence a model
 #: with a few hundred positions can take, and a bound on the memory one line can use.
 MAX_LINE_BYTES = 1 << 20
-
-
-def check_device(device: str | torch.device | None) -> torch.device:
-    """``device`` as a ``torch.device`` that exists here, else ``ValueError`` with the fix.
-
-    ``None`` picks the best available one (:func:`convs2s.config.device`). Catches what torch
-    would otherwise report deep inside ``model.to()`` ("Torch not compiled with CUDA enabled").
-    """
-    if device is None:
-        device = config.device()
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"{device!r} is not a device (use cpu, cuda, cuda:N or mps).") from e
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {str(dev)!r}: CUDA is not available on this machine "
-                             "(torch.cuda.is_available() is False); use --device cpu.")
-        n = torch.cuda.device_count()
-        if dev.index is not None and dev.index >= n:
-            raise ValueError(f"device {str(dev)!r}: this machine has {n} CUDA device(s), "
-                             f"cuda:0 to cuda:{n - 1}.")
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(f"device {str(dev)!r}: Apple's MPS is not available on this "
-                             "machine; use --device cpu.")
-    elif dev.type != "cpu":
-        raise ValueError(f"device {str(dev)!r} is not supported here (use cpu, cuda or mps).")
-    return dev
 
 
 def _positive_int(value, name: str) -> int:
@@ -463,11 +433,7 @@ class _Nowhere:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with sigterm_raises():
-        try:
-            return _main(argv)
-        except KeyboardInterrupt as e:
-            return stopped(e)
+    return run_command(lambda: _main(argv))
 
 
 def _main(argv: list[str] | None) -> int:
