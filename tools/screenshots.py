@@ -683,6 +683,15 @@ class NotebookPage:
                                          "height": self.page.viewport_size["height"] + extra})
         widget.scroll_into_view_if_needed()
         box = self.wait_settled(widget)  # after the resize and the scroll
+        for _ in range(3):  # a clip the window does not fully show is cut: grow it and look again
+            clip, size = clip_around(box, margin), self.page.viewport_size
+            short = max(clip["y"] + clip["height"] - size["height"], -clip["y"], 0)
+            if not short:
+                break
+            self.page.set_viewport_size({"width": size["width"],
+                                         "height": size["height"] + math.ceil(short) + 4 * margin})
+            widget.scroll_into_view_if_needed()
+            box = self.wait_settled(widget)
         return self.page.screenshot(clip=clip_around(box, margin), animations="disabled")
 
 
