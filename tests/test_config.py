@@ -63,7 +63,8 @@ def test_device_forced(monkeypatch):
 
 def test_device_forced_garbage_is_clear(monkeypatch):
     monkeypatch.setenv("CONVS2S_DEVICE", "gpu please")
-    with pytest.raises(ValueError, match="CONVS2S_DEVICE='gpu please'.*use cpu, cuda.*Unset CONVS2S_DEVICE"):
+    with pytest.raises(ValueError,
+                       match="CONVS2S_DEVICE='gpu please'.*use cpu, cuda.*Unset CONVS2S_DEVICE"):
         config.device()
 
 

@@ -118,6 +118,40 @@ def test_a_timed_run_reserves_measured_time_once(tmp_path):
     _run(out, dataclasses.replace(TINY, max_minutes=60))
     state = Checkpoint.load(out / "last.pt").train_state
     assert state["final_reserve"] > 0  # measured after the first epoch, kept for the rest
+    assert state["final_costs"]["greedy"] > 0 and state["final_costs"]["beam"] > 0
+
+
+def test_the_reserve_counts_only_the_candidates_the_finished_epochs_give():
+    """After 1 epoch, stopping leaves best.pt alone to score; after 2, best.pt and one
+    average; never more than average_last candidates. The α sweep is one beam search."""
+    t = train_mod.Trainer.__new__(train_mod.Trainer)
+    t.preset = dataclasses.replace(TINY, max_minutes=1, average_last=3)
+    costs = {"greedy": 4.0, "beam": 10.0}
+    reserves = []
+    for epoch in (0, 1, 2, 3, 7):
+        t.state = {"epoch": epoch, "final_costs": costs}
+        reserves.append(t.final_reserve())
+    assert reserves == [19, 19, 23, 27, 27]  # candidates × 4 s + 10 s + 5 s of loading
+    t.state = {"step": 5, "seconds": 41.0, "bad_epochs": 0, "epoch": 1, "final_costs": costs}
+    assert t.should_stop() == "time budget"  # 41 s trained + 19 s kept = the whole minute
+    t.state["seconds"] = 40.0
+    assert t.should_stop() == ""
+    t.state["epoch"] = 2  # one more finished epoch: one more candidate to score
+    assert t.should_stop() == "time budget"
+
+
+def test_score_alphas_gives_evaluates_figures_from_one_search(tmp_path):
+    from convs2s.evaluate import evaluate, score_alphas
+    from convs2s.translate import Translator
+
+    result = _run(tmp_path / "run", dataclasses.replace(TINY, epochs=2))
+    translator = Translator.from_checkpoint(result.final_path)
+    pairs = DATA["valid"] + DATA["test"]
+    rows = score_alphas(translator, pairs, [0.0, 1.0, 2.0], beam_size=3)
+    for row in rows:
+        m = evaluate(translator, pairs, beam_sizes=[3], length_penalty=row["alpha"])["beam3"]
+        assert (row["sacrebleu"], row["chrf"]) == (m["sacrebleu"], m["chrf"])
+        assert row["sentences"] == len(pairs)
 
 
 def test_the_subword_presets_tie_the_output_embedding_and_end_with_final_pt():

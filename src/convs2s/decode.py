@@ -197,6 +197,10 @@ def beam_search(
     fairseq's ``--lenpen``) compares average log-probability per token; values > 1 favour
     longer outputs. (GNMT's ((5 + len)/6) ** α is a smoother variant of the same idea.)
 
+    The search itself ranks live hypotheses by their *raw* sums, so the length penalty only
+    re-ranks the finished ones: :func:`beam_search_alphas` gets the result for several values
+    from one search.
+
     Args:
         model, src, max_len, bos_idx, eos_idx, pad_idx: as for :func:`greedy_decode`.
         beam_size: hypotheses kept per sentence; 1 gives exactly greedy decoding.
@@ -204,13 +208,63 @@ def beam_search(
         return_all: False: the best hypothesis's tokens per sentence. True: per sentence a
             list of ``(tokens, score)`` of all finished hypotheses, best first.
     """
+    check_length_penalty(length_penalty)
+    finished = _beam_finished(model, src, beam_size=beam_size, max_len=max_len,
+                              bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
+    results = []
+    for hyps in finished:
+        ranked = _rank(hyps, length_penalty)
+        if return_all:
+            results.append([(tokens_b, score) for score, tokens_b in ranked])
+        else:
+            results.append(ranked[0][1] if ranked else [])
+    return results
+
+
+def beam_search_alphas(
+    model: ConvS2S,
+    src: Tensor,
+    *,
+    alphas,
+    beam_size: int,
+    max_len: int,
+    bos_idx: int,
+    eos_idx: int,
+    pad_idx: int | None = None,
+) -> list[list[list[int]]]:
+    """:func:`beam_search`'s best tokens for each length penalty in ``alphas``, from one search.
+
+    Returns one list per α (in the order given), each with the best hypothesis's tokens per
+    sentence: the same as calling :func:`beam_search` once per α, for the cost of one search
+    (α changes no step of the search, only how the finished hypotheses are compared).
+    """
+    alphas = [check_length_penalty(a) for a in alphas]
+    finished = _beam_finished(model, src, beam_size=beam_size, max_len=max_len,
+                              bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
+    out = []
+    for alpha in alphas:
+        ranked = [_rank(hyps, alpha) for hyps in finished]
+        out.append([r[0][1] if r else [] for r in ranked])
+    return out
+
+
+def _rank(hyps: list[tuple[float, int, list[int]]], alpha: float) -> list[tuple[float, list[int]]]:
+    """Finished ``(Σ log p, len, tokens)`` as ``(Σ log p / len ** alpha, tokens)``, best first
+    (a stable sort: of equal scores, the one finished first stays first)."""
+    scored = [(total / float(length) ** alpha, tokens) for total, length, tokens in hyps]
+    return sorted(scored, key=lambda item: item[0], reverse=True)
+
+
+def _beam_finished(model: ConvS2S, src: Tensor, *, beam_size: int, max_len: int, bos_idx: int,
+                   eos_idx: int, pad_idx: int | None) -> list[list[tuple[float, int, list[int]]]]:
+    """The search of :func:`beam_search`: per sentence, its finished hypotheses as
+    ``(Σ log p, len, tokens)`` in the order they finished (``len`` counts <eos>)."""
     _check_max_len(model, max_len)
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size={beam_size!r} must be a positive integer.")
-    check_length_penalty(length_penalty)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     batch, k = src.size(0), beam_size
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
+    finished: list[list[tuple[float, int, list[int]]]] = [[] for _ in range(batch)]
     done = [False] * batch
 
     with _inference(model):
@@ -242,7 +296,7 @@ def beam_search(
             new_scores = torch.full((batch, k), float("-inf"))
             new_beam = torch.zeros((batch, k), dtype=torch.long)
             new_token = torch.full((batch, k), eos_idx, dtype=torch.long)
-            norm = float(step + 1) ** length_penalty  # every candidate now has step+1 tokens
+            length = step + 1  # every candidate now has step+1 tokens, <eos> counted
             for b in range(batch):
                 if done[b]:
                     continue
@@ -255,10 +309,10 @@ def beam_search(
                     prefix = prefixes[b * k + beam]
                     if token == eos_idx:
                         if rank < k:  # only <eos> among the k best counts, as in fairseq
-                            finished[b].append((score / norm, prefix))
+                            finished[b].append((score, length, prefix))
                     elif live < k:
                         if last_step:  # out of steps: finish it without <eos>
-                            finished[b].append((score / norm, prefix + [token]))
+                            finished[b].append((score, length, prefix + [token]))
                         else:
                             new_scores[b, live] = score
                             new_beam[b, live] = beam
@@ -273,12 +327,4 @@ def beam_search(
             model.decoder.reorder_incremental_state(state, order)
             tokens = torch.cat([tokens[order], new_token.view(-1, 1).to(src.device)], dim=1)
             scores = new_scores.to(src.device)
-
-    results = []
-    for b in range(batch):
-        ranked = sorted(finished[b], key=lambda item: item[0], reverse=True)
-        if return_all:
-            results.append([(tokens_b, score) for score, tokens_b in ranked])
-        else:
-            results.append(ranked[0][1] if ranked else [])
-    return results
+    return finished

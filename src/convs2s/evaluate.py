@@ -71,13 +71,7 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     # checked before the work, not after the perplexity; None: the translator's own (final.pt's)
     alpha = translator._alpha(length_penalty)
     pairs = list(pairs)[:limit] if limit is not None else list(pairs)
-    keep = []
-    for source, target in pairs:
-        try:
-            translator._tokens(source)
-            keep.append((source, target))
-        except ValueError:
-            pass
+    keep = _fitting(translator, pairs)
     ds = TranslationDataset(keep, translator.src_tokenizer, translator.trg_tokenizer,
                             translator.src_vocab, translator.trg_vocab,
                             max_len=translator.max_positions)
@@ -101,6 +95,41 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
                                  "chrf_signature": scores.chrf_signature, "seconds": seconds,
                                  "sentences_per_s": len(sources) / max(seconds, 1e-9)}
     return result
+
+
+def _fitting(translator: Translator, pairs) -> list:
+    """The pairs whose source the translator can take (not empty, not too long)."""
+    keep = []
+    for source, target in pairs:
+        try:
+            translator._tokens(source)
+            keep.append((source, target))
+        except ValueError:
+            pass
+    return keep
+
+
+def score_alphas(translator: Translator, pairs, alphas, *, beam_size: int = 5) -> list[dict]:
+    """sacreBLEU and chrF of beam search at each length penalty in ``alphas``, from one search.
+
+    The same figures as ``evaluate(..., beam_sizes=[beam_size], length_penalty=alpha)`` for
+    each α (too-long sources skipped alike), for the cost of one beam search instead of one per
+    α (see :func:`convs2s.decode.beam_search_alphas`); no perplexity. One dict per α, in order:
+    ``{"alpha", "sacrebleu", "chrf", "sentences"}``.
+    """
+    alphas = list(alphas)
+    keep = _fitting(translator, list(pairs))
+    sources, refs = [s for s, _ in keep], [t for _, t in keep]
+    words = translator.pipeline.kind == "word"
+    per_alpha = translator.translate_token_lists_alphas(
+        [translator._tokens(s) for s in sources], alphas, beam_size=beam_size)
+    rows = []
+    for alpha, tokens in zip(alphas, per_alpha, strict=True):
+        scores = corpus_bleu([translator.detokenize(t) for t in tokens], refs,
+                             lang=translator.trg_lang, hyp_tokens=tokens if words else None)
+        rows.append({"alpha": alpha, "sacrebleu": scores.sacrebleu, "chrf": scores.chrf,
+                     "sentences": len(sources)})
+    return rows
 
 
 def check_writable(path: Path) -> None:

@@ -34,11 +34,11 @@ from pathlib import Path
 import torch
 
 from convs2s.checkpoint import Checkpoint, CheckpointError
-from convs2s.evaluate import evaluate
+from convs2s.evaluate import evaluate, score_alphas
 from convs2s.translate import Translator
 
-__all__ = ["ALPHAS", "FINAL", "SNAPSHOTS", "average", "choose", "estimate_seconds", "finalize",
-           "load_snapshots", "snapshot_path"]
+__all__ = ["ALPHAS", "FINAL", "SNAPSHOTS", "average", "choose", "estimate_costs", "finalize",
+           "load_snapshots", "reserve_seconds", "snapshot_path"]
 
 ALPHAS = (0.0, 0.5, 1.0, 1.5, 2.0)
 SNAPSHOTS = "snapshots"
@@ -91,11 +91,10 @@ def choose(best: Checkpoint, snapshots: list[tuple[dict, dict]], valid_pairs, *,
     best_state = {k: v.detach().to("cpu", copy=True)
                   for k, v in translator.model.state_dict().items()}
 
-    def score(weights: dict, beam_size: int, alpha: float = 1.0) -> dict:
+    def score(weights: dict, beam_size: int) -> dict:
         translator.model.load_state_dict(weights)
         translator.model.eval()
-        return evaluate(translator, valid_pairs, beam_sizes=[beam_size],
-                        length_penalty=alpha)
+        return evaluate(translator, valid_pairs, beam_sizes=[beam_size])
 
     candidates = [(1, [best.epoch], best_state)]
     for k in range(2, max_k + 1):
@@ -114,12 +113,15 @@ def choose(best: Checkpoint, snapshots: list[tuple[dict, dict]], valid_pairs, *,
     chosen = best_of(averages, "valid_sacrebleu_greedy", prefer=lambda r: r["k"])
     weights = next(w for k, _, w in candidates if k == chosen["k"])
 
+    # One beam search serves every α: the length penalty only re-ranks finished hypotheses.
+    translator.model.load_state_dict(weights)
+    translator.model.eval()
     scored = []
-    for alpha in alphas:
-        m = score(weights, beam, alpha)[f"beam{beam}"]
-        scored.append({"alpha": alpha, "valid_sacrebleu": m["sacrebleu"], "valid_chrf": m["chrf"]})
-        log(f"  beam {beam}, length penalty {alpha:.1f}: valid sacreBLEU {m['sacrebleu']:.2f}  "
-            f"chrF {m['chrf']:.2f}")
+    for m in score_alphas(translator, valid_pairs, alphas, beam_size=beam):
+        scored.append({"alpha": m["alpha"], "valid_sacrebleu": m["sacrebleu"],
+                       "valid_chrf": m["chrf"]})
+        log(f"  beam {beam}, length penalty {m['alpha']:.1f}: valid sacreBLEU "
+            f"{m['sacrebleu']:.2f}  chrF {m['chrf']:.2f}")
     alpha = best_of(scored, "valid_sacrebleu", prefer=lambda r: abs(r["alpha"] - 1.0))
     choices = {"k": chosen["k"], "epochs": chosen["epochs"], "length_penalty": alpha["alpha"],
                "beam": beam, "valid_sacrebleu": alpha["valid_sacrebleu"],
@@ -149,19 +151,27 @@ def finalize(folder: Path, valid_pairs, *, device=None, beam: int = 5,
     return path
 
 
-def estimate_seconds(translator: Translator, valid_pairs, *, candidates: int, alphas: int,
-                     beam: int = 5, sample: int = 32) -> float:
-    """How long :func:`choose` will take, from timing greedy and beam decoding of a few
-    validation sentences (a training run keeps this much of its time budget for it)."""
+def estimate_costs(translator: Translator, valid_pairs, *, beam: int = 5,
+                   sample: int = 32) -> dict:
+    """What :func:`choose` will cost, in seconds for the whole validation split, from timing
+    greedy and beam decoding of a few of its sentences: ``{"greedy": one candidate's scoring,
+    "beam": the length-penalty sweep}`` (one beam search serves every α). A training run
+    measures it once and keeps :func:`reserve_seconds` of its time budget for the choices."""
     pairs = list(valid_pairs)
     part = pairs[:sample]
     if not part:
-        return 0.0
+        return {"greedy": 0.0, "beam": 0.0}
     t0 = time.perf_counter()
     evaluate(translator, part, beam_sizes=[1])
     greedy = time.perf_counter() - t0
     t0 = time.perf_counter()
     evaluate(translator, part, beam_sizes=[beam])
     beamed = time.perf_counter() - t0
-    scale = len(pairs) / len(part)
-    return math.ceil((candidates * greedy + alphas * beamed) * scale * 1.1 + 5)
+    scale = len(pairs) / len(part) * 1.1  # 10% to spare
+    return {"greedy": greedy * scale, "beam": beamed * scale}
+
+
+def reserve_seconds(costs: dict, candidates: int) -> float:
+    """Seconds :func:`choose` needs with ``candidates`` weight candidates (best.pt and the
+    averages of the last 2 … k epochs), from :func:`estimate_costs`, plus 5 s of loading."""
+    return math.ceil(max(1, candidates) * costs["greedy"] + costs["beam"] + 5)

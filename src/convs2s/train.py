@@ -681,7 +681,7 @@ class Trainer:
         s, preset = self.state, self.preset
         if preset.max_steps is not None and s["step"] >= preset.max_steps:
             return "max_steps"
-        if preset.max_minutes and s["seconds"] + s.get("final_reserve", 0.0) >= \
+        if preset.max_minutes and s["seconds"] + self.final_reserve() >= \
                 60 * preset.max_minutes:  # (the final choices get the time they need)
             return "time budget"
         if s["bad_epochs"] >= preset.patience:
@@ -689,6 +689,16 @@ class Trainer:
         if s["epoch"] >= preset.epochs:
             return "epochs"
         return ""
+
+    def final_reserve(self) -> float:
+        """Seconds of the budget kept for the final choices if the run stopped now: one
+        candidate per finished epoch up to ``average_last`` (the snapshots that exist then)."""
+        s = self.state
+        costs = s.get("final_costs")
+        if not costs:
+            return s.get("final_reserve", 0.0)
+        candidates = min(max(s["epoch"], 1), max(self.preset.average_last, 1))
+        return final.reserve_seconds(costs, candidates)
 
     def run_epoch(self) -> None:
         """Train on the rest of the current epoch or until a limit; at its end validate; save."""
@@ -855,14 +865,16 @@ class Trainer:
         translator = Translator(self.model, self.src_vocab, self.trg_vocab,
                                 pipeline=self.pipeline, device=self.device)
         try:
-            s["final_reserve"] = final.estimate_seconds(
-                translator, self.valid_pairs, candidates=preset.average_last,
-                alphas=len(final.ALPHAS), beam=preset.final_beam)
+            s["final_costs"] = final.estimate_costs(translator, self.valid_pairs,
+                                                    beam=preset.final_beam)
+            s["final_reserve"] = final.reserve_seconds(s["final_costs"], preset.average_last)
         finally:
             self.model.train()
         s["seconds"] = self._start_seconds + time.monotonic() - self._start
-        self.say(f"keeping {s['final_reserve']:.0f} s of the time budget for the final model's "
-                 "choices")
+        costs = s["final_costs"]
+        self.say(f"keeping time for the final model's choices: {costs['greedy']:.0f} s per "
+                 f"weight candidate (up to {preset.average_last}, one per finished epoch) and "
+                 f"{costs['beam']:.0f} s for the length-penalty sweep")
 
     def checkpoint(self, rng: dict | None = None) -> Checkpoint:
         """What a checkpoint holds: the model, vocabularies, settings, data and train state."""

@@ -44,7 +44,7 @@ import torch
 from convs2s.checkpoint import Checkpoint, CheckpointError, check_parts, check_pipeline
 from convs2s.config import check_device
 from convs2s.data import LANGUAGE_NAMES, Vocab, check_length, detokenize
-from convs2s.decode import beam_search, check_length_penalty, greedy_decode
+from convs2s.decode import beam_search, beam_search_alphas, check_length_penalty, greedy_decode
 from convs2s.model import ConvS2S
 from convs2s.stopping import Terminated, run_command, say
 from convs2s.subword import TextPipeline
@@ -194,6 +194,26 @@ class Translator:
                 ids = beam_search(self.model, src, beam_size=beam_size,
                                   length_penalty=length_penalty, **kw)
             out.extend(v.decode(x) for x in ids)
+        return out
+
+    def translate_token_lists_alphas(self, token_lists: Sequence[list[str]], alphas, *,
+                                     beam_size: int = 5, max_len: int | None = None,
+                                     batch_size: int = 64) -> list[list[list[str]]]:
+        """:meth:`translate_token_lists` with beam search for every length penalty in
+        ``alphas`` (one list of outputs per α, in that order), from one search per batch
+        (:func:`convs2s.decode.beam_search_alphas`)."""
+        _positive_int(batch_size, "batch_size")
+        _positive_int(beam_size, "beam_size")
+        alphas = [check_length_penalty(a) for a in alphas]
+        out: list[list[list[str]]] = [[] for _ in alphas]
+        v = self.trg_vocab
+        for i in range(0, len(token_lists), batch_size):
+            src = self._batch(token_lists[i: i + batch_size])
+            per_alpha = beam_search_alphas(self.model, src, alphas=alphas, beam_size=beam_size,
+                                           max_len=self._max_len(max_len), bos_idx=v.bos_idx,
+                                           eos_idx=v.eos_idx, pad_idx=v.pad_idx)
+            for j, ids in enumerate(per_alpha):
+                out[j].extend(v.decode(x) for x in ids)
         return out
 
     def translate(self, sentences: str | Sequence[str], *, beam_size: int = 5,
