@@ -121,8 +121,7 @@ def score_alphas(translator: Translator, pairs, alphas, *, beam_size: int = 5) -
     keep = _fitting(translator, list(pairs))
     sources, refs = [s for s, _ in keep], [t for _, t in keep]
     words = translator.pipeline.kind == "word"
-    per_alpha = translator.translate_token_lists_alphas(
-        [translator._tokens(s) for s in sources], alphas, beam_size=beam_size)
+    per_alpha = translator.translate_tokens_alphas(sources, alphas, beam_size=beam_size)
     rows = []
     for alpha, tokens in zip(alphas, per_alpha, strict=True):
         scores = corpus_bleu([translator.detokenize(t) for t in tokens], refs,

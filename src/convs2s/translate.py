@@ -196,6 +196,16 @@ class Translator:
             out.extend(v.decode(x) for x in ids)
         return out
 
+    def translate_tokens_alphas(self, sentences: Sequence[str], alphas, *, beam_size: int = 5,
+                                max_len: int | None = None,
+                                batch_size: int = 64) -> list[list[list[str]]]:
+        """:meth:`translate_tokens` with beam search at every length penalty in ``alphas``: one
+        list of outputs per α, in that order, from one search (α only re-ranks the finished
+        hypotheses; :func:`convs2s.decode.beam_search_alphas`)."""
+        token_lists = [self._tokens(s) for s in sentences]
+        return self.translate_token_lists_alphas(token_lists, alphas, beam_size=beam_size,
+                                                 max_len=max_len, batch_size=batch_size)
+
     def translate_token_lists_alphas(self, token_lists: Sequence[list[str]], alphas, *,
                                      beam_size: int = 5, max_len: int | None = None,
                                      batch_size: int = 64) -> list[list[list[str]]]:
