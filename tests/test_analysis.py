@@ -322,3 +322,19 @@ def test_find_checkpoint_takes_a_runs_final_model_before_its_best_pt(tmp_path):
     (tmp_path / "05_gpu_subword").mkdir()
     (tmp_path / "05_gpu_subword" / "best.pt").write_bytes(b"x")  # the search order still rules
     assert analysis.find_checkpoint(False, root=tmp_path) == tmp_path / "05_gpu_subword/best.pt"
+
+
+def test_convs2s_checkpoint_names_the_model_instead_of_the_search(tmp_path, monkeypatch):
+    own = tmp_path / "mine.pt"
+    own.write_bytes(b"x")
+    (tmp_path / "05_quick_subword").mkdir()
+    (tmp_path / "05_quick_subword" / "final.pt").write_bytes(b"x")
+    monkeypatch.setenv("CONVS2S_CHECKPOINT", str(own))
+    assert analysis.find_checkpoint(True, root=tmp_path) == own
+    for wrong, what in ((tmp_path / "missing.pt", "not a file"), (tmp_path, "a folder")):
+        monkeypatch.setenv("CONVS2S_CHECKPOINT", str(wrong))
+        with pytest.raises(ValueError, match=f"CONVS2S_CHECKPOINT=.* is {what}: name a "
+                                             "checkpoint file"):
+            analysis.find_checkpoint(True, root=tmp_path)
+    monkeypatch.setenv("CONVS2S_CHECKPOINT", "  ")  # blank: the search as before
+    assert analysis.find_checkpoint(True, root=tmp_path) == tmp_path / "05_quick_subword/final.pt"

@@ -301,6 +301,26 @@ def test_screenshots_cli_refuses_a_bad_out_in_one_line(tmp_path, capsys):
     assert a_file.read_text() == "not a folder"
 
 
+def test_screenshots_cli_refuses_a_checkpoint_that_is_not_a_file(tmp_path, capsys):
+    """--checkpoint (notebook 06's trained model for the README picture) is checked first."""
+    if screenshots.browser_unavailable():
+        pytest.skip("the browser check comes first; covered where a browser exists")
+    for wrong in (tmp_path / "missing.pt", tmp_path):
+        assert screenshots.main(["--out", str(tmp_path / "images"),
+                                 "--checkpoint", str(wrong)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is not a file: name a checkpoint" in err[0]
+    assert not (tmp_path / "images").exists()  # nothing made
+
+
+def test_the_lab_drops_a_checkpoint_the_caller_did_not_give(tmp_path, monkeypatch):
+    """A CONVS2S_CHECKPOINT in the developer's shell does not leak into the tests' lab."""
+    monkeypatch.setenv("CONVS2S_CHECKPOINT", "/somewhere/final.pt")
+    assert "CONVS2S_CHECKPOINT" not in screenshots.JupyterLab(tmp_path, tmp_path).environment()
+    lab = screenshots.JupyterLab(tmp_path, tmp_path, env={"CONVS2S_CHECKPOINT": "/m/final.pt"})
+    assert lab.environment()["CONVS2S_CHECKPOINT"] == "/m/final.pt"
+
+
 def test_every_widget_has_a_screenshot_stage():
     """`make images` knows how to pose every widget it finds (a new widget needs its stage)."""
     assert set(screenshots.STAGES) == set(WIDGETS)

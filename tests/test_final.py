@@ -106,6 +106,7 @@ def test_an_interrupted_run_resumes_and_still_ends_with_final_pt(tmp_path, monke
 
 def test_the_time_budget_keeps_room_for_the_final_choices():
     t = train_mod.Trainer.__new__(train_mod.Trainer)  # the stopping rule alone, on a state
+    t.dist = train_mod._Distributed(torch.device("cpu"))  # one process
     t.preset = dataclasses.replace(TINY, max_minutes=1)
     t.state = {"step": 5, "seconds": 50.0, "final_reserve": 0.0, "bad_epochs": 0, "epoch": 1}
     assert t.should_stop() == ""
@@ -125,6 +126,7 @@ def test_the_reserve_counts_only_the_candidates_the_finished_epochs_give():
     """After 1 epoch, stopping leaves best.pt alone to score; after 2, best.pt and one
     average; never more than average_last candidates. The α sweep is one beam search."""
     t = train_mod.Trainer.__new__(train_mod.Trainer)
+    t.dist = train_mod._Distributed(torch.device("cpu"))
     t.preset = dataclasses.replace(TINY, max_minutes=1, average_last=3)
     costs = {"greedy": 4.0, "beam": 10.0}
     reserves = []

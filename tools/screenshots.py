@@ -210,6 +210,7 @@ class JupyterLab:
         dirs = self.state_dirs
         env = dict(os.environ)
         env.pop("MPLBACKEND", None)
+        env.pop("CONVS2S_CHECKPOINT", None)  # notebook 06's model: only what ``env`` names
         data_dir = env.get("CONVS2S_DATA_DIR", "").strip()
         if data_dir:
             env["CONVS2S_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
@@ -726,11 +727,21 @@ STAGES: dict[str, Callable[[NotebookPage, object], None]] = {
 
 
 def capture(names: list[str], notebooks: Path, work_dir: Path,
-            log: Callable[[str], None] = print) -> dict[str, bytes]:
-    """Run each named widget's notebook in JupyterLab and screenshot the widget: {name: PNG}."""
+            log: Callable[[str], None] = print,
+            checkpoint: Path | None = None) -> dict[str, bytes]:
+    """Run each named widget's notebook in JupyterLab and screenshot the widget: {name: PNG}.
+
+    ``checkpoint``: the model notebook 06 translates with (``CONVS2S_CHECKPOINT``, copied into
+    ``work_dir``); None: the quick model the notebook trains for itself."""
     shots: dict[str, bytes] = {}
     copy = copy_notebooks(notebooks, work_dir / "notebooks")
-    with JupyterLab(copy, work_dir / "lab") as lab, Browser() as browser:
+    env = {}
+    if checkpoint is not None:
+        model = work_dir / "model" / Path(checkpoint).name
+        model.parent.mkdir()
+        shutil.copyfile(checkpoint, model)
+        env["CONVS2S_CHECKPOINT"] = str(model)
+    with JupyterLab(copy, work_dir / "lab", env=env) as lab, Browser() as browser:
         for name in names:
             spec = WIDGETS[name]
             with browser.notebook(lab, spec.notebook) as nb:
@@ -777,11 +788,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", default="notebooks", help="the course's notebooks folder")
     parser.add_argument("--only", action="append", choices=sorted(WIDGETS),
                         help="capture only this widget (repeatable)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="the trained model notebook 06's translator uses (e.g. "
+                             "notebooks/runs/05_cpu_subword/final.pt); default: the quick model "
+                             "the notebook trains itself, which translates badly")
     args = parser.parse_args(argv)
     names = args.only or list(WIDGETS)
     notebooks, out = Path(args.notebooks), Path(args.out)
+    checkpoint = Path(args.checkpoint) if args.checkpoint else None
     # Every mistake is reported before minutes of work: one line, exit status 2.
     problem = _out_problem(out) or browser_unavailable()
+    if not problem and checkpoint is not None and not checkpoint.is_file():
+        problem = f"--checkpoint {checkpoint} is not a file: name a checkpoint such as " \
+                  "notebooks/runs/05_cpu_subword/final.pt"
     missing = [WIDGETS[n].notebook for n in names if not (notebooks / WIDGETS[n].notebook).exists()]
     if not problem and missing:
         problem = f"not in {notebooks}: {', '.join(missing)}"
@@ -790,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="convs2s-screenshots-") as tmp:
-        shots = capture(names, notebooks, Path(tmp))
+        shots = capture(names, notebooks, Path(tmp), checkpoint=checkpoint)
     # Only now, with every screenshot taken, replace the old images (each atomically).
     for name, png in shots.items():
         write_atomically(out / WIDGETS[name].image, png)

@@ -95,7 +95,18 @@ def find_best_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> 
 def find_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> Path | None:
     """The model the first run in :func:`checkpoint_search_order` ended with: its ``final.pt``
     (the last epochs averaged and the length penalty chosen on validation, see
-    :mod:`convs2s.final`) where it made one, else its ``best.pt``; None if there is no run."""
+    :mod:`convs2s.final`) where it made one, else its ``best.pt``; None if there is no run.
+
+    ``CONVS2S_CHECKPOINT`` names a checkpoint file to use instead of searching (your own run,
+    or a trained model for a quick-mode notebook); ``ValueError`` if it is not a file."""
+    chosen = os.environ.get("CONVS2S_CHECKPOINT", "").strip()
+    if chosen:
+        path = Path(chosen).expanduser()
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "not a file"
+            raise ValueError(f"CONVS2S_CHECKPOINT={chosen!r} is {what}: name a checkpoint file "
+                             "such as runs/05_cpu_subword/final.pt, or unset it.")
+        return path
     for name in checkpoint_search_order(quick):
         for file in ("final.pt", "best.pt"):
             path = run_dir(name, root) / file

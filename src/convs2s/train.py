@@ -372,6 +372,10 @@ def build_model(preset: Preset, src_vocab: Vocab, trg_vocab: Vocab) -> ConvS2S:
                    trg_pad_idx=trg_vocab.pad_idx, **preset.model_kwargs())
 
 
+STOP_REASONS = ("", "epochs", "early stop", "time budget", "max_steps")
+"""Why :meth:`Trainer.should_stop` stops a run, in rising precedence when processes differ."""
+
+
 class _Distributed:
     """torchrun's environment, or a single process."""
 
@@ -395,6 +399,17 @@ class _Distributed:
     @property
     def main(self) -> bool:
         return self.rank == 0
+
+    def agree(self, reason: str) -> str:
+        """One stopping decision for every process: the first of ``STOP_REASONS`` any of them
+        gives (``""``: all go on). Each process times its own run, and only the main one keeps
+        time for the final choices, so left alone they would stop at different steps and the
+        others would wait forever in the next gradient all-reduce."""
+        if not self.active:
+            return reason
+        code = torch.tensor([STOP_REASONS.index(reason)], device=self.device)
+        torch.distributed.all_reduce(code, op=torch.distributed.ReduceOp.MAX)
+        return STOP_REASONS[int(code.item())]
 
     def close(self) -> None:
         if self.started_here and torch.distributed.is_initialized():
@@ -677,7 +692,12 @@ class Trainer:
         return stop
 
     def should_stop(self) -> str:
-        """Why training must stop now ("" to go on): a step or time limit, a plateau, the end."""
+        """Why training must stop now ("" to go on): a step or time limit, a plateau, the end;
+        under torchrun, the same answer in every process (:meth:`_Distributed.agree`)."""
+        return self.dist.agree(self._stop_here())
+
+    def _stop_here(self) -> str:
+        """:meth:`should_stop` as this process sees it."""
         s, preset = self.state, self.preset
         if preset.max_steps is not None and s["step"] >= preset.max_steps:
             return "max_steps"
