@@ -76,3 +76,31 @@ def test_a_real_sigterm_to_a_benchmark_is_one_line_and_exit_143():
     assert proc.returncode == 143
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "stopped by SIGTERM" in err
+
+
+def test_train_step_benchmark_profiles_and_compares_both_convolutions(tmp_path):
+    """A tiny run of benchmarks/train_step.py: both variants timed, the ratio and the profile
+    written; the figures themselves are for a quiet machine, not for a test."""
+    out = tmp_path / "step.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "train_step.py"), "--preset", "quick_subword",
+         "--steps", "2", "--profile-steps", "1", "--vocab", "50", "--src-len", "5",
+         "--trg-len", "6", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    report = json.loads(out.read_text())
+    assert set(report["median_ms"]) == {"conv1d", "matmul"}
+    assert report["ratio_matmul_over_conv1d"] > 0 and report["step_gflop"] > 0
+    assert "matmul / conv1d step time" in proc.stdout
+    assert report["profile"]["conv1d"] and report["profile"]["matmul"]
+    ops = {r["op"] for r in report["profile"]["conv1d"]}  # the patched path really ran conv1d
+    assert any("convolution" in op for op in ops), ops
+
+
+def test_train_step_benchmark_refuses_bad_sizes_in_one_line():
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "train_step.py"), "--steps", "0"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 2 and "--steps must be at least 1" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -12,7 +12,13 @@ import torch.nn.functional as F
 
 from convs2s.decoder import Decoder
 from convs2s.encoder import Encoder
-from convs2s.layers import ConvGLUBlock, grad_multiply, make_conv1d, make_linear
+from convs2s.layers import (
+    ConvGLUBlock,
+    conv_as_matmul,
+    grad_multiply,
+    make_conv1d,
+    make_linear,
+)
 from convs2s.model import ConvS2S, count_parameters
 
 PAD, BOS, EOS = 0, 1, 2
@@ -65,6 +71,27 @@ def test_conv_glu_block_matches_its_definition():
     a, b = a_b[:, :8], a_b[:, 8:]
     expected = (a * torch.sigmoid(b) + x) * math.sqrt(0.5)
     torch.testing.assert_close(block(x), expected)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+@pytest.mark.parametrize("length", [1, 7])
+def test_conv_as_matmul_is_conv1d_values_and_gradients(k, length):
+    """The block's convolution as one matrix product over windows: conv1d's numbers (up to
+    float rounding) and conv1d's gradients for the input, the kernel and the bias."""
+    torch.manual_seed(k)
+    h = torch.randn(3, 6, length + k - 1, requires_grad=True)
+    weight = torch.randn(10, 6, k, requires_grad=True)
+    bias = torch.randn(10, requires_grad=True)
+    grad = torch.randn(3, 10, length)
+    expected = F.conv1d(h, weight, bias)
+    got = conv_as_matmul(h, weight, bias)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    want = torch.autograd.grad(expected, (h, weight, bias), grad)
+    have = torch.autograd.grad(got, (h, weight, bias), grad)
+    for a, b in zip(have, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    shifted = conv_as_matmul(h, weight.roll(1, dims=2), bias)  # the kernel's order matters
+    assert not torch.allclose(shifted, expected, atol=1e-3) or k == 1
 
 
 def test_causal_block_output_depends_only_on_past():

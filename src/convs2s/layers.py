@@ -173,6 +173,31 @@ def grad_multiply(x: Tensor, scale: float) -> Tensor:
 
 
 # --------------------------------------------------------------------------------------------
+# A convolution as a matrix product
+# --------------------------------------------------------------------------------------------
+
+
+def conv_as_matmul(h: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``F.conv1d(h, weight, bias)`` (stride 1, no padding) as one matrix product ("im2col").
+
+    Output position t of a width-k convolution is a linear function of the window
+    ``h[:, :, t : t + k]``: flatten every window into one row of ``channels · k`` numbers and
+    the kernel into a ``[out_channels, channels · k]`` matrix, and all positions of all
+    sentences are one ``F.linear``. The same sums as the convolution, added in another order
+    (so equal up to float rounding, ~1e-7 relative). A training step of the ``cpu_subword``
+    preset measured 10% faster with it on a 2-core CPU, whose convolution backward pass is
+    slower than its matrix products; fairseq computes its convolutions as matrix products too
+    (``ConvTBC``, and ``LinearizedConvolution`` for one new position when decoding).
+    """
+    # h = [batch, channels, len + k - 1]; weight = [out_channels, channels, k]
+    k = weight.size(2)
+    windows = h.transpose(1, 2).unfold(1, k, 1)  # windows = [batch, len, channels, k]
+    windows = windows.reshape(h.size(0), windows.size(1), -1)  # [batch, len, channels * k]
+    out = F.linear(windows, weight.reshape(weight.size(0), -1), bias)  # [batch, len, out]
+    return out.transpose(1, 2)  # out = [batch, out_channels, len]
+
+
+# --------------------------------------------------------------------------------------------
 # The convolutional block (paper §3.2)
 # --------------------------------------------------------------------------------------------
 
@@ -268,14 +293,11 @@ class ConvGLUBlock(nn.Module):
             if self.padding != "causal":
                 raise ValueError("history (incremental decoding) needs padding='causal'.")
             h = torch.cat([history, h], dim=2)  # the real past replaces the zero padding
-        if history is not None and x.size(2) == 1 and self._linearizable():
-            # One new position (incremental decoding): the window h = [batch, hid_dim, k] gives
-            # one output, a single matrix product with the kernel flattened the same way
-            # (fairseq's LinearizedConvolution does this too). Same numbers as self.conv(h),
-            # but several times faster on a CPU than a convolution over a length-k input.
-            w = self.conv.weight  # w = [2 * hid_dim, hid_dim, k]
-            h = F.linear(h.reshape(h.size(0), -1), w.reshape(w.size(0), -1), self.conv.bias)
-            h = h.unsqueeze(2)  # h = [batch, 2 * hid_dim, 1]
+        if self._linearizable():
+            # The same convolution as self.conv(h), computed as one matrix product over the
+            # k-wide windows of h (see conv_as_matmul): faster on a CPU, for a whole sentence
+            # in training and for the single new position of incremental decoding alike.
+            h = conv_as_matmul(h, self.conv.weight, self.conv.bias)  # [batch, 2 * hid, len]
         else:
             h = self.conv(h)  # h = [batch, 2 * hid_dim, len]
         h = F.glu(h, dim=1)  # h = [batch, hid_dim, len]
@@ -287,7 +309,8 @@ class ConvGLUBlock(nn.Module):
         # a plain (possibly weight-normed) Conv1d; a variant's convolution (see
         # convs2s.variants) keeps its own forward
         conv = self.conv
-        return isinstance(conv, nn.Conv1d) and conv.groups == 1 and conv.dilation == (1,)
+        return (isinstance(conv, nn.Conv1d) and conv.groups == 1 and conv.dilation == (1,)
+                and conv.stride == (1,) and conv.padding == (0,))
 
     def empty_history(self, x: Tensor) -> Tensor:
         """The history at the start of a sentence: k-1 zeros, exactly the causal padding."""
