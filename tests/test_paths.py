@@ -9,6 +9,7 @@ import torch
 
 from convs2s.baselines import RNNAttentionSeq2Seq
 from convs2s.encoder import Encoder
+from convs2s.layers import ConvGLUBlock
 from convs2s.model import ConvS2S
 from convs2s.paths import (
     conv_path_length,
@@ -150,11 +151,11 @@ def test_count_calls_measures_the_sequential_steps_of_a_training_step():
                    max_positions=64, src_pad_idx=1, trg_pad_idx=1)
     for n in (5, 12, 30):
         rnn_calls = count_calls(rnn.decoder, torch.nn.GRUCell, _training_step(rnn, n))
-        conv_calls = count_calls(conv.decoder, torch.nn.Conv1d, _training_step(conv, n))
+        conv_calls = count_calls(conv.decoder, ConvGLUBlock, _training_step(conv, n))
         assert rnn_calls == {"forward": n, "backward": n}  # one GRU step per target word
         assert conv_calls == {"forward": 3, "backward": 3}  # one convolution per layer
         steps = sequential_steps("conv", 7, n, enc_layers=2, dec_layers=3)
-        assert count_calls(conv, torch.nn.Conv1d, _training_step(conv, n))["forward"] == steps
+        assert count_calls(conv, ConvGLUBlock, _training_step(conv, n))["forward"] == steps
 
 
 def test_count_calls_removes_its_hooks_also_on_error():

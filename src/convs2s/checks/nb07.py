@@ -67,8 +67,10 @@ _DEC_LAYERS = 3
 
 
 def _measured_training_steps() -> dict[str, list[int]]:
-    """Forward + backward calls of the decoder's GRUCell / convolutions in one training step."""
+    """Forward + backward calls of the decoder's GRUCell / convolutional blocks (one
+    convolution each) in one training step."""
     from convs2s.baselines import RNNAttentionSeq2Seq
+    from convs2s.layers import ConvGLUBlock  # one convolution each
     from convs2s.model import ConvS2S
     from convs2s.paths import count_calls
     from convs2s.train import sequence_loss
@@ -84,7 +86,7 @@ def _measured_training_steps() -> dict[str, list[int]]:
         src = torch.randint(2, 30, (2, 9), generator=g)  # src = [2, 9]
         trg = torch.randint(2, 30, (2, n + 1), generator=g)  # trg = [2, n + 1]
         for name, model, cell in (("GRU + attention", rnn, nn.GRUCell),
-                                  ("ConvS2S", conv, nn.Conv1d)):
+                                  ("ConvS2S", conv, ConvGLUBlock)):
 
             def step(model=model, src=src, trg=trg):
                 logits, _ = model(src, trg[:, :-1])  # logits = [2, n, 30]
