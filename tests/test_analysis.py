@@ -338,3 +338,30 @@ def test_convs2s_checkpoint_names_the_model_instead_of_the_search(tmp_path, monk
             analysis.find_checkpoint(True, root=tmp_path)
     monkeypatch.setenv("CONVS2S_CHECKPOINT", "  ")  # blank: the search as before
     assert analysis.find_checkpoint(True, root=tmp_path) == tmp_path / "05_quick_subword/final.pt"
+
+
+def test_attention_by_epoch_figure_keeps_titles_clear_of_the_labels_above():
+    """Notebook 05's widget with a long sentence stacks one heatmap per row: each layer's
+    title must not overlap the x labels of the heatmap above, however small the figure the
+    widget passes in (the README's picture once showed "layer 2" over "source token")."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    src = [f"▁wort{i}" for i in range(20)]
+    trg = [f"▁word{i}" for i in range(18)] + ["<eos>"]
+    maps = torch.softmax(torch.randn(3, len(trg), len(src)), dim=-1)
+    history = [{"epoch": 1, "valid_loss": 4.2, "attention": maps.tolist()}]
+    fig = plt.figure(figsize=(4, 3))  # what a widget might hand in
+    fig = analysis.plot_attention_epoch(history, {"src": src, "trg": trg}, 0, fig=fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    heatmaps = sorted((ax for ax in fig.axes if ax.get_title().startswith("layer")),
+                      key=lambda ax: -ax.get_position().y0)
+    assert len(heatmaps) == 3 and len({round(ax.get_position().y0, 3) for ax in heatmaps}) == 3
+    for above, below in zip(heatmaps, heatmaps[1:], strict=False):
+        title = below.title.get_window_extent(renderer)
+        label = above.xaxis.label.get_window_extent(renderer)
+        ticks = above.xaxis.get_tightbbox(renderer)
+        assert title.y1 <= min(label.y0, ticks.y0) + 1, (title, label, ticks)
+    plt.close(fig)

@@ -140,10 +140,22 @@ def plot_attention_epoch(history: Sequence[dict], watched: dict, index: int, *, 
         raise ValueError(f"index must be from 0 to {len(epochs) - 1}, not {index!r}.")
     epoch, maps = epochs[index]
     row = next(r for r in history if r.get("epoch") == epoch)
-    if fig is not None:
+    import matplotlib.pyplot as plt
+
+    if fig is None:
+        fig = plt.figure()
+    else:
         fig.clf()  # a widget redraws into the same figure
-    layers = maps.shape[0]
-    ncols = min(layers, max(1, int(max_width // max(0.28 * maps.shape[2] + 1.0, 1.9))))
+    # as the translator's widget: constrained layout leaves room for the rotated token labels,
+    # the colour bar and the titles, and the figure gets the size its heatmaps need
+    fig.set_layout_engine("constrained")
+    layers, trg_len, src_len = maps.shape
+    cell = 0.28  # inches per token
+    ncols = min(layers, max(1, int(max_width // max(cell * src_len + 1.0, 1.9))))
+    nrows = math.ceil(layers / ncols)
+    label_room = 0.09 * max(len(t) for t in watched["src"]) + 0.6  # rotated source labels
+    fig.set_size_inches(max(2.5, cell * src_len + 1.2) * ncols,
+                        (max(1.5, cell * trg_len) + label_room) * nrows + 0.5)
     fig = plot_attention_grid(maps, watched["src"], watched["trg"], fig=fig, ncols=ncols,
                               titles=[f"layer {i + 1}" for i in range(layers)])
     fig.suptitle(f"epoch {epoch} of {epochs[-1][0]}: validation loss {row['valid_loss']:.3f}")
