@@ -154,7 +154,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/decoding.py --device cpu --json $(RESULTS)/decoding_cpu.json
 	$(PY) benchmarks/memory.py --preset cpu --device cpu --json $(RESULTS)/memory_cpu.json
 	$(PY) benchmarks/speed.py --preset cpu --device cpu --json $(RESULTS)/speed_cpu.json
-	$(PY) benchmarks/train_step.py --preset cpu_subword --steps 20 --json $(RESULTS)/train_step_cpu_subword.json
+	$(PY) benchmarks/train_step.py --preset cpu_subword --batches real --steps 20 --json $(RESULTS)/train_step_cpu_subword.json
 	$(PY) benchmarks/quality.py --preset quick --device cpu --overwrite --out runs/bench_quick \
 		--json $(RESULTS)/quality_quick.json
 	$(PY) benchmarks/ci_time.py --json $(RESULTS)/ci_time.json

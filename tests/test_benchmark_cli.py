@@ -78,24 +78,29 @@ def test_a_real_sigterm_to_a_benchmark_is_one_line_and_exit_143():
     assert "stopped by SIGTERM" in err
 
 
-def test_train_step_benchmark_profiles_and_compares_both_convolutions(tmp_path):
-    """A tiny run of benchmarks/train_step.py: both variants timed, the ratio and the profile
-    written; the figures themselves are for a quiet machine, not for a test."""
+def test_train_step_benchmark_profiles_and_compares_the_three_steps(tmp_path):
+    """A tiny run of benchmarks/train_step.py on synthetic padded batches: the three steps
+    timed, the ratios and the profiles written, and the step that skips padding's output layer
+    counts less arithmetic; the figures themselves are for a quiet machine, not for a test."""
     out = tmp_path / "step.json"
     proc = subprocess.run(
         [sys.executable, str(BENCHMARKS / "train_step.py"), "--preset", "quick_subword",
-         "--steps", "2", "--profile-steps", "1", "--vocab", "50", "--src-len", "5",
-         "--trg-len", "6", "--json", str(out)],
+         "--batches", "synthetic", "--steps", "2", "--profile-steps", "1", "--vocab", "50",
+         "--src-len", "5", "--trg-len", "6", "--pad-share", "0.5", "--json", str(out)],
         capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     import json
 
     report = json.loads(out.read_text())
-    assert set(report["median_ms"]) == {"conv1d", "matmul"}
-    assert report["ratio_matmul_over_conv1d"] > 0 and report["step_gflop"] > 0
-    assert "matmul / conv1d step time" in proc.stdout
-    assert report["profile"]["conv1d"] and report["profile"]["matmul"]
-    ops = {r["op"] for r in report["profile"]["conv1d"]}  # the patched path really ran conv1d
+    assert set(report["median_ms"]) == {"before", "matmul", "now"}
+    assert set(report["ratio_over_before"]) == {"matmul", "now"}
+    assert all(r > 0 for r in report["ratio_over_before"].values())
+    assert "now / before step time" in proc.stdout
+    assert 0 < report["padding_share"] < 0.5
+    gflop = report["step_gflop"]
+    assert gflop["now"] < gflop["matmul"] == gflop["before"]
+    assert report["profile"]["before"] and report["profile"]["now"]
+    ops = {r["op"] for r in report["profile"]["before"]}  # the patched path really ran conv1d
     assert any("convolution" in op for op in ops), ops
 
 

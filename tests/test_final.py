@@ -80,7 +80,7 @@ def test_a_new_run_refuses_a_folder_with_final_pt_or_snapshots(tmp_path):
 
 def test_an_interrupted_run_resumes_and_still_ends_with_final_pt(tmp_path, monkeypatch):
     out, calls = tmp_path / "run", {"n": 0}
-    real = train_mod.sequence_loss
+    real = train_mod.next_token_loss
 
     def interrupting(*a, **k):
         calls["n"] += 1
@@ -88,7 +88,7 @@ def test_an_interrupted_run_resumes_and_still_ends_with_final_pt(tmp_path, monke
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(train_mod, "sequence_loss", interrupting)
+    monkeypatch.setattr(train_mod, "next_token_loss", interrupting)
     with pytest.raises(KeyboardInterrupt):
         _run(out)
     assert not (out / "final.pt").exists()

@@ -252,11 +252,11 @@ def test_item11_sigterm_to_quality_is_one_line_and_exit_143(tmp_path):
         data = {{"train": TINY_PAIRS * 2, "valid": TINY_PAIRS[:4], "test": TINY_PAIRS[4:8]}}
         quality.load_multi30k = lambda *a, **k: data
         train_mod.PRESETS["tiny"] = TINY.__class__(**{{**TINY.__dict__, "epochs": 1000}})
-        real = train_mod.sequence_loss
+        real = train_mod.next_token_loss
         def loss(*a, **k):
             print("training", flush=True)
             return real(*a, **k)
-        train_mod.sequence_loss = loss
+        train_mod.next_token_loss = loss
         sys.exit(quality.run_main(lambda: quality.main([  # as its __main__ does
             "--preset", "tiny", "--out", {str(tmp_path / 'run')!r}, "--device", "cpu"])))
     """)

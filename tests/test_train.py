@@ -69,7 +69,7 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path):
 
 def test_ctrl_c_saves_last_checkpoint_and_resume_continues(tmp_path, monkeypatch):
     full = _run(tmp_path / "full")
-    real_loss, calls = train_mod.sequence_loss, {"n": 0}
+    real_loss, calls = train_mod.next_token_loss, {"n": 0}
 
     def interrupting_loss(*args, **kw):
         calls["n"] += 1
@@ -77,11 +77,11 @@ def test_ctrl_c_saves_last_checkpoint_and_resume_continues(tmp_path, monkeypatch
             raise KeyboardInterrupt
         return real_loss(*args, **kw)
 
-    monkeypatch.setattr(train_mod, "sequence_loss", interrupting_loss)
+    monkeypatch.setattr(train_mod, "next_token_loss", interrupting_loss)
     with pytest.raises(KeyboardInterrupt):
         _run(tmp_path / "stopped")
     assert load_checkpoint(tmp_path / "stopped" / "last.pt")["train_state"]["step"] == 2
-    monkeypatch.setattr(train_mod, "sequence_loss", real_loss)
+    monkeypatch.setattr(train_mod, "next_token_loss", real_loss)
     resumed = _run(tmp_path / "stopped", resume=True)
     _same_weights(resumed.model, full.model)
 
@@ -90,14 +90,14 @@ def test_nan_loss_stops_with_step_and_keeps_checkpoint(tmp_path, monkeypatch):
     out = tmp_path / "run"
     _run(out, dataclasses.replace(TINY, epochs=1))
     before = (out / "last.pt").read_bytes()
-    real_loss, calls = train_mod.sequence_loss, {"n": 0}
+    real_loss, calls = train_mod.next_token_loss, {"n": 0}
 
     def nan_on_third(*args, **kw):
         calls["n"] += 1
         loss = real_loss(*args, **kw)
         return loss * float("nan") if calls["n"] == 3 else loss
 
-    monkeypatch.setattr(train_mod, "sequence_loss", nan_on_third)
+    monkeypatch.setattr(train_mod, "next_token_loss", nan_on_third)
     with pytest.raises(FloatingPointError, match=r"became nan at step \d+ .*last good checkpoints"):
         _run(out, resume=True)
     assert (out / "last.pt").read_bytes() == before

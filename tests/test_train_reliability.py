@@ -60,13 +60,13 @@ def cli(monkeypatch, tmp_path):
     monkeypatch.setitem(PRESETS, "quick", dataclasses.replace(TINY, epochs=2))
     monkeypatch.setattr(train_mod, "load_multi30k", lambda *a, **k: DATA)
     steps = {"n": 0}
-    real_loss = train_mod.sequence_loss
+    real_loss = train_mod.next_token_loss
 
     def counting_loss(*a, **k):
         steps["n"] += 1
         return real_loss(*a, **k)
 
-    monkeypatch.setattr(train_mod, "sequence_loss", counting_loss)
+    monkeypatch.setattr(train_mod, "next_token_loss", counting_loss)
 
     def main(*args):
         return train_mod.main(["--preset", "quick", "--no-progress", *map(str, args)])
@@ -208,7 +208,7 @@ from convs2s import train as train_mod
 train_mod.PRESETS["tiny"] = train_mod.Preset(**json.loads({preset!r}))
 data = {{"train": TINY_PAIRS * 2, "valid": TINY_PAIRS[:4], "test": TINY_PAIRS[4:8]}}
 train_mod.load_multi30k = lambda *a, **k: data
-real_loss, calls = train_mod.sequence_loss, [0]
+real_loss, calls = train_mod.next_token_loss, [0]
 
 def loss(*a, **k):
     calls[0] += 1
@@ -217,7 +217,7 @@ def loss(*a, **k):
         time.sleep(300)
     return real_loss(*a, **k)
 
-train_mod.sequence_loss = loss
+train_mod.next_token_loss = loss
 sys.exit(train_mod.main(["--preset", "tiny", "--out", {out!r}, "--no-progress"]))
 """
 
@@ -460,8 +460,8 @@ def test_item8_nan_loss_message_says_no_checkpoint_exists(tmp_path):
 def test_item8_nan_after_resume_names_the_kept_checkpoints(tmp_path, monkeypatch):
     out = tmp_path / "run"
     steps = _run(out, dataclasses.replace(TINY, epochs=1)).steps
-    real_loss = train_mod.sequence_loss
-    monkeypatch.setattr(train_mod, "sequence_loss",
+    real_loss = train_mod.next_token_loss
+    monkeypatch.setattr(train_mod, "next_token_loss",
                         lambda *a, **k: real_loss(*a, **k) * float("nan"))
     with pytest.raises(FloatingPointError) as e:
         _run(out, resume=True)

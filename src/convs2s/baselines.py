@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from convs2s.decode import beam_search, greedy_decode
-from convs2s.loss import evaluate_loss, sequence_loss
+from convs2s.loss import evaluate_loss, next_token_loss, sequence_loss
 from convs2s.precision import mixed_precision
 from convs2s.rnn import (
     AdditiveAttention,
@@ -276,12 +276,9 @@ def train_side_by_side(
         _sync(device)
         t0 = time.perf_counter()
         src, trg = src.to(device), trg.to(device)
-        trg_in, trg_out = trg[:, :-1], trg[:, 1:]
         for group in optimizer.param_groups:
             group["lr"] = lr * min(1.0, (run.steps + 1) / max(warmup_steps, 1))
-        with precision.autocast():
-            logits, _ = model(src, trg_in)
-        loss = sequence_loss(logits, trg_out, pad_idx, label_smoothing)
+        loss = next_token_loss(model, src, trg, pad_idx, label_smoothing, precision.autocast())
         optimizer.zero_grad(set_to_none=True)
         scaler = scalers[name]  # float16 on a GPU without bfloat16: scale the loss
         scaler.scale(loss).backward()
@@ -293,7 +290,7 @@ def train_side_by_side(
         _sync(device)
         run.seconds += time.perf_counter() - t0
         run.steps += 1
-        run.tokens += int((trg_out != pad_idx).sum())
+        run.tokens += int((trg[:, 1:] != pad_idx).sum())
         if not math.isfinite(loss_value):
             raise FloatingPointError(f"{name}: the training loss became {loss_value} at step "
                                      f"{run.steps}; lower lr.")

@@ -24,6 +24,7 @@ from convs2s.layers import (
     check_tokens,
     make_embedding,
     make_linear,
+    select_outputs,
 )
 
 IncrementalState = dict
@@ -54,7 +55,7 @@ class Decoder(nn.Module):
             As in fairseq, the tied layer is a plain linear layer: no weight norm, PyTorch's
             default bias initialisation. Default ``False``: two separate matrices.
 
-    ``forward(trg_in, encoder_out, incremental_state=None)``:
+    ``forward(trg_in, encoder_out, incremental_state=None, output_mask=None)``:
 
     - ``trg_in``: ``[batch, trg_len]`` target tokens shifted right (starting with <bos>).
     - ``encoder_out``: :class:`convs2s.encoder.EncoderOut`.
@@ -63,6 +64,10 @@ class Decoder(nn.Module):
       their positions continue from the number of tokens already processed, and the dict is
       updated. Feeding a sentence in pieces gives the same outputs as one full pass. Meant for
       inference (eval mode).
+    - ``output_mask``: optional ``[batch, trg_len]`` bool tensor. Given, the output layer runs
+      only where it is True and ``logits`` is ``[n_true, vocab_size]`` (row order): training
+      passes ``trg_out != pad`` so no vocabulary-sized work is spent on padding
+      (:func:`convs2s.layers.select_outputs`; this course's optimisation, not the paper's).
 
     Returns ``(logits, attention)``: ``logits = [batch, trg_len, vocab_size]`` and
     ``attention = [batch, n_layers, trg_len, src_len]`` (for the new tokens only when
@@ -130,6 +135,7 @@ class Decoder(nn.Module):
         trg_in: Tensor,
         encoder_out: EncoderOut,
         incremental_state: IncrementalState | None = None,
+        output_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         check_tokens(trg_in, "trg_in", self.vocab_size)
         if trg_in.size(0) != encoder_out.src_mask.size(0):
@@ -171,7 +177,8 @@ class Decoder(nn.Module):
 
         out = self.hid2emb(x.transpose(1, 2))  # out = [batch, n_new, emb_dim]
         out = self.dropout(out)
-        logits = self.fc_out(out)  # logits = [batch, n_new, vocab_size]
+        out = select_outputs(out, output_mask, trg_in)  # [n_true, emb_dim] if a mask is given
+        logits = self.fc_out(out)  # logits = [batch, n_new, vocab_size] (or [n_true, vocab])
 
         if incremental:
             incremental_state["steps"] = start + n_new

@@ -357,3 +357,23 @@ def check_length(length: int, max_positions: int, what: str) -> None:
             f"max_positions={max_positions} learned position embeddings. Shorten the sentence "
             f"(or decode fewer steps), or build the model with max_positions >= {length}."
         )
+
+
+def select_outputs(x: Tensor, output_mask: Tensor | None, tokens: Tensor) -> Tensor:
+    """``x = [batch, n, dim]`` at the positions ``output_mask`` marks, as ``[n_marked, dim]``
+    (in row order); all of ``x`` when the mask is None.
+
+    Why: training scores a position only when its next token is real, so a decoder given the
+    mask computes its output layer (the largest layer: ``emb_dim x vocab`` per position, about a
+    third of a ``cpu_subword`` step's arithmetic) at those positions alone. Every logit it does
+    compute is the one a full pass gives; padding's share of that work is skipped.
+    ``tokens`` (the decoder input) gives the shape the mask must have."""
+    if output_mask is None:
+        return x
+    if not isinstance(output_mask, Tensor) or output_mask.dtype != torch.bool:
+        raise TypeError("output_mask must be a bool tensor (True where a logit is wanted), "
+                        f"got {getattr(output_mask, 'dtype', type(output_mask).__name__)}.")
+    if output_mask.shape != tokens.shape:
+        raise ValueError(f"output_mask has shape {tuple(output_mask.shape)}; it must match the "
+                         f"decoder input's {tuple(tokens.shape)}.")
+    return x[output_mask]

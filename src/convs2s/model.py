@@ -207,15 +207,20 @@ class ConvS2S(nn.Module):
         trg_in: Tensor,
         encoded: EncoderOut,
         incremental_state: IncrementalState | None = None,
+        output_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """Decoder pass; see :class:`convs2s.decoder.Decoder` for incremental decoding."""
-        return self.decoder(trg_in, encoded, incremental_state)
+        """Decoder pass; see :class:`convs2s.decoder.Decoder` for incremental decoding and
+        ``output_mask``."""
+        return self.decoder(trg_in, encoded, incremental_state, output_mask)
 
-    def forward(self, src: Tensor, trg_in: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, src: Tensor, trg_in: Tensor, *,
+                output_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``(logits [batch, trg_len, trg_vocab], attention [batch, dec_layers, trg_len,
         src_len])`` for right-padded ``src`` and decoder input ``trg_in`` (<bos> + target
-        without its last token)."""
-        return self.decode(trg_in, self.encode(src))
+        without its last token). With ``output_mask`` (``[batch, trg_len]`` bool), logits only
+        where it is True: ``[n_true, trg_vocab]`` (what training uses; see
+        :func:`convs2s.loss.next_token_loss`)."""
+        return self.decode(trg_in, self.encode(src), output_mask=output_mask)
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from convs2s.layers import check_length, check_tokens
+from convs2s.layers import check_length, check_tokens, select_outputs
 from convs2s.model import check_dropout, check_pad_idx, check_positive_int
 
 __all__ = ["AdditiveAttention", "RNNDecoder", "RNNEncoder", "RNNEncoderOut",
@@ -150,7 +150,7 @@ class RNNEncoder(nn.Module):
 class RNNDecoder(nn.Module):
     """GRU decoder with additive attention; one step per target token.
 
-    ``forward(trg_in, encoded, incremental_state=None)`` follows the contract of
+    ``forward(trg_in, encoded, incremental_state=None, output_mask=None)`` follows the contract of
     :class:`convs2s.decoder.Decoder`: a full pass over ``trg_in = [batch, trg_len]`` (teacher
     forcing), or, with a dict ``incremental_state`` (start with ``{}``), only the **new** tokens,
     continuing from the state saved in the dict (``"hidden"``: s_i, ``"steps"``: how many
@@ -190,6 +190,7 @@ class RNNDecoder(nn.Module):
         trg_in: Tensor,
         encoded: RNNEncoderOut,
         incremental_state: dict | None = None,
+        output_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         check_tokens(trg_in, "trg_in", self.vocab_size)
         if trg_in.size(0) != encoded.src_mask.size(0):
@@ -217,7 +218,8 @@ class RNNDecoder(nn.Module):
         out = torch.cat([torch.stack(states, 1), torch.stack(contexts, 1), embedded], dim=2)
         # out = [batch, n_new, dec_hid + enc_dim + emb_dim]; the output layers run once, batched
         t = self.readout(out).unflatten(-1, (self.out_dim, 2)).amax(dim=-1)  # [b, n, out_dim]
-        logits = self.fc_out(self.dropout(t))  # logits = [batch, n_new, vocab_size]
+        t = select_outputs(self.dropout(t), output_mask, trg_in)  # as ConvS2S's decoder
+        logits = self.fc_out(t)  # logits = [batch, n_new, vocab_size] (or [n_true, vocab])
         if incremental:
             incremental_state["hidden"] = hidden
             incremental_state["steps"] = start + n_new
@@ -306,11 +308,14 @@ class RNNAttentionSeq2Seq(nn.Module):
         return RNNEncoderOut(annotations, keys, src_mask, s0)
 
     def decode(
-        self, trg_in: Tensor, encoded: RNNEncoderOut, incremental_state: dict | None = None
+        self, trg_in: Tensor, encoded: RNNEncoderOut, incremental_state: dict | None = None,
+        output_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Decoder pass; see :class:`RNNDecoder` for incremental decoding."""
-        return self.decoder(trg_in, encoded, incremental_state)
+        return self.decoder(trg_in, encoded, incremental_state, output_mask)
 
-    def forward(self, src: Tensor, trg_in: Tensor) -> tuple[Tensor, Tensor]:
-        """``(logits [batch, trg_len, trg_vocab], attention [batch, 1, trg_len, src_len])``."""
-        return self.decode(trg_in, self.encode(src))
+    def forward(self, src: Tensor, trg_in: Tensor, *,
+                output_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``(logits [batch, trg_len, trg_vocab], attention [batch, 1, trg_len, src_len])``;
+        with ``output_mask``, logits ``[n_true, trg_vocab]`` (as :class:`convs2s.model.ConvS2S`)."""
+        return self.decode(trg_in, self.encode(src), output_mask=output_mask)

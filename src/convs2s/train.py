@@ -104,7 +104,11 @@ from convs2s.data import (
 )
 from convs2s.fileio import LOCK_NAME, FolderInUse, folder_lock, remove_stale_temps
 from convs2s.final import FINAL, SNAPSHOTS
-from convs2s.loss import evaluate_loss, sequence_loss
+from convs2s.loss import (
+    evaluate_loss,
+    next_token_loss,
+    sequence_loss,  # noqa: F401  (notebooks import it from here)
+)
 from convs2s.model import ConvS2S
 from convs2s.precision import mixed_precision
 from convs2s.stopping import Terminated
@@ -758,10 +762,9 @@ class Trainer:
         """One optimizer step on batch ``i`` of the epoch; returns its (smoothed) loss."""
         self._rng_at_step_start = _rng_state()
         src, trg = src.to(self.device), trg.to(self.device)
-        trg_in, trg_out = trg[:, :-1], trg[:, 1:]
-        with self.precision.autocast():
-            logits, _ = self.net(src, trg_in)
-        loss = sequence_loss(logits, trg_out, self.pad, self.preset.label_smoothing)
+        trg_out = trg[:, 1:]
+        loss = next_token_loss(self.net, src, trg, self.pad, self.preset.label_smoothing,
+                               self.precision.autocast())
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the training loss became {loss.item()} at step {self.state['step'] + 1} "
