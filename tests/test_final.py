@@ -114,12 +114,26 @@ def test_the_time_budget_keeps_room_for_the_final_choices():
     assert t.should_stop() == "time budget"
 
 
-def test_a_timed_run_reserves_measured_time_once(tmp_path):
+def test_a_timed_run_measures_the_reserve_again_after_every_epoch(tmp_path, monkeypatch):
+    """Decoding time follows the model (an early model's outputs run on to the length limit),
+    so the reserve is the last epoch's measurement, not the first's."""
+    measured = iter([{"greedy": 30.0, "beam": 20.0}, {"greedy": 6.0, "beam": 4.0},
+                     {"greedy": 5.0, "beam": 3.0}])
+    real = train_mod.final.estimate_costs
+    calls = []
+
+    def estimate(translator, pairs, **kw):
+        calls.append(real(translator, pairs, **kw))  # the real measurement still runs
+        return next(measured)
+
+    monkeypatch.setattr(train_mod.final, "estimate_costs", estimate)
     out = tmp_path / "run"
-    _run(out, dataclasses.replace(TINY, max_minutes=60))
+    _run(out, dataclasses.replace(TINY, epochs=3, max_minutes=60, average_last=2))
     state = Checkpoint.load(out / "last.pt").train_state
-    assert state["final_reserve"] > 0  # measured after the first epoch, kept for the rest
-    assert state["final_costs"]["greedy"] > 0 and state["final_costs"]["beam"] > 0
+    assert len(calls) == 3 and all(c["greedy"] > 0 and c["beam"] > 0 for c in calls)
+    assert state["final_costs"] == {"greedy": 5.0, "beam": 3.0}
+    assert state["final_costs_epoch"] == 3
+    assert state["final_reserve"] == 2 * 5 + 3 + 5  # average_last candidates, sweep, loading
 
 
 def test_the_reserve_counts_only_the_candidates_the_finished_epochs_give():

@@ -156,7 +156,8 @@ def estimate_costs(translator: Translator, valid_pairs, *, beam: int = 5,
     """What :func:`choose` will cost, in seconds for the whole validation split, from timing
     greedy and beam decoding of a few of its sentences: ``{"greedy": one candidate's scoring,
     "beam": the length-penalty sweep}`` (one beam search serves every α). A training run
-    measures it once and keeps :func:`reserve_seconds` of its time budget for the choices."""
+    measures it after every epoch and keeps :func:`reserve_seconds` of its time budget for the
+    choices."""
     pairs = list(valid_pairs)
     part = pairs[:sample]
     if not part:

@@ -750,11 +750,11 @@ class Trainer:
             self.save()  # stopped inside the epoch
             return
         valid_loss = self.validate()
+        self.reserve_final_time()  # with this epoch's model; saved in its checkpoints below
         with self.signals.deferred():  # the epoch's record and both its checkpoints, or none
             improved = self.end_epoch(valid_loss)
             self.save_snapshot()
             self.save(best=improved, valid_loss=valid_loss)
-        self.reserve_final_time()
         if self.on_epoch_end is not None and self.dist.main:
             self.on_epoch_end(dict(self.state["history"][-1]), self.model)
 
@@ -879,25 +879,33 @@ class Trainer:
         s["snapshots"] = s["snapshots"][-k:]
 
     def reserve_final_time(self) -> None:
-        """Once per run, with a time budget: time decoding a few validation sentences and keep
-        the time the final choices will take out of the training budget."""
+        """After every epoch, with a time budget: time decoding a few validation sentences with
+        the model as it is now, and keep the time the final choices will take out of the
+        training budget (:meth:`final_reserve`).
+
+        Measured again every epoch because decoding time follows the model: an early model's
+        greedy outputs often run on to the length limit. Measured once, after epoch 1, it
+        overstated the choices' cost (a one-thread en->fr run: 261 s per candidate measured
+        after epoch 1; its two candidates and the length-penalty sweep then took 2.8 minutes
+        together), so the run stopped with minutes of its budget unused."""
         s, preset = self.state, self.preset
-        if not (preset.average_last and preset.max_minutes and self.dist.main) or \
-                s.get("final_reserve"):
+        if not (preset.average_last and preset.max_minutes and self.dist.main):
             return
         translator = Translator(self.model, self.src_vocab, self.trg_vocab,
                                 pipeline=self.pipeline, device=self.device)
         try:
-            s["final_costs"] = final.estimate_costs(translator, self.valid_pairs,
-                                                    beam=preset.final_beam)
-            s["final_reserve"] = final.reserve_seconds(s["final_costs"], preset.average_last)
+            costs = final.estimate_costs(translator, self.valid_pairs, beam=preset.final_beam)
         finally:
             self.model.train()
+        before = s.get("final_costs")
+        s["final_costs"], s["final_costs_epoch"] = costs, s["epoch"] + 1  # this epoch's model
+        s["final_reserve"] = final.reserve_seconds(costs, preset.average_last)
         s["seconds"] = self._start_seconds + time.monotonic() - self._start
-        costs = s["final_costs"]
-        self.say(f"keeping time for the final model's choices: {costs['greedy']:.0f} s per "
-                 f"weight candidate (up to {preset.average_last}, one per finished epoch) and "
-                 f"{costs['beam']:.0f} s for the length-penalty sweep")
+        if before is None or abs(costs["greedy"] - before["greedy"]) > 0.25 * before["greedy"]:
+            self.say(f"keeping time for the final model's choices: {costs['greedy']:.0f} s per "
+                     f"weight candidate (up to {preset.average_last}, one per finished epoch) "
+                     f"and {costs['beam']:.0f} s for the length-penalty sweep"
+                     + ("" if before is None else " (measured again with this epoch's model)"))
 
     def checkpoint(self, rng: dict | None = None) -> Checkpoint:
         """What a checkpoint holds: the model, vocabularies, settings, data and train state."""
