@@ -12,6 +12,17 @@ import torch
 torch.set_num_threads(1)
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One intra-op thread for a module's tests, whatever an earlier module set (tiny tensors:
+    on a busy 2-core machine a second spinning OpenMP thread makes them up to 30x slower).
+    Modules take it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_hint_counts():
     """Every test starts as a fresh session of convs2s.checks: no wrong tries counted yet (the

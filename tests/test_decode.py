@@ -15,14 +15,7 @@ from convs2s.model import ConvS2S
 PAD, BOS, EOS = 0, 1, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is fastest, and on a busy 2-core machine a second
-    spinning OpenMP thread makes these tests up to 30x slower."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
 
 
 def tiny_model(seed: int = 0, vocab: int = 20, **overrides) -> ConvS2S:

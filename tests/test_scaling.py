@@ -11,13 +11,7 @@ from convs2s import scaling
 from convs2s.encoder import Encoder
 from convs2s.layers import make_conv1d, make_linear
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
 
 
 # --- §3.4: the encoder's gradient -------------------------------------------------------------

@@ -31,12 +31,7 @@ PAD, BOS, EOS = 0, 1, 2
 VOCAB = 20
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
 
 
 def tiny_variant(seed: int = 0, **overrides) -> VariantConvS2S:

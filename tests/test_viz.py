@@ -14,13 +14,7 @@ import torch  # noqa: E402
 from convs2s import viz  # noqa: E402
 from convs2s.layers import ConvGLUBlock  # noqa: E402
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
 
 
 @pytest.fixture
