@@ -117,7 +117,7 @@ student: $(INSTRUCTOR_STAMP)
 # The architecture diagrams, then screenshots of the three widgets (notebooks 01, 03, 06) in
 # JupyterLab in headless Chromium.
 images: $(STAMP)
-	$(PY) -m convs2s.diagrams --out images
+	$(PY) -m convs2s.course.diagrams --out images
 	@model=$$(ls notebooks/runs/05_gpu_subword/final.pt notebooks/runs/05_cpu_subword/final.pt \
 		2>/dev/null | head -1); \
 	if [ -n "$$model" ]; then echo "notebook 06's translator: $$model"; \
@@ -129,7 +129,7 @@ images: $(STAMP)
 
 # The course as a static website, from the notebooks as committed with their stored outputs
 # (nothing runs, no network): Sphinx + myst-nb + sphinx-book-theme, see tools/site/.
-# Open $(SITE)/index.html. tests/test_site.py checks it in headless Chromium.
+# Open $(SITE)/index.html. tests/site_and_tools/test_site.py checks it in headless Chromium.
 SITE := build/site
 
 site: $(STAMP)

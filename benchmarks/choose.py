@@ -2,7 +2,7 @@
 
     python benchmarks/choose.py runs/bench_cpu_subword [--json benchmarks/results/choose.json]
 
-A thin caller of :func:`convs2s.final.finalize`, which training now runs by itself at its end
+A thin caller of :func:`convs2s.run.final_choices.finalize`, which training now runs by itself at its end
 (presets with ``average_last``): it (re)makes ``final.pt`` in a run folder from ``best.pt`` and
 the run's ``snapshots/epochNN.pt`` (the last epochs' weights), choosing on validation between
 best.pt and the average of the last k epochs (by greedy sacreBLEU) and beam search's length
@@ -19,12 +19,13 @@ from pathlib import Path
 import torch
 from common import run_main, stamp, write_report
 
-from convs2s import config
-from convs2s.checkpoint import Checkpoint, CheckpointError
 from convs2s.data import DataError, load_multi30k
-from convs2s.evaluate import SPLITS, evaluate
-from convs2s.final import ALPHAS, average, finalize  # noqa: F401 (ALPHAS, average: re-exported)
-from convs2s.translate import OneLineParser, Translator
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
+from convs2s.run.evaluate import SPLITS, evaluate
+from convs2s.run.final_choices import ALPHAS, average, finalize  # noqa: F401 (ALPHAS, average: re-exported)
+from convs2s.run.translate import OneLineParser
+from convs2s.run.translator import Translator
+from convs2s.system import environment
 
 MAX_K = 5
 
@@ -43,7 +44,7 @@ def choose(run: Path, device, split: str = "test", beam: int = 5) -> dict:
                 for b in (1, beam)}
 
     return {"run": str(run), "src_lang": best.pipeline.src_lang,
-            "trg_lang": best.pipeline.trg_lang, "device": config.describe_device(device),
+            "trg_lang": best.pipeline.trg_lang, "device": environment.describe_device(device),
             "threads": torch.get_num_threads(), "choose_seconds": c["seconds"],
             "averages": c["averages"], "chosen_k": c["k"], "chosen_epochs": c["epochs"],
             "alphas": c["alphas"], "chosen_alpha": c["length_penalty"],
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     try:
-        device = config.check_device(args.device)
+        device = environment.check_device(args.device)
     except ValueError as e:
         parser.error(str(e))
     if not (args.run / "best.pt").is_file():

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     total = sum(r["seconds"] for r in rows)
     print(f"{'total':<40} {total:7.1f} s")
     sys.path.insert(0, str(ROOT / "src"))
-    from convs2s.config import describe_device
+    from convs2s.system.environment import describe_device
 
     report = {"benchmark": "ci_time", "device": describe_device("cpu"),
               "date": date.today().isoformat(), "total_seconds": total,

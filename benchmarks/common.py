@@ -8,8 +8,8 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-from convs2s.fileio import write_json_atomic
-from convs2s.stopping import run_command
+from convs2s.system.atomic_files import write_json_atomic
+from convs2s.system.signals import run_command
 
 
 def command() -> str:
@@ -36,11 +36,11 @@ def write_report(path: Path | str | None, report: dict) -> None:
 def run_main(main: Callable[[], int | None]) -> int:
     """Run a benchmark's ``main`` the way the package's commands run: a user's mistake or an
     environment problem is one line on stderr and exit 1; Ctrl-C exits 130 and SIGTERM 143,
-    each with one line, never a traceback (:mod:`convs2s.stopping`). Figures written so far
+    each with one line, never a traceback (:mod:`convs2s.system.signals`). Figures written so far
     stay (they are written atomically); what the interrupted measurement had not written is
     simply not there."""
-    from convs2s.checkpoint import CheckpointError
     from convs2s.data import DataError
+    from convs2s.run.checkpoint import CheckpointError
 
     def guarded() -> int | None:
         try:

@@ -4,7 +4,7 @@
 
 Incremental decoding feeds the decoder one token per step and keeps the last k-1 inputs of
 every convolution in a cache; full recompute runs the decoder over the whole prefix at every
-step. Both produce the same tokens (tests/test_decode.py checks it); this measures what the
+step. Both produce the same tokens (tests/model/test_search.py checks it); this measures what the
 cache buys. To time a fixed number of steps, the end-of-sentence token is set to an id the
 model never produces, so every sentence runs exactly ``length`` steps.
 
@@ -27,11 +27,11 @@ from pathlib import Path
 import torch
 from common import run_main, write_report
 
-from convs2s import config
-from convs2s.checkpoint import Checkpoint
-from convs2s.decode import beam_search, greedy_decode
 from convs2s.model import ConvS2S, count_parameters
-from convs2s.train import PRESETS
+from convs2s.model.search import beam_search, greedy_decode
+from convs2s.run.checkpoint import Checkpoint
+from convs2s.run.presets import PRESETS
+from convs2s.system import environment
 
 
 def _model(checkpoint: Path | None, preset_name: str = "cpu") -> ConvS2S:
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default=None)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    device = torch.device(args.device) if args.device else config.device()
+    device = torch.device(args.device) if args.device else environment.device()
     model = _model(args.checkpoint, args.preset).to(device).eval()
     vocab = model.config["src_vocab_size"]
     g = torch.Generator().manual_seed(0)
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     bos = 2
     rows = []
     print(f"{count_parameters(model):,} parameters, batch {args.batch}, device "
-          f"{config.describe_device(device)}")
+          f"{environment.describe_device(device)}")
     print(f"{'length':>6} {'incremental s/s':>16} {'full s/s':>10} {'ratio':>6} "
           f"{'beam1 s/s':>10} {'beam5 s/s':>10} {'ratio':>6}")
     for length in args.lengths:
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         print(f"{length:>6} {row['incremental_sent_per_s']:>16.1f} {row['full_sent_per_s']:>10.1f} "
               f"{row['incremental_speedup']:>5.1f}x {row['beam1_sent_per_s']:>10.1f} "
               f"{row['beam5_sent_per_s']:>10.1f} {row['beam5_slowdown']:>5.1f}x", flush=True)
-    report = {"benchmark": "decoding", "device": config.describe_device(device),
+    report = {"benchmark": "decoding", "device": environment.describe_device(device),
               "threads": torch.get_num_threads(), "parameters": count_parameters(model),
               "model": str(args.checkpoint) if args.checkpoint else f"preset {args.preset}",
               "batch": args.batch, "src_len": args.src_len, "date": date.today().isoformat(),

@@ -2,7 +2,7 @@
 
     python benchmarks/memory.py [--preset cpu] [--steps 60] [--device cpu|cuda] [--json out.json]
 
-Builds the preset's model and data exactly as `convs2s.train.train` does and runs training
+Builds the preset's model and data exactly as `convs2s.run.train.train` does and runs training
 steps on the largest batches of an epoch first (peak memory comes from the longest batch), then
 reports the process's peak resident set size (CPU) or `torch.cuda.max_memory_allocated` (GPU).
 Targets: the `cpu` preset within 3 GB of RAM; the `gpu` preset within 12 GB of GPU memory, so
@@ -22,11 +22,13 @@ from pathlib import Path
 import torch
 from common import run_main, write_report
 
-from convs2s import config
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model import count_parameters
-from convs2s.precision import mixed_precision
-from convs2s.train import PRESETS, build_model, make_optimizer, prepare_data, sequence_loss
+from convs2s.model.loss import sequence_loss
+from convs2s.run.precision import mixed_precision
+from convs2s.run.presets import PRESETS
+from convs2s.run.train import build_model, make_optimizer, prepare_data
+from convs2s.system import environment
 
 TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset, device type)
 
@@ -38,7 +40,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    device = torch.device(args.device) if args.device else config.device()
+    device = torch.device(args.device) if args.device else environment.device()
     preset = PRESETS[args.preset]
     train_ds, _, src_vocab, trg_vocab = prepare_data(preset, load_multi30k())
     model = build_model(preset, src_vocab, trg_vocab).to(device)
@@ -63,7 +65,7 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - t0
     rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
     report = {"benchmark": "memory", "preset": args.preset,
-              "device": config.describe_device(device),
+              "device": environment.describe_device(device),
               "parameters": count_parameters(model), "steps": min(args.steps, len(batches)),
               "peak_rss_gb": rss_gb, "seconds": seconds, "date": date.today().isoformat(),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv)}

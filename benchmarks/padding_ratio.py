@@ -58,7 +58,6 @@ def main(argv: list[str] | None = None) -> dict:
     import spacy
     import torch
 
-    from convs2s.config import data_dir, describe_device
     from convs2s.data import (
         TranslationDataset,
         Vocab,
@@ -67,6 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
         make_tokenizer,
         padding_ratio,
     )
+    from convs2s.system.environment import data_dir, describe_device
 
     t0 = time.perf_counter()
     train = load_multi30k()["train"]

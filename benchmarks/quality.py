@@ -11,7 +11,7 @@ code path, the preset's own time budget unless ``--max-minutes``; ``--src/--trg`
 options do; ``--share-embed`` ties the decoder's output layer to its token embedding;
 ``--average-last`` how many epochs the final model may average), then scores the model the run
 ends with: ``final.pt`` (the last epochs averaged and beam search's length penalty, both
-chosen on validation by :mod:`convs2s.final`, decoded with that length penalty) where the
+chosen on validation by :mod:`convs2s.run.final_choices`, decoded with that length penalty) where the
 preset makes one, else ``best.pt`` (lowest validation loss):
 
 - on ``--split`` (test2016 by default): sacreBLEU (13a, detokenized, cased: the standard), chrF
@@ -40,22 +40,18 @@ from pathlib import Path
 import torch
 from common import run_main, stamp, write_report
 
-from convs2s import config
-from convs2s.checkpoint import Checkpoint, CheckpointError
 from convs2s.data import LANGUAGES, DataError, load_multi30k
-from convs2s.evaluate import SPLITS, evaluate
-from convs2s.fileio import FolderInUse, folder_lock
+from convs2s.data.subword import KINDS
 from convs2s.model import count_parameters
-from convs2s.stopping import Terminated
-from convs2s.subword import KINDS
-from convs2s.train import (
-    PRESETS,
-    describe_os_error,
-    make_folder,
-    remove_empty_folders,
-    train,
-)
-from convs2s.translate import OneLineParser, Translator, positive_int_arg
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
+from convs2s.run.evaluate import SPLITS, evaluate
+from convs2s.run.presets import PRESETS
+from convs2s.run.train import describe_os_error, make_folder, remove_empty_folders, train
+from convs2s.run.translate import OneLineParser, positive_int_arg
+from convs2s.run.translator import Translator
+from convs2s.system import environment
+from convs2s.system.atomic_files import FolderInUse, folder_lock
+from convs2s.system.signals import Terminated
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
           "vocab_size": "--vocab-size", "joint_vocab": "--joint-vocab",
@@ -178,7 +174,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.checkpoint is not None and args.checkpoint.suffix != ".pt":
         parser.error(f"--checkpoint {args.checkpoint}: expected a .pt file written by "
-                     "convs2s.train (e.g. runs/cpu/best.pt)")
+                     "convs2s.run.train (e.g. runs/cpu/best.pt)")
     overrides = {k: v for k, v in (("src_lang", args.src), ("trg_lang", args.trg),
                                    ("tokenizer", args.tokenizer), ("vocab_size", args.vocab_size),
                                    ("joint_vocab", args.joint_vocab),
@@ -193,7 +189,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         parser.error(str(e))
     try:
-        device = config.check_device(args.device)
+        device = environment.check_device(args.device)
     except ValueError as e:
         parser.error(str(e))
     try:
@@ -239,7 +235,7 @@ def run(args, preset, device) -> int:
                     remove_run(out)
                 print(f"training preset {preset.name!r} ({preset.src_lang}->"
                       f"{preset.trg_lang}, {preset.tokenizer}) into {out} on "
-                      f"{config.describe_device(device)}")
+                      f"{environment.describe_device(device)}")
                 t0 = time.perf_counter()
                 result = train(preset, out, data=data, device=device, progress=False,
                                on_epoch_end=keep)
@@ -280,7 +276,7 @@ def run(args, preset, device) -> int:
         "benchmark": "quality", **summary, "checkpoint": str(checkpoint),
         "length_penalty": alpha, "final_choices": ckpt.choices,
         "parameters": count_parameters(translator.model),
-        "device": config.describe_device(device), "threads": torch.get_num_threads(),
+        "device": environment.describe_device(device), "threads": torch.get_num_threads(),
         "wall_seconds_train_call": wall, "eval_seconds": eval_seconds,
         "split": args.split, **metrics,
         "valid": {k: v for k, v in valid.items() if k not in ("tokenizer",)},

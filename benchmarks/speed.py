@@ -5,13 +5,13 @@
 
 One process, both models, identical conditions:
 
-- **Models.** ConvS2S with the sizes of a training preset of :mod:`convs2s.train` (``cpu`` by
-  default: 256/256, 4+4 layers), and :class:`convs2s.baselines.RNNAttentionSeq2Seq` with the
+- **Models.** ConvS2S with the sizes of a training preset of :mod:`convs2s.run.train` (``cpu`` by
+  default: 256/256, 4+4 layers), and :class:`convs2s.course.baselines.RNNAttentionSeq2Seq` with the
   same embedding size and the hidden size whose parameter count is closest
-  (:func:`convs2s.baselines.matched_rnn_config`). Both counts are printed.
+  (:func:`convs2s.course.baselines.matched_rnn_config`). Both counts are printed.
 - **Training tokens/s.** Both train on the *same* Multi30k batches (the preset's
   ``max_tokens``), with the same optimizer settings, their steps interleaved so that both see
-  the same machine load (:func:`convs2s.baselines.train_side_by_side`); a few warm-up steps are
+  the same machine load (:func:`convs2s.course.baselines.train_side_by_side`); a few warm-up steps are
   not timed. Tokens are real (non-pad) target tokens.
 - **Decoding sentences/s.** Greedy decoding and beam search (beam 5), incremental, on the same
   validation sentences in the same batches. <eos> is switched off, so both models produce
@@ -20,7 +20,7 @@ One process, both models, identical conditions:
   lengths, and a model that stops earlier does less work per sentence.
 
 - **Arithmetic.** The floating-point operations per target token of one training step of each
-  model (:func:`convs2s.baselines.training_flops`), and the rate each reached (GFLOP/s). At
+  model (:func:`convs2s.course.baselines.training_flops`), and the rate each reached (GFLOP/s). At
   matched parameter counts the two models do about the same arithmetic per token; a device
   that is already kept busy by the batch (a CPU) then runs them at about the same speed, and
   only a device with parallelism to spare over positions (a GPU) can reward ConvS2S for not
@@ -49,8 +49,7 @@ TARGETS = {"cpu": 2.0, "cuda": 5.0}  # ConvS2S / RNN training tokens/s
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from convs2s import config
-    from convs2s.baselines import (
+    from convs2s.course.baselines import (
         RNNAttentionSeq2Seq,
         decoding_speed,
         matched_rnn_config,
@@ -59,8 +58,10 @@ def main(argv: list[str] | None = None) -> dict:
     )
     from convs2s.data import load_multi30k, make_loader
     from convs2s.model import count_parameters
-    from convs2s.precision import mixed_precision
-    from convs2s.train import PRESETS, build_model, prepare_data
+    from convs2s.run.precision import mixed_precision
+    from convs2s.run.presets import PRESETS
+    from convs2s.run.train import build_model, prepare_data
+    from convs2s.system import environment
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
 
-    device = torch.device(args.device) if args.device else config.device()
+    device = torch.device(args.device) if args.device else environment.device()
     torch.manual_seed(args.seed)
     preset = PRESETS[args.preset]
     t0 = time.perf_counter()
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     report = {
         "benchmark": "speed",
-        "device": config.describe_device(device),
+        "device": environment.describe_device(device),
         "device_type": device.type,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,

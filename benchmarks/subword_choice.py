@@ -47,7 +47,7 @@ def sp_train(lines: list[str], vocab_size: int, model_type: str):
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_writer=buf, vocab_size=vocab_size,
         model_type=model_type, character_coverage=1.0, normalization_rule_name="identity",
-        hard_vocab_limit=False,  # as convs2s.subword: vocab_size is an upper bound
+        hard_vocab_limit=False,  # as convs2s.data.subword: vocab_size is an upper bound
         unk_id=0, pad_id=1, bos_id=2, eos_id=3, unk_piece="<unk>", pad_piece="<pad>",
         bos_piece="<bos>", eos_piece="<eos>", minloglevel=2, num_threads=1,
     )

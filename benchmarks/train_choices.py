@@ -10,7 +10,7 @@ no smoothing) and perplexity each reached. The configurations:
 - ``adamw/pytorch``: AdamW, PyTorch's default initialisation (what most tutorials use);
 - ``nesterov/paper``: the paper's optimizer, Nesterov SGD, lr 0.25, momentum 0.99.
 
-The course's defaults come from this table (see ``convs2s.train`` and ``convs2s.model``).
+The course's defaults come from this table (see ``convs2s.run.train`` and ``convs2s.model``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from tempfile import TemporaryDirectory
 import torch
 from common import run_main, write_report
 
-from convs2s import config
 from convs2s.data import load_multi30k, make_loader
-from convs2s.train import PRESETS, evaluate_loss, prepare_data, train
+from convs2s.model.loss import evaluate_loss
+from convs2s.run.presets import PRESETS
+from convs2s.run.train import prepare_data, train
+from convs2s.system import environment
 
 CONFIGS = {
     "adamw/paper": dict(optimizer="adamw", init="paper"),
@@ -70,7 +72,7 @@ def main(argv=None) -> int:
               f"{row['steps']} steps, {row['epochs_done']} epochs, {row['seconds']:.0f} s",
               flush=True)
     report = {"benchmark": "train_choices", "preset": args.preset, "minutes": args.minutes,
-              "threads": torch.get_num_threads(), "device": config.describe_device("cpu"),
+              "threads": torch.get_num_threads(), "device": environment.describe_device("cpu"),
               "date": date.today().isoformat(),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
     write_report(args.json, report)

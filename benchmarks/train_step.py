@@ -19,9 +19,9 @@ up to ``--pad-share`` of each target padding (no data needed).
    see the same machine load; medians, and ratios):
    ``before``: each ``ConvGLUBlock``'s convolution as ``F.conv1d`` and the output layer at
    every position (the package before issue 27); ``matmul``: the convolution as one matrix
-   product over its windows (``convs2s.layers.conv_as_matmul``); ``now``: that, and the
-   output layer only where the next token is real (``convs2s.loss.next_token_loss``), the
-   package's step today. All three compute the same loss and gradients (``tests/test_loss.py``,
+   product over its windows (``convs2s.model.layers.conv_as_matmul``); ``now``: that, and the
+   output layer only where the next token is real (``convs2s.model.loss.next_token_loss``), the
+   package's step today. All three compute the same loss and gradients (``tests/model/test_loss.py``,
    and the reference test against fairseq passes with either convolution).
 
 Run it with nothing else running; the ratios are the figures to quote, the milliseconds are
@@ -44,7 +44,7 @@ from common import run_main, stamp, write_report
 @contextmanager
 def conv1d_blocks():
     """Every ConvGLUBlock computes its convolution with F.conv1d (the path before issue 27)."""
-    from convs2s.layers import ConvGLUBlock
+    from convs2s.model.layers import ConvGLUBlock
 
     before = ConvGLUBlock._linearizable
     ConvGLUBlock._linearizable = lambda self: False
@@ -92,7 +92,7 @@ def synthetic_batches(vocab: int, batch: int, src_len: int, trg_len: int, pad_sh
 def real_batches(preset, n: int) -> tuple[list, int, int]:
     """The first ``n`` training batches of the preset's epoch 1 (the trainer's loader), the
     vocabulary size and the target padding id."""
-    from convs2s.train import make_loader, prepare_data
+    from convs2s.run.train import make_loader, prepare_data
 
     train_ds, _, src_vocab, trg_vocab = prepare_data(preset)
     if src_vocab.pad_idx != trg_vocab.pad_idx:
@@ -109,10 +109,11 @@ def real_batches(preset, n: int) -> tuple[list, int, int]:
 def main(argv: list[str] | None = None) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
-    from convs2s import config
-    from convs2s.loss import next_token_loss, sequence_loss
     from convs2s.model import ConvS2S
-    from convs2s.train import PRESETS, make_optimizer
+    from convs2s.model.loss import next_token_loss, sequence_loss
+    from convs2s.run.presets import PRESETS
+    from convs2s.run.train import make_optimizer
+    from convs2s.system import environment
 
     parser = argparse.ArgumentParser(prog="python benchmarks/train_step.py",
                                      description=__doc__.split("\n\n")[0])
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if not 0 <= args.pad_share < 1:
         parser.error("--pad-share must be in [0, 1)")
-    device = config.check_device(args.device)
+    device = environment.check_device(args.device)
     preset = PRESETS[args.preset]
     if max(args.src_len, args.trg_len + 1) > preset.max_positions:
         parser.error(f"--src-len/--trg-len must fit the preset's {preset.max_positions} positions")
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{args.preset}-sized model, {args.batches} batches: {len(batches)} batches of "
           f"{positions / len(batches):,.0f} target positions on average, "
           f"{100 * (1 - real / positions):.1f}% of them padding, on "
-          f"{config.describe_device(device)}")
+          f"{environment.describe_device(device)}")
 
     # 1. where the time goes (the package's step)
     from torch.profiler import ProfilerActivity, profile
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name} / before step time: {ratio:.3f} ({100 * (1 - ratio):.0f}% less time, "
               f"{1 / ratio:.2f}x the tokens per second)")
     report = stamp({
-        "preset": args.preset, "batches": args.batches, "device": config.describe_device(device),
+        "preset": args.preset, "batches": args.batches, "device": environment.describe_device(device),
         "steps": args.steps, "batch_count": len(batches),
         "target_positions_per_step": positions / len(batches),
         "real_tokens_per_step": tokens, "padding_share": 1 - real / positions,

@@ -25,9 +25,9 @@ def one_thread():
 
 @pytest.fixture(autouse=True)
 def _fresh_hint_counts():
-    """Every test starts as a fresh session of convs2s.checks: no wrong tries counted yet (the
+    """Every test starts as a fresh session of convs2s.course.checks: no wrong tries counted yet (the
     second wrong try of a check prints a closer hint)."""
-    core = sys.modules.get("convs2s.checks._core")
+    core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
         core._wrong_tries.clear()
     yield

@@ -1,4 +1,4 @@
-"""What the tests of ``convs2s.checks`` (tests/test_checks_nb*.py) share.
+"""What the tests of ``convs2s.course.checks`` (tests/test_checks_nb*.py) share.
 
 Imported as ``from exercise_support import ...`` (pytest puts tests/ on sys.path, as it does for
 conftest). Not a fixture file: plain functions, so that a test reads what it calls.
@@ -57,7 +57,7 @@ def assert_exercises_run_from_the_setup_cell(path: Path, kinds: dict[str, str]) 
     cell as shipped does not pass its check, the solution does; explain solutions are markdown
     in a <details>; code solutions are hidden (Colab form, JupyterLab source_hidden)."""
     setup, exercises = exercise_cells(path)
-    assert setup is not None and "from convs2s import checks" in setup
+    assert setup is not None and "from convs2s.course import checks" in setup
     assert {ex: cells["task"][0]["metadata"]["convs2s"]["kind"]
             for ex, cells in exercises.items()} == kinds
     for ex, cells in exercises.items():

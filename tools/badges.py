@@ -5,7 +5,7 @@ who forks the course changes that line and runs ``make badges`` (``python -m too
 every Colab badge in ``README.md`` and ``notebooks/*.ipynb``, and every Colab setup cell's
 ``pip install git+...`` line, is rewritten to the fork.
 
-Files are replaced atomically and keep their mode (``convs2s.fileio``); a notebook is rewritten
+Files are replaced atomically and keep their mode (``convs2s.system.atomic_files``); a notebook is rewritten
 string by string and written back with a JSON writer, so no ``--branch`` can break its JSON.
 """
 
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from convs2s.fileio import write_text_atomic
-from convs2s.stopping import run_command
+from convs2s.system.atomic_files import write_text_atomic
+from convs2s.system.signals import run_command
 
 COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 

@@ -37,7 +37,7 @@ nbgrader's own folders of a course (``release/``, ``submitted/``, ...) or a fold
 notebook nbgrader generated, so an instructor version never lands where a student version is.
 A symlink is judged by the folder it points to. What is wrong with ``--out`` is said in one line
 (exit 2) before a notebook is read; Ctrl-C or SIGTERM stop it with one line (exit 130 / 143),
-and every file it writes is replaced whole (``convs2s.fileio``).
+and every file it writes is replaced whole (``convs2s.system.atomic_files``).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convs2s.fileio import write_json_atomic, write_text_atomic
-from convs2s.stopping import run_command
+from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
+from convs2s.system.signals import run_command
 
 SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -100,7 +100,7 @@ class Exercise:
     """One exercise, as its notebook writes it.
 
     Attributes:
-        id: the name of its check, ``convs2s.checks.<id>``.
+        id: the name of its check, ``convs2s.course.checks.<id>``.
         kind: one of :data:`KINDS`.
         points: what the grade cell (or, for ``explain``, the manually graded answer) is worth.
         number, title: from the task's ``### Exercise N (kind): title`` heading.
@@ -615,7 +615,7 @@ def grade_cell_source(ex: Exercise, hidden: HiddenTest) -> str:
     """The autograded cell: the notebook's visible check, asserted, then the hidden tests."""
     points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
     lines = [
-        f"# Autograded ({points}): the visible check convs2s.checks.{ex.id} must pass;",
+        f"# Autograded ({points}): the visible check convs2s.course.checks.{ex.id} must pass;",
         "# grading also runs hidden tests. Do not edit this cell (it is restored for grading).",
         f"assert {ex.check}",
         BEGIN_HIDDEN,
@@ -647,10 +647,10 @@ def _cell(cell_type: str, source: str, cell_id: str, nbgrader: dict) -> dict:
 
 
 def _with_checks_import(setup: str) -> str:
-    """The setup cell, with ``from convs2s import checks`` added if it does not bind checks."""
+    """The setup cell, with ``from convs2s.course import checks`` added if it does not bind checks."""
     if "checks" in _bound_names(_parse(setup, "the exercise-setup cell").body, imports=True):
         return setup.strip("\n")
-    return setup.strip("\n") + "\n\nfrom convs2s import checks"
+    return setup.strip("\n") + "\n\nfrom convs2s.course import checks"
 
 
 def _task_markdown(ex: Exercise) -> str:
@@ -695,7 +695,7 @@ def _header(nb: NotebookExercises, repo_url: str) -> str:
         "given): write a function's body (*implement*, *derive*), set the value asked for "
         "(*predict*), or fix the code shown (*debug*). An *explain* exercise asks for one or "
         "two sentences in place of \"YOUR ANSWER HERE\"; it is graded by hand.",
-        "3. Run the test cell under your answer: it runs `convs2s.checks.<exercise>`, the same "
+        "3. Run the test cell under your answer: it runs `convs2s.course.checks.<exercise>`, the same "
         "check as in the course notebook, and prints ✓, or what is wrong with a hint.",
         "4. Grading runs every test cell again, followed by hidden tests, so make each answer "
         "right in general, not only for the visible cases. Do not edit the test cells: they "

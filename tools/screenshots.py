@@ -6,7 +6,7 @@ never redraws). This module drives the real thing: it starts JupyterLab on a fre
 with a token, opens a notebook in headless Chromium through Playwright, runs all cells from the
 *Run* menu, finds a widget by its controls' labels and moves them.
 
-``tests/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and 06, and
+``tests/site_and_tools/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and 06, and
 
     python -m tools.screenshots --out images/        (``make images``, from the repository root)
 
@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from convs2s.stopping import run_command
+from convs2s.system.signals import run_command
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = (
@@ -759,7 +759,7 @@ def capture(names: list[str], notebooks: Path, work_dir: Path,
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` over ``path`` atomically (the package's writer: the file's mode kept)."""
-    from convs2s.fileio import atomic_write
+    from convs2s.system.atomic_files import atomic_write
 
     atomic_write(path, lambda f: f.write(data))
 

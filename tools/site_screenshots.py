@@ -3,7 +3,7 @@
 ``python -m tools.site_screenshots --site build/site --out images`` serves a built site (``make
 site``) on a free localhost port and captures, in headless Chromium (``tools.screenshots``'s
 browser), the landing page and an exercise of notebook 01 with its solution folded:
-``images/site_home.png`` and ``images/site_exercise.png``. ``tests/test_site.py`` uses the same
+``images/site_home.png`` and ``images/site_exercise.png``. ``tests/site_and_tools/test_site.py`` uses the same
 server and the same offline browser page to test the site.
 
 Pages get nothing from other sites: every request that leaves localhost is refused and
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from convs2s.stopping import run_command
+from convs2s.system.signals import run_command
 from tools import screenshots
 
 VIEWPORT = {"width": 1280, "height": 900}

@@ -22,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-from convs2s.fileio import write_text_atomic
+from convs2s.system.atomic_files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

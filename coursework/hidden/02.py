@@ -16,7 +16,7 @@ def residual_variance(variance_ratio):
 def mask_source_padding(conv_stack):
     import torch as _torch
 
-    from convs2s.encoder import Encoder as _Encoder
+    from convs2s.model.encoder import Encoder as _Encoder
 
     _torch.manual_seed(202)
     _enc = _Encoder(40, emb_dim=6, hid_dim=10, n_layers=5, kernel_size=5, dropout=0.0,

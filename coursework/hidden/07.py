@@ -20,7 +20,7 @@ def path_length(conv_path_length, rnn_path_length):
 
 
 def baseline_parameters(gru_parameters, baseline_parameters):
-    from convs2s.baselines import rnn_parameter_count as _count
+    from convs2s.course.baselines import rnn_parameter_count as _count
 
     assert gru_parameters(1, 1) == 12 and gru_parameters(10, 20) == 3 * 20 * 30 + 120
     for _cfg in (dict(src_vocab_size=1000, trg_vocab_size=1200, emb_dim=256, enc_hid_dim=512,

@@ -1,20 +1,22 @@
 """convs2s: the tested helper package of the Convolutional Sequence to Sequence Learning course.
 
-The notebooks build each idea from scratch and compare it with the versions here:
+The notebooks build each idea from scratch and compare it with the versions here. The folders are
+the package's layers; each imports only the ones listed before it:
 
-- ``convs2s.layers``: ``ConvGLUBlock`` (convolution + gated linear unit), init and weight norm
-- ``convs2s.encoder`` / ``convs2s.decoder`` / ``convs2s.attention``: the model's three parts
-- ``convs2s.model``: ``ConvS2S``, the whole translator
-- ``convs2s.decode``: ``greedy_decode`` and ``beam_search`` (incremental)
-- ``convs2s.data``: Multi30k, spaCy tokenizers, ``Vocab``, bucketed batches
-- ``convs2s.train`` / ``convs2s.translate`` / ``convs2s.evaluate`` / ``convs2s.metrics``
-- ``convs2s.config``: quick mode, data folder, device
+- ``convs2s.system``: plumbing: the environment (quick mode, data folder, device), atomic files,
+  signals
+- ``convs2s.model``: ConvS2S (layers, encoder, attention, decoder), greedy and beam search, the
+  loss, the RNN baseline and the variants of notebook 08 (torch only)
+- ``convs2s.data``: Multi30k, spaCy tokenizers, ``Vocab``, bucketed batches, subwords
+- ``convs2s.run``: presets, training, checkpoints, the final choices, ``Translator``, evaluation
+- ``convs2s.course``: what serves the notebooks: diagrams, figures, probes, baselines, checks
+
+``python -m convs2s.train`` / ``convs2s.translate`` / ``convs2s.evaluate`` are the commands
+(``convs2s-train``, ``convs2s-translate``, ``convs2s-evaluate`` once installed).
 """
 
 __version__ = "0.1.0"
 
-from convs2s import config  # noqa: E402
-from convs2s.attention import Attention  # noqa: E402
 from convs2s.data import (  # noqa: E402
     BucketBatchSampler,
     DataError,
@@ -29,26 +31,35 @@ from convs2s.data import (  # noqa: E402
     make_tokenizer,
     padding_ratio,
 )
-from convs2s.decode import beam_search, greedy_decode  # noqa: E402
-from convs2s.decoder import Decoder  # noqa: E402
-from convs2s.encoder import Encoder, EncoderOut  # noqa: E402
-from convs2s.layers import ConvGLUBlock  # noqa: E402
-from convs2s.model import ConvS2S, count_parameters  # noqa: E402
+from convs2s.model import (  # noqa: E402
+    Attention,
+    ConvGLUBlock,
+    ConvS2S,
+    Decoder,
+    Encoder,
+    EncoderOut,
+    beam_search,
+    count_parameters,
+    greedy_decode,
+)
 
 __all__ = [
     "Attention", "BucketBatchSampler", "ConvGLUBlock", "ConvS2S", "DataError", "Decoder",
     "Encoder", "EncoderOut", "PadCollate", "Tokenizer", "TranslationDataset", "Vocab",
-    "beam_search", "check_length", "config", "count_parameters", "greedy_decode",
+    "beam_search", "check_length", "count_parameters", "greedy_decode",
     "load_multi30k", "load_pairs", "make_loader", "make_tokenizer", "padding_ratio",
+    "Translator", "corpus_bleu", "PRESETS", "Preset", "Checkpoint",
 ]
 
 
 def __getattr__(name):
     # The training-side names load torch's optimizers, sacreBLEU etc. only when first used.
     lazy = {
-        "Translator": "convs2s.translate",
-        "corpus_bleu": "convs2s.metrics",
-        "PRESETS": "convs2s.train",
+        "Translator": "convs2s.run.translator",
+        "corpus_bleu": "convs2s.run.metrics",
+        "PRESETS": "convs2s.run.presets",
+        "Preset": "convs2s.run.presets",
+        "Checkpoint": "convs2s.run.checkpoint",
     }
     if name in lazy:
         import importlib

@@ -578,7 +578,7 @@ def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
     traceback. The build runs in a temporary folder (removed on the way out), so the site in
     ``--out`` is the earlier one, whole."""
-    from convs2s.stopping import run_command
+    from convs2s.system.signals import run_command
 
     return run_command(lambda: main(argv), ": the earlier site (if any) is left as it was, and "
                        "the half-built one removed; run it again")

@@ -1,0 +1,28 @@
+"""Check your exercise answers: ``convs2s.course.checks.<exercise>(your_answer)``.
+
+Every exercise of the course notebooks has a function here, named after the exercise. It runs
+the exercise's *visible* tests (the ones the nbgrader autograder runs too) and prints one line:
+``✓ my_glu: all 7 checks passed``, or what failed and a hint. A wrong answer also raises
+``AssertionError``, so the cell (and the autograder) marks it wrong. The checks of each notebook
+live in their own module (``convs2s.course.checks.nb01`` ... ``nb08``); this package collects them.
+
+Hints come in two steps: the first wrong try prints a nudge, the next ones a closer hint too;
+``hint("<exercise>")`` prints both whenever you ask. No hint holds a solution's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from convs2s.course.checks import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08
+from convs2s.course.checks._core import HINTS, Hint, hint
+
+_MODULES = (nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08)
+
+#: Every check, by exercise name, in course order.
+EXERCISES: dict[str, Callable] = {
+    name: getattr(module, name) for module in _MODULES for name in module.__all__
+}
+globals().update(EXERCISES)
+
+__all__ = ["EXERCISES", "HINTS", "Hint", "hint", *EXERCISES]

@@ -1,0 +1,124 @@
+"""Checks for notebook 01 · GLU and padding.
+
+The exercise ``glu_vs_gtu`` (explain) is graded by hand and has no check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from convs2s.course.checks._core import (
+    Hint,
+    _assert_close,
+    _assert_equal,
+    _assert_int,
+    _assert_raises,
+    _forbidden,
+    _gen,
+    _Run,
+    check,
+    register_hint,
+)
+
+__all__ = ["my_glu", "same_padding_moves", "my_receptive_field"]
+
+MY_GLU = register_hint("my_glu", Hint(
+    nudge="which half of h is the content A and which is the gate B, and what happens to the "
+          "gate before it meets A? Compare your output with F.glu on a tiny tensor whose "
+          "values you can read",
+    closer="cut h into two equal pieces along dim (a tensor method splits a tensor into a given "
+           "number of pieces, and it understands negative dims); the first piece is A, the "
+           "second is B; the result is A times the sigmoid of B, element by element"))
+ODD_SIZE = Hint(
+    nudge="what should happen when the size of h along dim cannot be cut into two equal halves?",
+    closer="before cutting, test whether that size leaves a remainder when divided by 2, and if "
+           "it does raise ValueError with a message naming the size")
+WITHOUT_F_GLU = Hint(
+    nudge="the exercise is to build the GLU yourself: your function may not call F.glu",
+    closer="build A ⊗ σ(B) from the two halves with torch's sigmoid and a product")
+
+
+@check
+def my_glu(fn: Callable) -> None:
+    """Exercise "GLU by hand": ``fn(h, dim)`` equals ``F.glu(h, dim)`` without calling it."""
+    run = _Run("my_glu")
+    g = _gen(0)
+    for shape, dim in [((2, 8, 5), 1), ((3, 4), -1), ((2, 3, 6), 2), ((6,), 0), ((4, 2, 3), -3)]:
+        h = torch.randn(shape, generator=g)
+        with run.case(f"my_glu(h of shape {list(shape)}, dim={dim})", MY_GLU):
+            _assert_close(fn(h, dim), F.glu(h, dim=dim), ref=f"F.glu(h, dim={dim})")
+    with run.case("my_glu(h of shape [2, 5], dim=1) (size 5 is odd)", ODD_SIZE):
+        _assert_raises(ValueError, fn, torch.randn(2, 5, generator=g), 1)
+    with run.case("my_glu(h of shape [2, 8, 5], dim=1) without F.glu", WITHOUT_F_GLU):
+        h = torch.randn(2, 8, 5, generator=g)
+        expected = F.glu(h, dim=1)
+        with _forbidden(F, "glu", "the exercise is to compute it yourself"):
+            _assert_close(fn(h, 1), expected, ref="F.glu(h, dim=1)")
+    run.done()
+
+
+# The stack of the "predict" exercise: L "same"-padded blocks of width k over n positions.
+SAME_K, SAME_LAYERS, SAME_LENGTH, SAME_CHANGED = 3, 3, 10, 8
+
+SAME_PADDING_MOVES = register_hint("same_padding_moves", Hint(
+    nudge="start with one block: which outputs read input 8 through their window? Then ask the "
+          "same of the next block, whose inputs are those outputs",
+    closer=f"one 'same' block of width k reaches (k - 1)/2 positions to each side, so L stacked "
+           f"blocks reach L times as far on each side; then keep only the positions the "
+           f"sentence has (0 ... {SAME_LENGTH - 1})"))
+
+
+def _measured_moves(changed: int = SAME_CHANGED) -> list[int]:
+    """The outputs of a real "same"-padded ConvGLUBlock stack that move when input ``changed``
+    changes, measured with autograd (viz.dependency_map)."""
+    from convs2s.course import viz
+
+    dep = viz.dependency_map(SAME_K, SAME_LAYERS, "same", length=SAME_LENGTH)  # [out, in]
+    return dep[:, changed].nonzero().flatten().tolist()
+
+
+@check
+def same_padding_moves(prediction) -> None:
+    """Exercise "which outputs move?" (predict): vs the outputs a real stack moves."""
+    run = _Run("same_padding_moves")
+    hint = SAME_PADDING_MOVES
+    measured = _measured_moves()
+    with run.case(f"your prediction for input {SAME_CHANGED} of {SAME_LENGTH} "
+                  f"(k={SAME_K}, {SAME_LAYERS} blocks)", hint):
+        if isinstance(prediction, int | str) or not hasattr(prediction, "__iter__"):
+            raise AssertionError("write the prediction as a list of output positions, e.g. "
+                                 "[2, 3, 4]")
+        guess = sorted({_assert_int(p, "each position") for p in prediction})
+        if guess != measured:
+            raise AssertionError(f"you predicted {guess}, the measured outputs that move are "
+                                 f"{measured}")
+    print(f"  predicted {guess}, measured {measured} on a stack of {SAME_LAYERS} "
+          f"ConvGLUBlocks: your prediction held")
+    run.done()
+
+
+MY_RECEPTIVE_FIELD = register_hint("my_receptive_field", Hint(
+    nudge="one layer sees k inputs; draw two layers and count the inputs that one output of the "
+          "top layer reaches through the k outputs of the layer below",
+    closer="the k windows of neighbouring outputs overlap in all but one position, so every "
+           "layer after the first widens the field by the same number of new positions: how "
+           "many, and how many layers add them?"))
+
+
+@check
+def my_receptive_field(fn: Callable) -> None:
+    """Exercise "the receptive field formula": compared with the measured field."""
+    from convs2s.course import viz
+
+    run = _Run("my_receptive_field")
+    hint = MY_RECEPTIVE_FIELD
+    for k, n_layers in [(3, 1), (3, 4), (5, 2), (2, 3), (1, 5), (7, 3)]:
+        dep = viz.dependency_map(k, n_layers, "causal", length=40)
+        measured = viz.dependency_summary(dep)["receptive_field"]
+        with run.case(f"my_receptive_field(k={k}, n_layers={n_layers}) vs the measured field",
+                      hint):
+            _assert_equal(fn(k, n_layers), measured)
+    run.done()

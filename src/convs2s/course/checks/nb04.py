@@ -1,0 +1,219 @@
+"""Checks for notebook 04 · Multi-step attention."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from convs2s.course.checks._core import (
+    _PAD,
+    Hint,
+    _assert_close,
+    _assert_int,
+    _assert_tensor,
+    _float,
+    _gen,
+    _Run,
+    _seeded,
+    _shape,
+    _tiny_convs2s,
+    check,
+    register_hint,
+)
+from convs2s.model.layers import RESIDUAL_SCALE
+
+__all__ = ["masked_softmax", "scaled_context_variance", "attention_macs", "row_entropy"]
+
+MASKED_SOFTMAX = register_hint("masked_softmax", Hint(
+    nudge="a softmax gives exp(energy) / Σ exp(energy): which energy makes exp exactly 0? And "
+          "a weight set to 0 after the softmax leaves rows that no longer sum to 1",
+    closer="before the softmax, replace the energies at padding positions by minus infinity "
+           "(the mask is [batch, src_len]: give it a middle dimension so that it lines up with "
+           "the trg_len rows); then take the softmax over the last dimension, the source "
+           "positions"))
+ROW_SUMS = Hint(nudge="each row is one target position's distribution over the source: which "
+                      "dimension should sum to 1?",
+                closer="take the softmax over the last dimension (src_len)")
+
+
+def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
+    return torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]  # [batch, width]
+
+
+@check
+def masked_softmax(fn: Callable) -> None:
+    """Exercise "masked softmax": exact zeros on padding; equals the package's attention."""
+    run = _Run("masked_softmax")
+    hint = MASKED_SOFTMAX
+    g = _gen(8)
+    energy = torch.randn(3, 4, 7, generator=g)  # energy = [batch, trg_len, src_len]
+    mask = _mask_rows([7, 3, 1], 7)  # mask = [3, 7]
+    what = "masked_softmax(energy of shape [3, 4, 7], src_mask with 7, 3 and 1 real tokens)"
+    with run.case(what, hint):
+        out = fn(energy, mask)
+        _assert_tensor(out)
+        if _shape(out) != [3, 4, 7]:
+            raise AssertionError(f"the result has shape {_shape(out)}, expected [3, 4, 7]")
+    with run.case(f"{what}: weights on padding", hint):
+        pads = out[~mask[:, None, :].expand_as(out)]
+        if not bool((pads == 0).all()):
+            raise AssertionError(f"padding gets weight up to {pads.abs().max():.3g}, not exactly 0")
+    with run.case(f"{what}: row sums", ROW_SUMS):
+        _assert_close(out.sum(-1), torch.ones(3, 4), name="the row sums", ref="1")
+    with run.case(f"{what}: the weights of sentence 1 (3 real tokens)", hint):
+        _assert_close(out[1, :, :3], torch.softmax(energy[1, :, :3], dim=-1),
+                      ref="a softmax over its 3 real positions")
+    toy = _tiny_convs2s("causal", layers=2, kernel_size=3, seed=0, dim=16)
+    att = toy.decoder.attentions[0]
+    src = torch.tensor([[5, 6, 7, _PAD], [8, 9, _PAD, _PAD]])
+    h, emb = torch.randn(2, 3, 16, generator=g), torch.randn(2, 3, 16, generator=g)
+    with run.case("masked_softmax(d · z, src_mask) vs convs2s.Attention's weights", hint):
+        with torch.no_grad():
+            encoded = toy.encode(src)
+            d = (att.hid2emb(h) + emb) * RESIDUAL_SCALE  # d = [2, 3, emb_dim]
+            _assert_close(fn(d @ encoded.conved.transpose(1, 2), encoded.src_mask),
+                          att(h, emb, encoded)[1], ref="the package's attention weights")
+    run.done()
+
+
+def _measured_scaled_variance(weights: Tensor, samples: int = 200_000, seed: int = 11) -> float:
+    """The variance of the package's context ``c·√m`` for fixed weights and unit-variance values.
+
+    An :class:`convs2s.model.attention.Attention` with ``emb_dim = hid_dim = 1`` whose query is 1 and
+    whose keys are ``log(weights)`` attends with exactly ``weights``; its output projection is
+    the identity, so its output is the scaled context itself.
+    """
+    from convs2s.model.attention import Attention
+    from convs2s.model.encoder import EncoderOut
+
+    m = weights.numel()
+    att = Attention(1, 1, weight_norm=False).double().eval()
+    with torch.no_grad():
+        att.hid2emb.weight.zero_()
+        att.hid2emb.bias.zero_()
+        att.emb2hid.weight.fill_(1.0)
+        att.emb2hid.bias.zero_()
+        keys = weights.double().log().view(1, m, 1).expand(samples, m, 1)  # d·z_j = log a_j
+        values = torch.randn(samples, m, 1, generator=_gen(seed), dtype=torch.float64)
+        g = torch.full((samples, 1, 1), 1.0 / RESIDUAL_SCALE, dtype=torch.float64)  # d = 1
+        h = torch.zeros(samples, 1, 1, dtype=torch.float64)
+        mask = torch.ones(samples, m, dtype=torch.bool)
+        out, a = att(h, g, EncoderOut(keys, values, mask))  # out = [samples, 1, 1]
+    torch.testing.assert_close(a[0, 0], weights.double())  # the attention we meant to set up
+    return out.var().item()
+
+
+#: Exercise "predict the scaled variance": m = 8, half the weight on one token.
+PREDICT_M = 8
+PREDICT_WEIGHTS = torch.tensor([0.5] + [0.5 / (PREDICT_M - 1)] * (PREDICT_M - 1))
+
+
+SCALED_CONTEXT_VARIANCE = register_hint("scaled_context_variance", Hint(
+    nudge="what is the variance of a weighted sum Σ_j a_j v_j of independent values of "
+          "variance 1? Check your formula on the two cases section 3 measured (uniform "
+          "weights, one-hot weights)",
+    closer="for independent values of variance 1, Var(Σ_j a_j v_j) = Σ_j a_j²; scaling by √m "
+           "multiplies a variance by m (uniform weights then give 1, one-hot weights m); put in "
+           "the weights 1/2 and seven times 1/14"))
+
+
+@check
+def scaled_context_variance(predicted) -> None:
+    """Exercise "predict, then measure the √m scale": the variance of √m·Σ a_j v_j."""
+    run = _Run("scaled_context_variance")
+    hint = SCALED_CONTEXT_VARIANCE
+    with run.case("your prediction for m = 8, weights (1/2, 1/14, ..., 1/14)", hint):
+        guess = _float(predicted, "the prediction")
+        measured = _measured_scaled_variance(PREDICT_WEIGHTS)
+        if not abs(guess - measured) <= 0.03 * measured:
+            raise AssertionError(f"you predicted {guess:.3f}, the package's attention measures "
+                                 f"{measured:.3f} (200,000 draws)")
+    print(f"  predicted {guess:.3f}, measured {measured:.3f} with convs2s.Attention")
+    run.done()
+
+
+ATTENTION_MACS = register_hint("attention_macs", Hint(
+    nudge="a product of an [n, p] matrix with a [p, q] one costs one multiply-add per (row, "
+          "column, inner index). Which two products does one layer's attention compute, and "
+          "with which shapes?",
+    closer="per layer, the energies are a [trg_len, emb_dim] x [emb_dim, src_len] product and "
+           "the context a [trg_len, src_len] x [src_len, emb_dim] one; count both, for every "
+           "layer"))
+
+
+@check
+def attention_macs(fn: Callable) -> None:
+    """Exercise "the cost of attention" (derive): vs the bmm FLOPs counted in a real Decoder."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from convs2s.model.decoder import Decoder
+    from convs2s.model.encoder import EncoderOut
+
+    run = _Run("attention_macs")
+    hint = ATTENTION_MACS
+    for n_layers, trg_len, src_len, emb_dim in [(2, 7, 5, 6), (1, 3, 11, 4), (4, 9, 2, 8),
+                                                 (3, 1, 1, 5)]:
+        what = (f"attention_macs(n_layers={n_layers}, trg_len={trg_len}, src_len={src_len}, "
+                f"emb_dim={emb_dim}) vs the multiply-adds counted in a Decoder")
+        with run.case(what, hint):
+            got = _assert_int(fn(n_layers, trg_len, src_len, emb_dim))
+            with _seeded(n_layers):
+                decoder = Decoder(20, emb_dim=emb_dim, hid_dim=2 * emb_dim, n_layers=n_layers,
+                                  kernel_size=3, dropout=0.0, max_positions=16,
+                                  pad_idx=_PAD).eval()
+            g = _gen(trg_len)
+            z = torch.randn(1, src_len, emb_dim, generator=g)  # z = [1, src_len, emb_dim]
+            encoded = EncoderOut(z, z, torch.ones(1, src_len, dtype=torch.bool))
+            with torch.no_grad(), FlopCounterMode(display=False) as counter:
+                decoder(torch.randint(4, 20, (1, trg_len), generator=g), encoded)
+            # What each Attention computes itself, without its two projections (hid2emb,
+            # emb2hid): its two matrix products. A FLOP is half a multiply-add.
+            counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+            flops = sum(counts.get(f"Decoder.attentions.{i}", 0)
+                        - counts.get(f"Decoder.attentions.{i}.hid2emb", 0)
+                        - counts.get(f"Decoder.attentions.{i}.emb2hid", 0)
+                        for i in range(n_layers))
+            if got != flops // 2:
+                raise AssertionError(f"you said {got:,}, the attentions' matrix products did "
+                                     f"{flops // 2:,} multiply-adds")
+    run.done()
+
+
+ROW_ENTROPY = register_hint("row_entropy", Hint(
+    nudge="what is log 0, and what is 0 times that in floating point? The entropy's convention "
+          "0·log 0 = 0 has to be written into the code",
+    closer="compute p·log p only where p > 0 and put 0 elsewhere (torch has an element-wise "
+           "choice between two tensors by a condition), sum over the source dimension, negate, "
+           "then average over the rows"))
+
+
+@check
+def row_entropy(fn: Callable) -> None:
+    """Exercise "attention entropy": mean row entropy in nats, 0·log 0 = 0."""
+    from convs2s.course import probe
+
+    run = _Run("row_entropy")
+    hint = ROW_ENTROPY
+    with run.case("row_entropy(uniform rows over 5 positions)", hint):
+        value = _float(fn(torch.full((4, 5), 0.2)))
+        if abs(value - math.log(5)) > 1e-6:
+            raise AssertionError(f"got {value:.6f}, expected log(5) = {math.log(5):.6f}")
+    with run.case("row_entropy(torch.eye(3)) (one-hot rows, with zeros)", hint):
+        value = _float(fn(torch.eye(3)))
+        if value != 0.0:
+            raise AssertionError(f"got {value}, expected 0 (is 0·log 0 a NaN?)")
+    g = _gen(10)
+    for trg_len, src_len, n_real in [(6, 9, 9), (4, 7, 3), (5, 2, 1)]:
+        energy = torch.randn(trg_len, src_len, generator=g, dtype=torch.float64)
+        energy[:, n_real:] = -math.inf  # padding: exact zeros
+        a = torch.softmax(energy, dim=-1)  # a = [trg_len, src_len]
+        with run.case(f"row_entropy(attention [{trg_len}, {src_len}], {n_real} real positions)",
+                      hint):
+            expected = probe.attention_entropy(a).item()
+            value = _float(fn(a))
+            if not abs(value - expected) <= 1e-6 * max(1.0, abs(expected)):
+                raise AssertionError(f"got {value:.6f}, expected {expected:.6f}")
+    run.done()

@@ -1,0 +1,176 @@
+"""Checks for notebook 05 · Training on Multi30k."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from convs2s.course.checks._core import (
+    _PAD,
+    Hint,
+    _assert_equal,
+    _assert_tensor,
+    _float,
+    _gen,
+    _made_up_sentences,
+    _Run,
+    _shape,
+    check,
+    register_hint,
+)
+
+__all__ = ["perplexity_from_loss", "token_loss", "build_itos"]
+
+PERPLEXITY = register_hint("perplexity_from_loss", Hint(
+    nudge="the perplexity is a geometric mean of 1/p, the loss an arithmetic mean of -log p: "
+          "which operation turns a mean of logarithms back into a geometric mean?",
+    closer="undo the logarithm the loss was measured with: raise its base to the power of the "
+           "loss (base e for nats, base 2 for bits). A loss of 0 must give 1, and a uniform "
+           "guess over V words (a loss of log V) must give V"))
+TOKEN_LOSS = register_hint("token_loss", Hint(
+    nudge="which positions of trg_out are real target words, and over which positions does "
+          "this mean run?",
+    closer="leave the pad_idx positions out of the mean: the cross-entropy loss has an argument "
+           "naming a target id to ignore; or compute the loss per position and average it over "
+           "the real positions only. Use the pad_idx you are given, and no label smoothing"))
+BUILD_ITOS = register_hint("build_itos", Hint(
+    nudge="compare your list with what Vocab.build gives on a tiny input of your own: which "
+          "tokens are missing or extra, and which stand in a different order?",
+    closer="count every token over all the lists; keep the tokens that are not specials and "
+           "were counted at least min_freq times; order them by count, highest first, ties "
+           "alphabetically; put the specials in front, in the order given"))
+SPECIALS = Hint(
+    nudge="the specials are an argument: are yours the ones you were given?",
+    closer="put exactly the given specials first, in their order, and leave them out of the "
+           "counted tokens so that none is listed twice")
+@check
+def perplexity_from_loss(fn: Callable) -> None:
+    """Exercise "perplexity from the loss" (derive): exp of nats, 2 to the power of bits."""
+    run = _Run("perplexity_from_loss")
+    hint = PERPLEXITY
+    with run.case("perplexity_from_loss(0.0) (a perfectly sure, correct model)", hint):
+        _assert_equal(round(_float(fn(0.0)), 12), 1.0)
+    with run.case("perplexity_from_loss(log(8000)) (uniform over 8000 words)", hint):
+        value = _float(fn(math.log(8000)))
+        if not math.isclose(value, 8000, rel_tol=1e-9):
+            raise AssertionError(f"got {value:.6g}, expected 8000")
+    for loss in (0.5, 2.3, 3.47, 7.0):
+        with run.case(f"perplexity_from_loss({loss})", hint):
+            value = _float(fn(loss))
+            if not math.isclose(value, math.exp(loss), rel_tol=1e-9):
+                raise AssertionError(f"got {value:.6g}, expected {math.exp(loss):.6g}")
+    for loss in (0.0, 1.0, 2.5, math.log2(8000)):
+        with run.case(f'perplexity_from_loss({loss:.4g}, unit="bits")', hint):
+            value = _float(fn(loss, "bits"))
+            if not math.isclose(value, 2.0 ** loss, rel_tol=1e-9):
+                raise AssertionError(f"got {value:.6g}, expected {2.0 ** loss:.6g}")
+    with run.case("the same model measured in nats and in bits", hint):
+        nats = 3.47
+        a, b = _float(fn(nats, "nats")), _float(fn(nats / math.log(2), "bits"))
+        if not math.isclose(a, b, rel_tol=1e-9):
+            raise AssertionError(f"a loss of {nats} nats = {nats / math.log(2):.4g} bits gave "
+                                 f"perplexities {a:.6g} and {b:.6g}; the perplexity does not "
+                                 "depend on the unit")
+    run.done()
+
+
+def _padded_logits(n_pad: int, pad_idx: int, *, sure_of_pad: bool):
+    """Made-up logits ``[4, 6 + n_pad, 20]`` and targets whose last ``n_pad`` columns are pads.
+
+    ``sure_of_pad``: at the pad positions the logits put almost all mass on ``<pad>``, as a
+    model trained on the padded loss learns to (a pad always follows <eos> or a pad).
+    """
+    g = _gen(21)
+    vocab, batch, real = 20, 4, 6
+    trg = torch.randint(4, vocab, (batch, real), generator=g)  # real tokens, no pad
+    trg[1, 4:] = pad_idx  # one shorter sentence: some padding even with n_pad = 0
+    logits = torch.randn(batch, real, vocab, generator=g)  # [4, 6, 20], the same for any n_pad
+    trg = torch.cat([trg, torch.full((batch, n_pad), pad_idx)], dim=1)  # [4, 6 + n_pad]
+    extra = torch.randn(batch, n_pad, vocab, generator=_gen(22))  # [4, n_pad, 20]
+    logits = torch.cat([logits, extra], dim=1)  # [4, 6 + n_pad, 20]
+    if sure_of_pad:
+        logits[trg == pad_idx] = -10.0
+        logits[..., pad_idx][trg == pad_idx] = 10.0
+    return logits, trg
+
+
+@check
+def token_loss(fn: Callable) -> None:
+    """Exercise "a loss that counts padding" (debug): the mean over real target tokens only."""
+    run = _Run("token_loss")
+    hint = TOKEN_LOSS
+    pad = _PAD
+    results = {}
+    for n_pad in (0, 10, 40):
+        logits, trg = _padded_logits(n_pad, pad, sure_of_pad=True)
+        with run.case(f"token_loss(logits {_shape(logits)}, trg_out with {n_pad} extra pad "
+                      "columns)", hint):
+            value = fn(logits, trg, pad)
+            _assert_tensor(value, "the loss")
+            if value.dim() != 0:
+                raise AssertionError(f"the loss should be a scalar (0-dim tensor), got shape "
+                                     f"{_shape(value)}")
+            results[n_pad] = float(value)
+    planted = [float(F.cross_entropy(lg.reshape(-1, lg.size(-1)), t.reshape(-1)))
+               for lg, t in (_padded_logits(n, pad, sure_of_pad=True) for n in (0, 10, 40))]
+    if all(math.isclose(results[n], p, rel_tol=1e-5, abs_tol=1e-7)
+           for n, p in zip((0, 10, 40), planted, strict=True)):
+        run.not_answered(
+            "the planted bug is still there. Measured on the same sentences and the same "
+            "predictions (a model that has learned that <pad> follows <eos>), with 0, 10 and 40 "
+            "extra pad columns, this loss reads "
+            + ", ".join(f"{p:.2f}" for p in planted)
+            + ". A loss that moves when only padding is added measures the batches, not the "
+            "translations: find why, fix it, then run this check again")
+    logits, trg = _padded_logits(0, pad, sure_of_pad=False)
+    expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1), ignore_index=pad))
+    with run.case("token_loss on a batch with one padded sentence", hint):
+        if not math.isclose(results[0], expected, rel_tol=1e-5, abs_tol=1e-6):
+            raise AssertionError(f"got {results[0]:.5f}, expected {expected:.5f} (plain "
+                                 "cross-entropy per real token, no label smoothing)")
+    with run.case("the loss does not change when padding is added", hint):
+        for n_pad in (10, 40):
+            if not math.isclose(results[n_pad], results[0], rel_tol=1e-5, abs_tol=1e-6):
+                raise AssertionError(f"{results[0]:.4f} without extra padding, "
+                                     f"{results[n_pad]:.4f} with {n_pad} extra pad columns")
+    with run.case("token_loss with pad_idx=0", hint):
+        logits, trg = _padded_logits(5, 0, sure_of_pad=False)
+        value = float(fn(logits, trg, 0))
+        expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1),
+                                         ignore_index=0))
+        if not math.isclose(value, expected, rel_tol=1e-5, abs_tol=1e-6):
+            raise AssertionError(f"got {value:.5f}, expected {expected:.5f}: use the pad_idx "
+                                 "you are given")
+    with run.case("gradients reach the logits of real tokens only", hint):
+        logits, trg = _padded_logits(3, pad, sure_of_pad=False)
+        logits.requires_grad_(True)
+        fn(logits, trg, pad).backward()
+        if logits.grad is None:
+            raise AssertionError("no gradient reached the logits")
+        if bool(logits.grad[trg == pad].abs().sum() > 0):
+            raise AssertionError("the logits at <pad> positions receive gradient")
+    run.done()
+
+
+@check
+def build_itos(fn: Callable) -> None:
+    """Exercise "a vocabulary by hand" (implement): equals ``Vocab.build(...).itos``."""
+    from convs2s.data import Vocab
+
+    run = _Run("build_itos")
+    hint = BUILD_ITOS
+    token_lists = [s.split() for s in _made_up_sentences(200, seed=12)]
+    for min_freq in (1, 2, 5, 40):
+        with run.case(f"build_itos(200 sentences, min_freq={min_freq})", hint):
+            _assert_equal(list(fn(token_lists, min_freq)),
+                          Vocab.build(token_lists, min_freq=min_freq).itos,
+                          name="the token list")
+    specials = ("<u>", "<p>", "<s>", "</s>", "w3")
+    with run.case(f"build_itos(..., min_freq=2, specials={specials})", SPECIALS):
+        _assert_equal(list(fn(token_lists, 2, specials)),
+                      Vocab.build(token_lists, min_freq=2, specials=specials).itos,
+                      name="the token list")
+    run.done()

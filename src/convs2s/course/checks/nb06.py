@@ -1,0 +1,141 @@
+"""Checks for notebook 06 · Inference: beam search and BLEU."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from convs2s.course.checks._core import (
+    Hint,
+    _assert_equal,
+    _float,
+    _gen,
+    _made_up_sentences,
+    _Run,
+    check,
+    register_hint,
+)
+
+__all__ = ["rerank", "brevity_prediction", "repeats"]
+
+RERANK = register_hint("rerank", Hint(
+    nudge="each score has already been divided by its length once (α = 1); a different α asks "
+          "for a different power of the same length. What must you undo first?",
+    closer="multiply each score by its length (the tokens plus one for <eos>) to get back the "
+           "sum of log-probabilities, divide that sum by the length to the power α, and order "
+           "the hypotheses from the highest result to the lowest; return their token lists"))
+BREVITY = register_hint("brevity_prediction", Hint(
+    nudge="each output is a prefix of its reference: what are its clipped 1- to 4-gram "
+          "precisions?",
+    closer="all four precisions are 100%, so BLEU is 100 times the brevity penalty, "
+           "min(1, e^(1 - r/c)): what is r/c when every output has half its reference's length?"))
+REPEATS = register_hint("repeats", Hint(
+    nudge="which pairs of neighbouring n-grams does the loop compare? Try the smallest case by "
+          "hand: ['a', 'a'] with n = 1",
+    closer="the last pair of n-grams starts where exactly 2n tokens are left; count the starts "
+           "the loop's range gives for a list of exactly 2n tokens, and make that last start "
+           "part of the range, so that a stutter at the very end is found too"))
+
+
+def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
+    """Finished hypotheses as beam_search(..., length_penalty=1, return_all=True) gives them."""
+    g = _gen(seed)
+    hyps = []
+    for _ in range(n):
+        length = int(torch.randint(0, 12, (1,), generator=g))
+        tokens = torch.randint(4, 100, (length,), generator=g).tolist()
+        log_probs = torch.rand(length + 1, generator=g, dtype=torch.float64) * -3.0
+        hyps.append((tokens, float(log_probs.sum()) / (length + 1)))  # score with α = 1
+    return sorted(hyps, key=lambda h: h[1], reverse=True)
+
+
+@check
+def rerank(fn: Callable) -> None:
+    """Exercise "re-rank the finished hypotheses": order by Σ log p / (len + 1) ** α."""
+    run = _Run("rerank")
+    hint = RERANK
+    for seed in (0, 1, 2):
+        hyps = _made_up_hypotheses(6, seed=13 + seed)
+        for alpha in (1.0, 0.0, 0.5, 2.0):
+            expected = sorted(hyps, key=lambda h: h[1] * (len(h[0]) + 1) / (len(h[0]) + 1)
+                              ** alpha, reverse=True)
+            with run.case(f"rerank(6 hypotheses, alpha={alpha}) (set {seed})", hint):
+                result = [list(t) for t in fn(hyps, alpha)]
+                _assert_equal(result, [t for t, _ in expected], name="the order")
+    run.done()
+
+
+def _halved_outputs_bleu():
+    """sacreBLEU of outputs that are the first half of their references (even lengths)."""
+    import sacrebleu
+
+    metric = sacrebleu.metrics.BLEU(tokenize="none", smooth_method="none", force=True)
+    refs = [s for s in _made_up_sentences(60, seed=14, min_len=8, max_len=20)
+            if len(s.split()) % 2 == 0]
+    hyps = [" ".join(s.split()[: len(s.split()) // 2]) for s in refs]
+    return metric.corpus_score(hyps, [refs])
+
+
+@check
+def brevity_prediction(prediction) -> None:
+    """Exercise "outputs half as long" (predict, then measure): BLEU = 100 · exp(1 - 2)."""
+    run = _Run("brevity_prediction")
+    hint = BREVITY
+    with run.case("your prediction", Hint(nudge="write one number: BLEU on the 0-100 scale",
+                                          closer="a float or an int, not a string or a list")):
+        predicted = _float(prediction, "prediction")
+    score = _halved_outputs_bleu()
+    print(f"  measured with sacreBLEU: {score.sys_len} output tokens vs {score.ref_len} "
+          f"reference tokens; precisions {' / '.join(f'{p:.0f}' for p in score.precisions)}; "
+          f"brevity penalty {score.bp:.3f}; BLEU {score.score:.2f}")
+    with run.case(f"prediction {predicted:g} vs measured BLEU {score.score:.2f}", hint):
+        if 0 < predicted <= 1 and abs(100 * predicted - score.score) <= 1.0:
+            raise AssertionError("that is the right factor, but BLEU is reported on the "
+                                 "0-100 scale: multiply by 100")
+        if abs(predicted - score.score) > 1.0:
+            raise AssertionError(f"off by {predicted - score.score:+.1f} BLEU points")
+    run.done()
+
+
+def _planted_repeats(tokens, n=1):
+    """The notebook's planted bug: the loop stops one start too early."""
+    for i in range(len(tokens) - 2 * n):
+        if tokens[i: i + n] == tokens[i + n: i + 2 * n]:
+            return True
+    return False
+
+
+@check
+def repeats(fn: Callable) -> None:
+    """Exercise "stuttering outputs" (debug): the same n-gram twice in a row."""
+    run = _Run("repeats")
+    hint = REPEATS
+    cases = [
+        ((["a", "a"], 1), True),
+        ((["a", "b", "a"], 1), False),
+        ((["in", "a", "in", "a"], 2), True),
+        ((["in", "a", "in", "a"], 1), False),
+        (([], 1), False),
+        ((["a"], 1), False),
+        ((["a", "b", "c"], 2), False),
+        (("a man in a red shirt shirt .".split(), 1), True),
+        (("a man in a red shirt shirt .".split(), 2), False),
+        (("a dog runs on the grass on the grass".split(), 3), True),
+        (("a dog runs on the grass on the grass".split(), 2), False),
+        (("x y z x y z".split(), 3), True),
+        (("two men play play".split(), 1), True),
+        (("a a".split(), 2), False),
+    ]
+    answers = []
+    with run.case(f"repeats(...) on {len(cases)} token lists", hint):
+        for (tokens, n), _ in cases:
+            answers.append(bool(fn(list(tokens), n)))
+    if answers == [_planted_repeats(list(t), n) for (t, n), _ in cases]:
+        run.not_answered("the planted bug is still there: repeats(['two', 'men', 'play', "
+                         "'play'], 1) is still False. Find why, fix it, then run this check "
+                         "again")
+    for ((tokens, n), expected), answer in zip(cases, answers, strict=True):
+        with run.case(f"repeats({tokens}, n={n})", hint):
+            _assert_equal(answer, expected)
+    run.done()

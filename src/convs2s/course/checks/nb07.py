@@ -1,0 +1,189 @@
+"""Checks for notebook 07 · ConvS2S vs an RNN with attention."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from convs2s.course.checks._core import (
+    Hint,
+    _assert_equal,
+    _assert_int,
+    _gen,
+    _Run,
+    _seeded,
+    check,
+    register_hint,
+)
+
+__all__ = ["training_steps", "path_length", "baseline_parameters"]
+
+STEPS_GRU = register_hint("training_steps", Hint(
+    nudge="how many times does the decoder's loop call its GRUCell for n target positions, and "
+          "does the backward pass go through each of those calls again?",
+    closer="the loop calls the cell once per target position in the forward pass, and "
+           "back-propagation goes back through every one of those calls, in reverse order: "
+           "count both passes"))
+STEPS_CONV = Hint(
+    nudge="how many convolution calls does one ConvS2S decoder layer make for a whole "
+          "sentence?",
+    closer="each of the 3 decoder layers is one convolution over all positions at once, in the "
+           "forward pass and again in the backward pass, whatever the length")
+STEPS_FORM = Hint(
+    nudge="prediction is a dict with one list of numbers per model",
+    closer='keep the keys "GRU + attention" and "ConvS2S", each with 3 whole numbers: one per '
+           "decoder length, in the order 10, 20, 40")
+PATH_CONV = register_hint("path_length", Hint(
+    nudge="draw a stack of layers of width k: how many consecutive positions does one output "
+          "see after 1, 2 and 3 layers?",
+    closer="L layers of width k see L·(k - 1) + 1 consecutive positions, and two words n apart "
+           "need a window of n + 1: the answer is the smallest whole L whose window is wide "
+           "enough (a division, rounded up; with whole numbers, beware of rounding down)"))
+PATH_RNN = Hint(
+    nudge="how does information from one word reach a word n positions later in a recurrent "
+          "network?",
+    closer="it is carried by the state, and each state is computed from the one before it: "
+           "one update per position between the two words")
+GRU_PARAMS = register_hint("baseline_parameters", Hint(
+    nudge="a GRU has three gates: what does each gate multiply, and what does it add?",
+    closer="each gate has a matrix for the input [hidden × input], one for the previous state "
+           "[hidden × hidden] and two bias vectors of size hidden; add these up over the three "
+           "gates"))
+BASELINE = Hint(
+    nudge="count each part the task lists on its own, then add them up; compare your total "
+          "with the parameters of a small RNNAttentionSeq2Seq counted in PyTorch",
+    closer="both embeddings (vocabulary × E); two GRU directions with input E and hidden H; "
+           "the s_0 layer from 2H to D with bias; the attention (W_a D × A, U_a 2H × A with "
+           "bias, v_a A); the decoder GRUCell on the embedding and the context (input E + 2H, "
+           "hidden D); the maxout readout from [s; c; embedding] to 2·out_dim units with bias; "
+           "the output layer from out_dim to the target vocabulary with bias")
+
+#: The decoder input lengths of the "training steps" exercise.
+TRAINING_STEP_LENGTHS = (10, 20, 40)
+_MODELS = ("GRU + attention", "ConvS2S")
+_DEC_LAYERS = 3
+
+
+def _measured_training_steps() -> dict[str, list[int]]:
+    """Forward + backward calls of the decoder's GRUCell / convolutional blocks (one
+    convolution each) in one training step."""
+    from convs2s.course.baselines import RNNAttentionSeq2Seq
+    from convs2s.course.path_length import count_calls
+    from convs2s.model.convs2s import ConvS2S
+    from convs2s.model.layers import ConvGLUBlock  # one convolution each
+    from convs2s.model.loss import sequence_loss
+
+    with _seeded(7):
+        rnn = RNNAttentionSeq2Seq(30, 30, emb_dim=8, enc_hid_dim=8, dec_hid_dim=8, dropout=0.0,
+                                  max_positions=64, src_pad_idx=1, trg_pad_idx=1)
+        conv = ConvS2S(30, 30, emb_dim=8, hid_dim=8, enc_layers=2, dec_layers=_DEC_LAYERS,
+                       dropout=0.0, max_positions=64, src_pad_idx=1, trg_pad_idx=1)
+    g = _gen(7)
+    measured: dict[str, list[int]] = {name: [] for name in _MODELS}
+    for n in TRAINING_STEP_LENGTHS:
+        src = torch.randint(2, 30, (2, 9), generator=g)  # src = [2, 9]
+        trg = torch.randint(2, 30, (2, n + 1), generator=g)  # trg = [2, n + 1]
+        for name, model, cell in (("GRU + attention", rnn, nn.GRUCell),
+                                  ("ConvS2S", conv, ConvGLUBlock)):
+
+            def step(model=model, src=src, trg=trg):
+                logits, _ = model(src, trg[:, :-1])  # logits = [2, n, 30]
+                sequence_loss(logits, trg[:, 1:], 1, 0.0).backward()
+
+            calls = count_calls(model.decoder, cell, step)
+            measured[name].append(calls["forward"] + calls["backward"])
+    return measured
+
+
+@check
+def training_steps(prediction) -> None:
+    """Exercise "sequential steps of one training step" (predict, then measure).
+
+    ``prediction = {"GRU + attention": [..], "ConvS2S": [..]}``: for decoder inputs of 10, 20
+    and 40 tokens, how many calls of the RNN decoder's ``GRUCell`` and of the ConvS2S decoder's
+    convolutions (3 layers) one training step makes, forward and backward together.
+    """
+    run = _Run("training_steps")
+    lengths = list(TRAINING_STEP_LENGTHS)
+    with run.case("the prediction's form", STEPS_FORM):
+        if not isinstance(prediction, dict) or set(prediction) != set(_MODELS):
+            raise AssertionError(f"got {prediction!r}")
+        for name in _MODELS:
+            values = prediction[name]
+            if not isinstance(values, list | tuple) or len(values) != len(lengths):
+                raise AssertionError(f"prediction[{name!r}] is {values!r}, expected a list of "
+                                     f"{len(lengths)} numbers")
+    if any(v is None for name in _MODELS for v in prediction[name]):
+        run.not_answered("replace every None in `prediction` by your predicted count, run "
+                         "the cell, then run this check again")
+    measured = _measured_training_steps()
+    for name in _MODELS:
+        print(f"  {name:<16} predicted {list(prediction[name])}, measured {measured[name]} "
+              f"(decoder lengths {lengths})")
+    hints = {"GRU + attention": STEPS_GRU, "ConvS2S": STEPS_CONV}
+    for name in _MODELS:
+        for n, guess, real in zip(lengths, prediction[name], measured[name], strict=True):
+            with run.case(f"{name}, decoder length {n}", hints[name]):
+                _assert_equal(_assert_int(guess, f"prediction[{name!r}]"), real,
+                              name=f"your prediction for {name} at length {n}")
+    run.done()
+
+
+@check
+def path_length(conv_fn: Callable, rnn_fn: Callable) -> None:
+    """Exercise "path length between two words" (derive): ``conv_path_length(n, k)``,
+    ``rnn_path_length(n)``."""
+    from convs2s.course import path_length
+
+    run = _Run("path_length")
+    conv_hint = PATH_CONV
+    for k in (2, 3, 4, 5, 7):
+        for n in (1, 2, 3, 4, 5, 6, 9, 10, 11, 20, 49, 50):
+            with run.case(f"conv_path_length({n}, {k})", conv_hint):
+                _assert_equal(_assert_int(conv_fn(n, k)), path_length.conv_path_length(n, k))
+    rnn_hint = PATH_RNN
+    for n in (1, 2, 7, 50):
+        with run.case(f"rnn_path_length({n})", rnn_hint):
+            _assert_equal(_assert_int(rnn_fn(n)), path_length.rnn_path_length(n))
+    print("  two words 50 apart: "
+          f"conv k=3 {conv_fn(50, 3)} layers, k=5 {conv_fn(50, 5)} layers; "
+          f"RNN {rnn_fn(50)} steps")
+    run.done()
+
+
+def _rnn_configs() -> list[dict]:
+    from convs2s.course.baselines import RNNAttentionSeq2Seq
+
+    kwargs = [
+        dict(emb_dim=8, enc_hid_dim=12, dec_hid_dim=16, attn_dim=10),
+        dict(emb_dim=7, enc_hid_dim=9, dec_hid_dim=16, attn_dim=4, out_dim=3),
+        dict(emb_dim=16, enc_hid_dim=16, dec_hid_dim=24),
+    ]
+    configs = []
+    for i, kw in enumerate(kwargs):
+        model = RNNAttentionSeq2Seq(30 + 7 * i, 40 - 3 * i, dropout=0.0, src_pad_idx=1,
+                                    trg_pad_idx=1, **kw)
+        configs.append((model.config, sum(p.numel() for p in model.parameters())))
+    return configs
+
+
+@check
+def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
+    """Exercise "count the baseline's parameters" (derive): ``gru_parameters``,
+    ``baseline_parameters``."""
+    run = _Run("baseline_parameters")
+    gru_hint = GRU_PARAMS
+    for inp, hid in ((3, 4), (16, 32), (128, 5)):
+        expected = sum(p.numel() for p in nn.GRU(inp, hid).parameters())
+        with run.case(f"gru_parameters({inp}, {hid})", gru_hint):
+            _assert_equal(_assert_int(gru_fn(inp, hid)), expected)
+    hint = BASELINE
+    for config, expected in _rnn_configs():
+        short = {k: config[k] for k in ("emb_dim", "enc_hid_dim", "dec_hid_dim", "attn_dim",
+                                        "out_dim")}
+        with run.case(f"baseline_parameters(config with {short})", hint):
+            _assert_equal(_assert_int(baseline_fn(dict(config))), expected, name="the count")
+    run.done()
+

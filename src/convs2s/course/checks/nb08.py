@@ -1,0 +1,175 @@
+"""Checks for notebook 08 · Beyond ConvS2S."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from convs2s.course.checks._core import (
+    Hint,
+    _assert_close,
+    _assert_equal,
+    _assert_int,
+    _assert_tensor,
+    _check_causal,
+    _float,
+    _gen,
+    _Run,
+    _shape,
+    check,
+    register_hint,
+)
+
+__all__ = ["separable_params", "attention_vs_conv", "lightweight_conv"]
+
+SEPARABLE = register_hint("separable_params", Hint(
+    nudge="count the two convolutions separately: how many filters does each have, and how "
+          "many weights does one filter hold?",
+    closer="the depthwise one has one filter of width k per input channel and no bias; the "
+           "pointwise one is a c_in → c_out matrix, plus one bias per output channel when bias "
+           "is set"))
+SAVING = Hint(
+    nudge="how many parameters does a standard convolution from c_in to c_out channels of "
+          "width k, with bias, hold?",
+    closer="c_in·c_out·k weights plus c_out biases; the saving is that count divided by the "
+           "separable count")
+LIGHTWEIGHT = register_hint("lightweight_conv", Hint(
+    nudge="each head's k taps must become weights that sum to 1, and each channel must use its "
+          "head's taps: which head does channel c use?",
+    closer="normalise each head's row with a softmax over its k taps; give each head's row to "
+           "its channels // H consecutive channels (each row repeated in place, not the heads "
+           "cycled), so that there is one kernel per channel; pad k - 1 zeros on the left only; "
+           "then one convolution with as many groups as channels"))
+HEADS = Hint(
+    nudge="channels 0 to C/H - 1 share head 0, the next C/H channels head 1, and so on: does "
+          "your kernel follow that order?",
+    closer="repeat each head's row C/H times in place (row 0, row 0, ..., row 1, row 1, ...); "
+           "repeating the whole table would cycle through the heads instead")
+AVERAGE = Hint(
+    nudge="a weighted average of equal numbers is that number: do your kernels sum to 1?",
+    closer="normalise each head's kernel with a softmax over its k taps before using it")
+CAUSAL = Hint(
+    nudge="an output may depend on its own position and earlier ones only: which inputs does "
+          "your output at position t see?",
+    closer="pad k - 1 zeros on the left and none on the right, so that the last tap of each "
+           "kernel sits on input t")
+ATTENTION_COST = register_hint("attention_vs_conv", Hint(
+    nudge="count multiply-adds per position: which of the two costs depends on n?",
+    closer="the convolution does d·2d·k multiply-adds per position at any n; attention does a "
+           "dot product of length d with each of the n keys, then a weighted sum of n values of "
+           "size d; set the two per-position costs equal and solve for n"))
+
+
+@check
+def separable_params(params_fn: Callable, saving_fn: Callable) -> None:
+    """Exercise "count a separable convolution's parameters": ``separable_params``, ``saving``."""
+    from convs2s.model.variants import DepthwiseSeparableConv1d
+
+    run = _Run("separable_params")
+    hint = SEPARABLE
+    for c_in, c_out, k in ((8, 16, 3), (256, 512, 3), (100, 7, 5), (3, 3, 1)):
+        module = DepthwiseSeparableConv1d(c_in, c_out, k, init="pytorch")
+        expected = sum(p.numel() for p in module.parameters())
+        with run.case(f"separable_params({c_in}, {c_out}, {k})", hint):
+            _assert_equal(_assert_int(params_fn(c_in, c_out, k)), expected)
+        with run.case(f"separable_params({c_in}, {c_out}, {k}, bias=False)", hint):
+            _assert_equal(_assert_int(params_fn(c_in, c_out, k, bias=False)), expected - c_out)
+        full = c_in * c_out * k + c_out  # nn.Conv1d(c_in, c_out, k) with bias
+        with run.case(f"saving({c_in}, {c_out}, {k})", SAVING):
+            value = _float(saving_fn(c_in, c_out, k))
+            if abs(value - full / expected) > 1e-9:
+                raise AssertionError(f"got {value:.6g}, expected {full / expected:.6g}")
+    run.done()
+
+
+@check
+def lightweight_conv(fn: Callable) -> None:
+    """Exercise "a lightweight convolution (Wu et al., 2019)"."""
+    run = _Run("lightweight_conv")
+    hint = LIGHTWEIGHT
+    g = _gen(16)
+    w = torch.randn(4, 5, generator=g)  # 4 heads, k = 5
+    x = torch.randn(2, 16, 11, generator=g)  # x = [2, 16, 11]
+    what = "lightweight_conv(x of shape [2, 16, 11], weight of shape [4, 5])"
+    with run.case(what, hint):
+        out = fn(x, w)
+        _assert_tensor(out)
+        if _shape(out) != _shape(x):
+            raise AssertionError(f"the result has shape {_shape(out)}, expected {_shape(x)}")
+    with run.case(f"{what}: channel 5 (head 1) at position 10, by hand", hint):
+        taps = torch.softmax(w[1], dim=0)
+        _assert_close(out[:, 5, 10], (x[:, 5, 6:11] * taps).sum(-1),
+                      ref="the softmax-weighted sum of inputs 6..10")
+    with run.case(f"{what}: channel 15 (head 3) at position 2 (partly in the padding)", hint):
+        taps = torch.softmax(w[3], dim=0)
+        _assert_close(out[:, 15, 2], (x[:, 15, 0:3] * taps[2:]).sum(-1),
+                      ref="the last 3 taps on inputs 0..2")
+    with run.case(f"{what}: every channel at position 10, by hand", HEADS):
+        taps = torch.softmax(w, dim=-1).repeat_interleave(4, dim=0)  # [16, 5]: head c // 4
+        _assert_close(out[:, :, 10], (x[:, :, 6:11] * taps).sum(-1),
+                      ref="each channel's head's softmax-weighted sum of inputs 6..10")
+    with run.case("lightweight_conv(a constant input 3.0, ...)", AVERAGE):
+        ones = torch.full((1, 16, 11), 3.0)
+        _assert_close(fn(ones, w)[:, :, 4:], ones[:, :, 4:], ref="3.0 (a weighted average)")
+    _check_causal(run, lambda t: fn(t, w), x, what, CAUSAL, cut=7)
+    run.done()
+
+
+#: The sizes of the "self-attention against a convolution" exercise.
+ATTENTION_CHANNELS, ATTENTION_KERNEL = 256, 3
+
+
+def _measured_flops(length: int) -> tuple[int, int]:
+    """(convolution, attention) FLOPs over ``length`` positions, from PyTorch's FLOP counter."""
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    d, k = ATTENTION_CHANNELS, ATTENTION_KERNEL
+    g = _gen(18)
+    x = torch.randn(1, d, length, generator=g)  # x = [1, d, n]
+    weight = torch.randn(2 * d, d, k, generator=g)  # ConvS2S's convolution d -> 2d (then GLU)
+    q = torch.randn(1, length, d, generator=g)  # queries = keys = values = [1, n, d]
+    counts = []
+    for part in ("conv", "attention"):
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            if part == "conv":
+                F.conv1d(F.pad(x, (k - 1, 0)), weight)  # [1, 2d, n]
+            else:
+                scores = q @ q.transpose(1, 2)  # scores = [1, n, n]: every pair of positions
+                torch.softmax(scores, dim=-1) @ q  # [1, n, d]: weighted sum of the values
+        counts.append(int(counter.get_total_flops()))
+    return counts[0], counts[1]
+
+
+@check
+def attention_vs_conv(prediction) -> None:
+    """Exercise "self-attention against a convolution" (predict, then measure).
+
+    ``prediction``: the sentence length n at which self-attention's two n x n products
+    (scores and weighted sum, d = 256 channels) cost as many FLOPs as one ConvS2S convolution
+    (256 -> 512 channels, width 3) over the same n positions.
+    """
+    run = _Run("attention_vs_conv")
+    with run.case("the prediction's form", Hint(
+            nudge="one number: a sentence length in positions",
+            closer="a float or an int, not a string or a list")):
+        guess = _float(prediction, "prediction")
+    n = 64
+    conv, attention = _measured_flops(n)
+    per_position_conv = conv / n  # the same for every length
+    per_pair_attention = attention / n**2  # attention grows with n per position
+    crossover = per_position_conv / per_pair_attention
+    at = round(crossover)
+    conv_at, attention_at = _measured_flops(at)
+    print(f"  measured with torch.utils.flop_counter: the convolution costs "
+          f"{per_position_conv:,.0f} FLOPs per position at any length; attention costs "
+          f"{per_pair_attention:,.0f} FLOPs per pair of positions")
+    print(f"  at n = {at}: convolution {conv_at:,} FLOPs, attention {attention_at:,} FLOPs "
+          f"(your prediction: {guess:g})")
+    hint = ATTENTION_COST
+    with run.case(f"your prediction {guess:g} against the measured crossover", hint):
+        if abs(guess - crossover) > 0.02 * crossover:
+            raise AssertionError(f"the measured crossover is n = {crossover:g}")
+    run.done()

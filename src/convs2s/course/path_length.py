@@ -1,0 +1,146 @@
+"""The paper's argument for convolutions, as numbers: path lengths and sequential steps.
+
+Used by notebook 07.
+
+Gehring et al. (2017, §1) give two reasons to prefer convolutions over recurrent networks:
+
+1. **Training parallelises over positions.** A recurrent network computes the state of
+   position i from the state of position i-1, so one pass over a sentence of n words is a chain
+   of n steps that must run one after the other, even in training, where every target word is
+   known (teacher forcing). A convolution layer computes all positions at once; a stack of L
+   layers is a chain of L steps, whatever the sentence length.
+2. **Short paths between distant words.** One layer of width k sees k positions; every further
+   layer widens the window by k-1, so L layers cover ``L·(k-1) + 1`` positions
+   (:func:`covered_positions`). Two words n positions apart therefore meet in one
+   representation after ``ceil(n / (k-1))`` layers, O(n/k) convolution operations
+   (:func:`conv_path_length`), while a recurrent network carries the first word through n state
+   updates before it meets the second, O(n) (:func:`rnn_path_length`).
+
+The functions here are the formulas (pure, no model involved); :func:`count_calls` measures
+how often modules run in a forward (and backward) pass, so a notebook can check the counts on
+real models. The formulas are tested against autograd measurements in ``tests/course/test_path_length.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable
+
+from torch import nn
+
+__all__ = [
+    "covered_positions",
+    "conv_path_length",
+    "rnn_path_length",
+    "path_lengths",
+    "sequential_steps",
+    "count_calls",
+]
+
+ARCHITECTURES = ("conv", "rnn")
+
+
+def _whole(value, name: str, minimum: int) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a whole number, got {type(value).__name__} "
+                        f"{value!r}.") from None
+    if number < minimum:
+        raise ValueError(f"{name}={number} must be at least {minimum}.")
+    return number
+
+
+def covered_positions(layers: int, kernel_size: int) -> int:
+    """How many consecutive input positions one output of ``layers`` stacked convolutions of
+    width ``kernel_size`` depends on: ``layers·(kernel_size - 1) + 1`` (0 layers: the position
+    itself)."""
+    layers = _whole(layers, "layers", 0)
+    kernel_size = _whole(kernel_size, "kernel_size", 1)
+    return layers * (kernel_size - 1) + 1
+
+
+def conv_path_length(distance: int, kernel_size: int) -> int:
+    """The fewest stacked convolutions of width ``kernel_size`` after which two words
+    ``distance`` positions apart are in the window of one output: ``ceil(distance / (k-1))``.
+
+    In a causal (decoder) stack that output is the later word's own; in a centred (encoder)
+    stack it is a position between the two. ``distance=0`` needs no layer. Width 1 never mixes
+    positions, so it raises ``ValueError`` for a positive distance.
+    """
+    distance = _whole(distance, "distance", 0)
+    kernel_size = _whole(kernel_size, "kernel_size", 1)
+    if distance == 0:
+        return 0
+    if kernel_size == 1:
+        raise ValueError("kernel_size=1 never connects two different positions: use k >= 2.")
+    return -(-distance // (kernel_size - 1))  # ceil without floats
+
+
+def rnn_path_length(distance: int) -> int:
+    """Recurrent steps between two words ``distance`` positions apart: the earlier word's
+    information reaches the later one through ``distance`` state updates."""
+    return _whole(distance, "distance", 0)
+
+
+def path_lengths(max_distance: int, kernel_sizes: Iterable[int] = (3, 5)) -> dict[str, list[int]]:
+    """Path lengths for distances ``1..max_distance``: ``{"distance": [...], "RNN": [...],
+    "conv k=3": [...], ...}`` (one list per kernel size, in the order given)."""
+    max_distance = _whole(max_distance, "max_distance", 1)
+    distances = list(range(1, max_distance + 1))
+    table = {"distance": distances, "RNN": [rnn_path_length(n) for n in distances]}
+    for k in kernel_sizes:
+        table[f"conv k={k}"] = [conv_path_length(n, k) for n in distances]
+    return table
+
+
+def sequential_steps(architecture: str, src_len: int, trg_len: int, *, enc_layers: int = 1,
+                     dec_layers: int = 1) -> int:
+    """Layer applications that must run one after another in one teacher-forced forward pass.
+
+    ``"rnn"`` (one recurrent layer in the encoder and one in the decoder, as
+    :class:`convs2s.course.baselines.RNNAttentionSeq2Seq`): the encoder steps through the ``src_len``
+    source positions (the two directions of a bidirectional encoder can run side by side), then
+    the decoder through the ``trg_len`` target positions: ``src_len + trg_len``. ``"conv"``
+    (ConvS2S): each layer processes every position at once: ``enc_layers + dec_layers``,
+    independent of the lengths. The backward pass walks the same chain in reverse, so a whole
+    training step has twice as many.
+    """
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture={architecture!r} is not known; choose one of "
+                         f"{ARCHITECTURES}.")
+    src_len = _whole(src_len, "src_len", 1)
+    trg_len = _whole(trg_len, "trg_len", 1)
+    if architecture == "rnn":
+        return src_len + trg_len
+    return _whole(enc_layers, "enc_layers", 1) + _whole(dec_layers, "dec_layers", 1)
+
+
+def count_calls(modules: nn.Module, module_types: type | tuple[type, ...],
+                run: Callable[[], object]) -> dict[str, int]:
+    """Run ``run()`` and count the calls of every submodule of ``modules`` that is an instance
+    of ``module_types``: ``{"forward": ..., "backward": ...}``.
+
+    Forward calls are counted with forward hooks, backward ones with full backward hooks (one
+    per forward call that gradients flow back through, e.g. when ``run`` calls
+    ``loss.backward()``). The hooks are removed afterwards, also when ``run`` raises.
+    """
+    counts = {"forward": 0, "backward": 0}
+
+    def on_forward(*_args) -> None:
+        counts["forward"] += 1
+
+    def on_backward(*_args) -> None:
+        counts["backward"] += 1
+
+    handles = []
+    try:
+        for module in modules.modules():
+            if isinstance(module, module_types):
+                handles.append(module.register_forward_hook(on_forward))
+                handles.append(module.register_full_backward_hook(on_backward))
+        run()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return counts

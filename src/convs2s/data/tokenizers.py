@@ -1,0 +1,90 @@
+"""Word-level tokenizers: spaCy's rule-based tokenizer per language (``spacy.blank``), NFC
+normalisation, and :func:`detokenize` (the cased subword pipeline is :mod:`convs2s.data.subword`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Sequence
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): "a" + U+0308 (combining diaeresis) becomes
+    "ä", as every Multi30k file already spells it.
+
+    Text copied on macOS often comes decomposed (NFD). It reads the same, but a vocabulary
+    learned on NFC text knows "fährt" only with one "ä" code point, and a subword model never
+    saw U+0308 alone: NFD input would become ``<unk>``. Every tokenizer (and the lines read
+    from a corpus file) normalise first. NFC, not NFKC: NFKC would also rewrite compatibility
+    characters, such as the 48 non-breaking spaces of the German training and validation
+    files (into plain spaces) or "…" (into "..."). Already-NFC text comes back unchanged.
+    """
+    return unicodedata.normalize("NFC", text)
+
+
+@functools.cache
+def _spacy_tokenizer(lang: str):
+    import spacy
+
+    try:
+        return spacy.blank(lang).tokenizer
+    except (ImportError, KeyError, ValueError) as e:
+        raise ValueError(
+            f"No spaCy tokenizer for language {lang!r}: {e}. Use a spaCy language code such as "
+            f"'de' or 'en'."
+        ) from e
+
+
+class Tokenizer:
+    """``str -> list[str]``: spaCy's rule-based tokenizer for ``lang``, optionally lowercased.
+
+    It is ``spacy.blank(lang).tokenizer``: the same prefix/suffix/infix rules and exceptions as
+    the tokenizer inside ``de_core_news_sm`` / ``en_core_web_sm`` (the statistical models do not
+    change tokenization), with no model to download. Whitespace tokens (from double spaces, tabs
+    or non-breaking spaces) are dropped. Lowercasing happens after tokenization, as torchtext's
+    ``Field(lower=True)`` did. The text is normalised to NFC first (:func:`nfc`), so decomposed
+    input gives the tokens of the composed text. Picklable: it holds only ``lang`` and
+    ``lower``.
+    """
+
+    def __init__(self, lang: str, lower: bool = True):
+        if not isinstance(lang, str):
+            raise ValueError(f"lang must be a spaCy language code such as 'de', not {lang!r}.")
+        _spacy_tokenizer(lang)  # fail now, not at the first sentence
+        self.lang, self.lower = lang, lower
+
+    def __call__(self, text: str) -> list[str]:
+        tokens = (t.text for t in _spacy_tokenizer(self.lang)(nfc(text)) if not t.is_space)
+        return [t.lower() for t in tokens] if self.lower else list(tokens)
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(lang={self.lang!r}, lower={self.lower})"
+
+
+def make_tokenizer(lang: str, lower: bool = True) -> Tokenizer:
+    """A tokenizer for ``lang`` (``"de"``, ``"en"``, ...); see :class:`Tokenizer`.
+
+    An unsupported language raises ``ValueError``. The spaCy object is built once per language.
+    """
+    return Tokenizer(lang, lower=lower)
+
+
+_NO_SPACE_BEFORE = re.compile(r" (?=[.,!?;:%)\]}]|'s\b|'re\b|'ll\b|'ve\b|'d\b|'m\b|n't\b)")
+_NO_SPACE_AFTER = re.compile(r"(?<=[(\[{]) ")
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Join word-level tokens into a sentence: ``["a", "man", "."]`` -> ``"A man."``.
+
+    The inverse of :class:`Tokenizer` as far as lower-cased tokens allow: no space before
+    punctuation and clitics, a capital first letter. (Subword models decode their pieces
+    exactly instead: :meth:`convs2s.data.subword.TextPipeline.detokenize`.)
+    """
+    text = " ".join(tokens)
+    text = _NO_SPACE_AFTER.sub("", _NO_SPACE_BEFORE.sub("", text))
+    text = re.sub(r' " (.*?) " ', r' "\1" ', f" {text} ").strip()
+    return text[:1].upper() + text[1:]
+
+

@@ -1,0 +1,228 @@
+"""ConvS2S: the full encoder-decoder model of Gehring et al. (2017).
+
+``logits, attention = model(src, trg_in)`` is ``model.decode(trg_in, model.encode(src))``.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from convs2s.model.decoder import Decoder, IncrementalState
+from convs2s.model.encoder import Encoder, EncoderOut
+from convs2s.model.layers import INITS, PADDINGS
+
+# --------------------------------------------------------------------------------------------
+# Checks of the constructor's options. A wrong type is refused before anything is built: Python
+# would otherwise take "False" for true (a tied layer), "no" for weight norm, and a string
+# dropout would fail deep inside torch. Used by every model class (ConvS2S, the variants, the
+# RNN baseline), so their messages read alike: "option=value must be ...".
+# --------------------------------------------------------------------------------------------
+
+
+def check_positive_int(name: str, value) -> None:
+    """``TypeError`` unless ``value`` is an int (not a bool, not a float such as 8.0),
+    ``ValueError`` unless it is at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}={value!r} must be a positive integer (an int), not a "
+                        f"{type(value).__name__}.")
+    if value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer.")
+
+
+def check_bool(name: str, value) -> None:
+    """``TypeError`` unless ``value`` is True or False (the strings "False" and "no" are
+    true in Python, 0 and 1 are ambiguous)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be True or False (a bool), not a "
+                        f"{type(value).__name__}.")
+
+
+def check_dropout(value, name: str = "dropout") -> None:
+    """``TypeError`` unless ``value`` is a number (int or float, not a bool), ``ValueError``
+    unless it is in [0, 1) (NaN is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}={value!r} must be a number in [0, 1), not a "
+                        f"{type(value).__name__}.")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name}={value!r} must be in [0, 1).")
+
+
+def check_choice(name: str, value, choices: tuple) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}={value!r} is not known; choose one of {choices}.")
+
+
+def check_pad_idx(name: str, value, vocab_size: int) -> None:
+    """``TypeError`` unless ``value`` is an int (not a bool), ``ValueError`` unless it is an id
+    of the vocabulary (``0 <= value < vocab_size``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}={value!r} must be a token id (an int), not a "
+                        f"{type(value).__name__}.")
+    if not 0 <= value < vocab_size:
+        raise ValueError(f"{name}={value} is not a token id below {vocab_size}.")
+
+
+class ConvS2S(nn.Module):
+    """Convolutional sequence-to-sequence model.
+
+    Args:
+        src_vocab_size, trg_vocab_size: vocabulary sizes.
+        emb_dim: embedding size (also the space of attention and of z).
+        hid_dim: channels of the convolutions.
+        enc_layers, dec_layers: number of convolutional blocks in encoder and decoder.
+        kernel_size: convolution width k (odd, because the encoder pads (k-1)/2 on each side).
+            With L layers a decoder position sees L·(k-1) + 1 tokens.
+        dropout: dropout probability (embeddings, every block input, before the output layer).
+        max_positions: number of learned position embeddings, i.e. the longest source and the
+            longest decoder input the model accepts (longer ones raise ValueError).
+        src_pad_idx, trg_pad_idx: padding tokens (pad on the right).
+        decoder_padding: ``"causal"`` (correct) or ``"same"`` (the cheating decoder that sees
+            the future; for the course's demonstration only).
+        weight_norm: weight-normalise every linear and convolutional layer (not embeddings),
+            as the paper and fairseq do. Adds one parameter per output unit.
+        init: ``"paper"`` (§3.5: embeddings N(0, 0.1²), N(0, p/n) weights, 4x for layers
+            feeding a GLU, zero biases) or ``"pytorch"`` (PyTorch's defaults, as in most
+            tutorials).
+        encoder_grad_scale: scale the gradient that flows into the encoder's convolution stack
+            by 1/(2·dec_layers) (§3.4; fairseq's factor). Each of the dec_layers attentions
+            uses z twice, as keys and inside the values z + e, so the encoder otherwise gets
+            2·dec_layers gradient contributions; the paper found it "received too much
+            gradient". Forward outputs are identical either way.
+        share_input_output_embed: use the decoder's token embedding as its output layer's
+            weight (fairseq's option of the same name; not in the paper, off by default). See
+            :class:`convs2s.model.decoder.Decoder` ``share_embed``.
+
+    The defaults ``weight_norm=True, init="paper", encoder_grad_scale=True`` are fairseq's
+    ``fconv`` settings, i.e. the paper's. They were not tuned on Multi30k. In a small CPU check
+    (a reverse-and-relabel toy task, 8+8 layers, Adam 1e-3, clipping 0.1, 250 steps, 2 seeds),
+    weight norm and gradient scaling both helped the paper's initialisation (validation loss
+    0.23/0.31 with both, versus 0.41/0.55 without gradient scaling and 0.36/0.36 without
+    weight norm). ``init="pytorch"`` learned that toy task faster (loss about 0.00 after 250
+    steps; by 1,000 steps both initialisations were at about 0.000): its N(0, 1) embeddings
+    dominate the residual stream at the start, and token identity is all a copying task needs.
+    The toy says little about translation, so both were compared on Multi30k: with the
+    ``cpu`` preset and AdamW at equal wall time (6 min on one core), the paper's
+    initialisation reached a validation loss of 3.47 against 3.87 for ``init="pytorch"``
+    (``benchmarks/train_choices.py``, ``benchmarks/results/train_choices.json``). Hence the
+    paper's settings stay the defaults.
+    The sizes (256/512, 10+10 layers, kernel 3, dropout 0.25) are those of the PyTorch
+    tutorial on Multi30k (bentrevett/pytorch-seq2seq), so results can be compared with it.
+
+    Parameters with those sizes and vocabularies of 7,853/5,893: 39,767,306. The tutorial
+    reports 37,351,173 because its decoder shares one pair of attention projections across
+    all layers, where the paper gives each layer its own. With ``weight_norm=False,
+    max_positions=100`` this model has 39,717,381 parameters: the tutorial's count plus
+    exactly 9 more pairs of 262,912. Weight norm's gains add 35,589 and the 28 extra
+    positions 14,336 (``tests/model/test_convs2s_model.py`` derives the count layer by layer).
+
+    ``config`` holds every constructor argument, so ``ConvS2S(**model.config)`` rebuilds the
+    architecture (e.g. from a checkpoint that stores ``config`` next to the ``state_dict``).
+    Every option is checked before anything is built, in one line naming it: a wrong type is a
+    ``TypeError`` (``weight_norm="no"``, ``dropout="0.1"``, ``emb_dim=8.0``; bools must be
+    ``True``/``False``), a value out of range or not among the choices a ``ValueError``.
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        trg_vocab_size: int,
+        *,
+        emb_dim: int = 256,
+        hid_dim: int = 512,
+        enc_layers: int = 10,
+        dec_layers: int = 10,
+        kernel_size: int = 3,
+        dropout: float = 0.25,
+        max_positions: int = 128,
+        src_pad_idx: int,
+        trg_pad_idx: int,
+        decoder_padding: str = "causal",
+        weight_norm: bool = True,
+        init: str = "paper",
+        encoder_grad_scale: bool = True,
+        share_input_output_embed: bool = False,
+    ) -> None:
+        super().__init__()
+        self.config = dict(
+            src_vocab_size=src_vocab_size,
+            trg_vocab_size=trg_vocab_size,
+            emb_dim=emb_dim,
+            hid_dim=hid_dim,
+            enc_layers=enc_layers,
+            dec_layers=dec_layers,
+            kernel_size=kernel_size,
+            dropout=dropout,
+            max_positions=max_positions,
+            src_pad_idx=src_pad_idx,
+            trg_pad_idx=trg_pad_idx,
+            decoder_padding=decoder_padding,
+            weight_norm=weight_norm,
+            init=init,
+            encoder_grad_scale=encoder_grad_scale,
+            share_input_output_embed=share_input_output_embed,
+        )
+        for name in ("src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers",
+                     "dec_layers", "kernel_size", "max_positions"):
+            check_positive_int(name, self.config[name])
+        check_dropout(dropout)
+        for name in ("weight_norm", "encoder_grad_scale", "share_input_output_embed"):
+            check_bool(name, self.config[name])
+        check_choice("decoder_padding", decoder_padding, PADDINGS)
+        check_choice("init", init, INITS)
+        check_pad_idx("src_pad_idx", src_pad_idx, src_vocab_size)
+        check_pad_idx("trg_pad_idx", trg_pad_idx, trg_vocab_size)
+
+        shared = dict(
+            emb_dim=emb_dim,
+            hid_dim=hid_dim,
+            kernel_size=kernel_size,
+            dropout=dropout,
+            max_positions=max_positions,
+            weight_norm=weight_norm,
+            init=init,
+        )
+        self.encoder = Encoder(
+            src_vocab_size,
+            n_layers=enc_layers,
+            pad_idx=src_pad_idx,
+            grad_scale=1.0 / (2.0 * dec_layers) if encoder_grad_scale else 1.0,
+            **shared,
+        )
+        self.decoder = Decoder(
+            trg_vocab_size,
+            n_layers=dec_layers,
+            pad_idx=trg_pad_idx,
+            padding=decoder_padding,
+            share_embed=share_input_output_embed,
+            **shared,
+        )
+
+    def encode(self, src: Tensor) -> EncoderOut:
+        """Encode ``src = [batch, src_len]`` (right-padded token ids)."""
+        return self.encoder(src)
+
+    def decode(
+        self,
+        trg_in: Tensor,
+        encoded: EncoderOut,
+        incremental_state: IncrementalState | None = None,
+        output_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Decoder pass; see :class:`convs2s.model.decoder.Decoder` for incremental decoding and
+        ``output_mask``."""
+        return self.decoder(trg_in, encoded, incremental_state, output_mask)
+
+    def forward(self, src: Tensor, trg_in: Tensor, *,
+                output_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``(logits [batch, trg_len, trg_vocab], attention [batch, dec_layers, trg_len,
+        src_len])`` for right-padded ``src`` and decoder input ``trg_in`` (<bos> + target
+        without its last token). With ``output_mask`` (``[batch, trg_len]`` bool), logits only
+        where it is True: ``[n_true, trg_vocab]`` (what training uses; see
+        :func:`convs2s.model.loss.next_token_loss`)."""
+        return self.decode(trg_in, self.encode(src), output_mask=output_mask)
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
+    """Number of (trainable) parameters of ``model``."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)

@@ -1,0 +1,178 @@
+"""The model a training run ends with: the last epochs' weights averaged, and beam search's
+length penalty chosen, both on the validation split (issue 27).
+
+Neither choice is the paper's. Averaging the weights of the last few checkpoints is a standard
+trick of later systems (fairseq's ``scripts/average_checkpoints.py``; Vaswani et al., 2017,
+average the last 5 or 20); fairseq's ``--lenpen`` divides a hypothesis's summed log-probability
+by ``length ** α``. This course makes both choices after training, on validation only:
+
+1. **Weights.** ``best.pt`` (lowest validation loss, k = 1) or the element-wise mean of the
+   last k epochs' weights (k = 2 … ``max_k``, from the run's snapshots), scored by greedy
+   sacreBLEU on validation.
+2. **Length penalty.** α in ``ALPHAS`` for beam search (``beam``), scored by sacreBLEU on
+   validation with the chosen weights.
+
+A tie keeps the simpler choice (fewer epochs averaged; α nearer 1, fairseq's default). The result
+is written as ``final.pt`` beside ``best.pt`` and ``last.pt``: a normal checkpoint whose
+``choices`` record k, the epochs, α and every validation score behind them, and which
+``translate`` and ``evaluate`` decode with α unless told otherwise. The test split is never
+looked at here.
+
+The snapshots (``snapshots/epochNN.pt``, the last ``max_k`` epochs' weights) are checkpoints
+of their run: each names the run that wrote it (``run_id``), and one from another run is
+refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
+from convs2s.run.evaluate import evaluate, score_alphas
+from convs2s.run.translator import Translator
+
+__all__ = ["ALPHAS", "FINAL", "SNAPSHOTS", "average", "choose", "estimate_costs", "finalize",
+           "load_snapshots", "reserve_seconds", "snapshot_path"]
+
+ALPHAS = (0.0, 0.5, 1.0, 1.5, 2.0)
+SNAPSHOTS = "snapshots"
+FINAL = "final.pt"
+
+
+def snapshot_path(folder: Path, epoch: int) -> Path:
+    return Path(folder) / SNAPSHOTS / f"epoch{epoch:02d}.pt"
+
+
+def average(weights: Sequence[dict]) -> dict:
+    """The element-wise mean of state dicts with the same keys (floating tensors averaged in
+    float64, then cast back; other tensors, e.g. counters, taken from the first)."""
+    out = {}
+    for key, first in weights[0].items():
+        if torch.is_floating_point(first):
+            out[key] = sum(w[key].double() for w in weights).div(len(weights)).to(first.dtype)
+        else:
+            out[key] = first.clone()
+    return out
+
+
+def best_of(rows: list[dict], key: str, prefer: Callable[[dict], float]) -> dict:
+    """The row with the highest ``key``; among equal scores, the one ``prefer`` ranks first."""
+    top = max(r[key] for r in rows)
+    return min((r for r in rows if r[key] == top), key=prefer)
+
+
+def load_snapshots(folder: Path, run_id: str | None) -> list[tuple[dict, dict]]:
+    """The run's snapshots as ``(history row, weights)``, oldest first.
+
+    ``CheckpointError`` (one line) for a snapshot of another run than ``run_id``."""
+    out = []
+    for f in sorted((Path(folder) / SNAPSHOTS).glob("epoch[0-9][0-9]*.pt")):
+        snap = Checkpoint.load(f)
+        if run_id is None or snap.run_id != run_id:
+            raise CheckpointError(
+                f"{f} belongs to another run than {Path(folder) / 'best.pt'} (run "
+                f"{snap.run_id} vs {run_id}). Remove it, or train again in a new folder.")
+        out.append((snap.extra.get("row", {}), snap.state_dict))
+    return out
+
+
+def choose(best: Checkpoint, snapshots: list[tuple[dict, dict]], valid_pairs, *,
+           device=None, beam: int = 5, alphas: Sequence[float] = ALPHAS, max_k: int = 5,
+           log: Callable[[str], None] = print) -> tuple[dict, dict]:
+    """Pick the weights and α on ``valid_pairs``; returns ``(weights, choices)``."""
+    t0 = time.perf_counter()
+    translator = Translator.from_checkpoint(best, device=device)
+    best_state = {k: v.detach().to("cpu", copy=True)
+                  for k, v in translator.model.state_dict().items()}
+
+    def score(weights: dict, beam_size: int) -> dict:
+        translator.model.load_state_dict(weights)
+        translator.model.eval()
+        return evaluate(translator, valid_pairs, beam_sizes=[beam_size])
+
+    candidates = [(1, [best.epoch], best_state)]
+    for k in range(2, max_k + 1):
+        if k <= len(snapshots):
+            candidates.append((k, [r.get("epoch") for r, _ in snapshots[-k:]],
+                               average([w for _, w in snapshots[-k:]])))
+    averages = []
+    for k, epochs, weights in candidates:
+        m = score(weights, 1)
+        averages.append({"k": k, "epochs": epochs, "valid_loss": m["loss"],
+                         "valid_sacrebleu_greedy": m["beam1"]["sacrebleu"],
+                         "valid_chrf_greedy": m["beam1"]["chrf"]})
+        what = "best.pt" if k == 1 else f"average of epochs {epochs}"
+        log(f"  weights: {what:<34} valid loss {m['loss']:.4f}  greedy sacreBLEU "
+            f"{m['beam1']['sacrebleu']:.2f}")
+    chosen = best_of(averages, "valid_sacrebleu_greedy", prefer=lambda r: r["k"])
+    weights = next(w for k, _, w in candidates if k == chosen["k"])
+
+    # One beam search serves every α: the length penalty only re-ranks finished hypotheses.
+    translator.model.load_state_dict(weights)
+    translator.model.eval()
+    scored = []
+    for m in score_alphas(translator, valid_pairs, alphas, beam_size=beam):
+        scored.append({"alpha": m["alpha"], "valid_sacrebleu": m["sacrebleu"],
+                       "valid_chrf": m["chrf"]})
+        log(f"  beam {beam}, length penalty {m['alpha']:.1f}: valid sacreBLEU "
+            f"{m['sacrebleu']:.2f}  chrF {m['chrf']:.2f}")
+    alpha = best_of(scored, "valid_sacrebleu", prefer=lambda r: abs(r["alpha"] - 1.0))
+    choices = {"k": chosen["k"], "epochs": chosen["epochs"], "length_penalty": alpha["alpha"],
+               "beam": beam, "valid_sacrebleu": alpha["valid_sacrebleu"],
+               "valid_sentences": len(valid_pairs), "averages": averages, "alphas": scored,
+               "seconds": time.perf_counter() - t0}
+    return weights, choices
+
+
+def finalize(folder: Path, valid_pairs, *, device=None, beam: int = 5,
+             alphas: Sequence[float] = ALPHAS, max_k: int = 5,
+             log: Callable[[str], None] = print) -> Path:
+    """Make ``folder/final.pt`` from ``best.pt`` and the snapshots (see the module's text)."""
+    folder = Path(folder)
+    best = Checkpoint.load(folder / "best.pt")
+    snapshots = load_snapshots(folder, best.run_id)
+    weights, choices = choose(best, snapshots, valid_pairs, device=device, beam=beam,
+                              alphas=alphas, max_k=max_k, log=log)
+    state = best.train_state or {}
+    final = dataclasses.replace(
+        best, state_dict=weights, choices=choices,
+        train_state={k: state[k] for k in ("step", "epoch", "history", "seconds",
+                                           "best_valid_loss") if k in state})
+    path = final.save(folder / FINAL)
+    what = "best.pt" if choices["k"] == 1 else f"the average of epochs {choices['epochs']}"
+    log(f"final model: {what}, beam {beam} with length penalty {choices['length_penalty']} "
+        f"(validation sacreBLEU {choices['valid_sacrebleu']:.2f}): {path}")
+    return path
+
+
+def estimate_costs(translator: Translator, valid_pairs, *, beam: int = 5,
+                   sample: int = 32) -> dict:
+    """What :func:`choose` will cost, in seconds for the whole validation split, from timing
+    greedy and beam decoding of a few of its sentences: ``{"greedy": one candidate's scoring,
+    "beam": the length-penalty sweep}`` (one beam search serves every α). A training run
+    measures it after every epoch and keeps :func:`reserve_seconds` of its time budget for the
+    choices."""
+    pairs = list(valid_pairs)
+    part = pairs[:sample]
+    if not part:
+        return {"greedy": 0.0, "beam": 0.0}
+    t0 = time.perf_counter()
+    evaluate(translator, part, beam_sizes=[1])
+    greedy = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    evaluate(translator, part, beam_sizes=[beam])
+    beamed = time.perf_counter() - t0
+    scale = len(pairs) / len(part) * 1.1  # 10% to spare
+    return {"greedy": greedy * scale, "beam": beamed * scale}
+
+
+def reserve_seconds(costs: dict, candidates: int) -> float:
+    """Seconds :func:`choose` needs with ``candidates`` weight candidates (best.pt and the
+    averages of the last 2 … k epochs), from :func:`estimate_costs`, plus 5 s of loading."""
+    return math.ceil(max(1, candidates) * costs["greedy"] + costs["beam"] + 5)

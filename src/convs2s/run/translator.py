@@ -1,0 +1,231 @@
+"""Translate with a trained checkpoint: :class:`Translator` (text in, text out).
+
+    >>> t = Translator.from_checkpoint("runs/cpu/best.pt")        # doctest: +SKIP
+    >>> t.translate("Ein Mann fährt Fahrrad.")                     # doctest: +SKIP
+    'A man rides a bike.'
+
+The checkpoint says which languages and which text pipeline the model was trained with
+(:class:`convs2s.data.subword.TextPipeline`): a word-level model (the course's original, trained on
+lower-cased spaCy tokens) outputs lower-cased tokens, which :func:`convs2s.data.detokenize` joins
+back into a sentence (no space before punctuation, a capital first letter); a subword model
+outputs sentencepiece pieces of cased text, decoded back into the exact cased sentence. Either way
+the text is what the standard, cased sacreBLEU score sees. A checkpoint written before checkpoints
+recorded this is German to English, word-level. Its command line is :mod:`convs2s.run.translate`.
+"""
+
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from convs2s.data import LANGUAGE_NAMES, Vocab, check_length
+from convs2s.data.subword import TextPipeline
+from convs2s.model.convs2s import ConvS2S
+from convs2s.model.search import (
+    beam_search,
+    beam_search_alphas,
+    check_length_penalty,
+    greedy_decode,
+)
+from convs2s.run.checkpoint import Checkpoint, check_parts, check_pipeline
+from convs2s.system.environment import check_device
+
+__all__ = ["Translation", "Translator"]
+
+def positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return value
+
+
+@dataclass
+class Translation:
+    source_tokens: list[str]
+    tokens: list[str]
+    text: str
+    attention: torch.Tensor  # [dec_layers, len(tokens), len(source_tokens)]
+
+
+class Translator:
+    """A model, its vocabularies and its text pipeline, ready to translate sentences.
+
+    ``pipeline`` (:class:`convs2s.data.subword.TextPipeline`) gives the languages, the tokenizers
+    and the detokenizer; without it, ``src_lang``/``trg_lang``/``lower`` make a word-level one.
+    """
+
+    def __init__(self, model: ConvS2S, src_vocab: Vocab, trg_vocab: Vocab, *,
+                 src_lang: str = "de", trg_lang: str = "en", lower: bool = True, device=None,
+                 pipeline: TextPipeline | None = None):
+        """``ValueError`` if the vocabularies do not fit the model or the pipeline, or a weight
+        is not finite."""
+        check_parts(model.config, model.state_dict(), src_vocab, trg_vocab)
+        if pipeline is None:
+            pipeline = TextPipeline.word(src_lang, trg_lang, lower=lower)
+        check_pipeline(pipeline, src_vocab, trg_vocab)
+        if device is None:
+            device = next(model.parameters()).device
+        self.device = check_device(device)
+        self.model = model.to(self.device).eval()
+        self.src_vocab, self.trg_vocab = src_vocab, trg_vocab
+        self.pipeline = pipeline
+        self.src_lang, self.trg_lang = pipeline.src_lang, pipeline.trg_lang
+        self.src_tokenizer = pipeline.src_tokenizer
+        self.trg_tokenizer = pipeline.trg_tokenizer
+        self.max_positions = model.config["max_positions"]
+        #: beam search's length penalty when a call gives none: the one chosen on validation
+        #: for a final.pt (:mod:`convs2s.run.final_choices`), else 1.0 (fairseq's default)
+        self.length_penalty = 1.0
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        """Output tokens as a sentence (a subword model: the exact cased text)."""
+        return self.pipeline.detokenize(tokens)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: str | os.PathLike | Checkpoint,
+                        device=None) -> Translator:
+        """A translator for a checkpoint file (or a loaded :class:`Checkpoint`).
+
+        Raises :class:`convs2s.run.checkpoint.CheckpointError` (one line naming the file and the
+        problem) for a file that is not a checkpoint, or whose parts do not belong together
+        (see :meth:`Checkpoint.load`); ``ValueError`` for a device this machine does not have.
+        """
+        device = check_device(device)
+        ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.load(checkpoint)
+        translator = cls(ckpt.build_model(), ckpt.src_vocab, ckpt.trg_vocab,
+                         pipeline=ckpt.pipeline, device=device)
+        translator.length_penalty = ckpt.length_penalty  # the recorded choice, if any
+        return translator
+
+    # -- input checks --------------------------------------------------------------------------
+    def _tokens(self, sentence) -> list[str]:
+        if not isinstance(sentence, str):
+            name = LANGUAGE_NAMES.get(self.src_lang, self.src_lang)
+            raise TypeError(f"translate() takes a {name} sentence (str) or a list of them, not "
+                            f"{type(sentence).__name__}.")
+        try:  # a lone surrogate: sentencepiece fails with a C++ cast error, spaCy's output too
+            sentence.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(
+                f"Cannot translate text that is not valid Unicode: character {e.start + 1} is "
+                f"{sentence[e.start]!r}, a lone surrogate (half of a UTF-16 pair, or a byte that "
+                "was not UTF-8, decoded with errors='surrogateescape'). Fix the text's encoding."
+            ) from None
+        if not sentence.strip():
+            raise ValueError("Cannot translate an empty or whitespace-only sentence.")
+        tokens = self.src_tokenizer(sentence)
+        check_length(tokens, self.max_positions, what="source sentence")
+        return tokens
+
+    def _batch(self, token_lists: list[list[str]]) -> torch.Tensor:
+        ids = [torch.tensor(self.src_vocab.encode(t), dtype=torch.long) for t in token_lists]
+        src = torch.nn.utils.rnn.pad_sequence(ids, batch_first=True,
+                                              padding_value=self.src_vocab.pad_idx)
+        return src.to(self.device)  # src = [batch, src_len]
+
+    def _max_len(self, max_len: int | None) -> int:
+        return self.max_positions if max_len is None else max_len
+
+    def _alpha(self, length_penalty: float | None) -> float:
+        """The length penalty a call asks for, else the translator's (checked: 0 to 10)."""
+        return check_length_penalty(self.length_penalty if length_penalty is None
+                                    else length_penalty)
+
+    # -- translation ---------------------------------------------------------------------------
+    def translate_tokens(self, sentences: Sequence[str], *, beam_size: int = 5,
+                         max_len: int | None = None, batch_size: int = 64,
+                         length_penalty: float | None = None) -> list[list[str]]:
+        """Output token lists for a list of sentences (what the tutorial BLEU compares).
+
+        ``batch_size`` sentences are decoded together; ``ValueError`` if it or ``beam_size``
+        is not a positive integer, or a sentence is empty, too long or not valid Unicode (a lone
+        surrogate). ``length_penalty``: beam search's exponent, 0 to 10 (None: the translator's
+        own, :attr:`length_penalty`; see
+        :func:`convs2s.model.search.beam_search`; greedy decoding ignores it, but it is checked all
+        the same).
+        """
+        positive_int(batch_size, "batch_size")
+        positive_int(beam_size, "beam_size")
+        length_penalty = self._alpha(length_penalty)
+        token_lists = [self._tokens(s) for s in sentences]
+        return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
+                                          batch_size=batch_size, length_penalty=length_penalty)
+
+    def translate_token_lists(self, token_lists: Sequence[list[str]], *, beam_size: int = 5,
+                              max_len: int | None = None, batch_size: int = 64,
+                              length_penalty: float | None = None) -> list[list[str]]:
+        """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
+        positive_int(batch_size, "batch_size")
+        positive_int(beam_size, "beam_size")
+        length_penalty = self._alpha(length_penalty)
+        out: list[list[str]] = []
+        v = self.trg_vocab
+        kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx,
+                  pad_idx=v.pad_idx)
+        for i in range(0, len(token_lists), batch_size):
+            src = self._batch(token_lists[i: i + batch_size])
+            if beam_size == 1:
+                ids = greedy_decode(self.model, src, **kw)
+            else:
+                ids = beam_search(self.model, src, beam_size=beam_size,
+                                  length_penalty=length_penalty, **kw)
+            out.extend(v.decode(x) for x in ids)
+        return out
+
+    def translate_tokens_alphas(self, sentences: Sequence[str], alphas, *, beam_size: int = 5,
+                                max_len: int | None = None,
+                                batch_size: int = 64) -> list[list[list[str]]]:
+        """:meth:`translate_tokens` with beam search at every length penalty in ``alphas``: one
+        list of outputs per α, in that order, from one search (α only re-ranks the finished
+        hypotheses; :func:`convs2s.model.search.beam_search_alphas`)."""
+        token_lists = [self._tokens(s) for s in sentences]
+        return self.translate_token_lists_alphas(token_lists, alphas, beam_size=beam_size,
+                                                 max_len=max_len, batch_size=batch_size)
+
+    def translate_token_lists_alphas(self, token_lists: Sequence[list[str]], alphas, *,
+                                     beam_size: int = 5, max_len: int | None = None,
+                                     batch_size: int = 64) -> list[list[list[str]]]:
+        """:meth:`translate_token_lists` with beam search for every length penalty in
+        ``alphas`` (one list of outputs per α, in that order), from one search per batch
+        (:func:`convs2s.model.search.beam_search_alphas`)."""
+        positive_int(batch_size, "batch_size")
+        positive_int(beam_size, "beam_size")
+        alphas = [check_length_penalty(a) for a in alphas]
+        out: list[list[list[str]]] = [[] for _ in alphas]
+        v = self.trg_vocab
+        for i in range(0, len(token_lists), batch_size):
+            src = self._batch(token_lists[i: i + batch_size])
+            per_alpha = beam_search_alphas(self.model, src, alphas=alphas, beam_size=beam_size,
+                                           max_len=self._max_len(max_len), bos_idx=v.bos_idx,
+                                           eos_idx=v.eos_idx, pad_idx=v.pad_idx)
+            for j, ids in enumerate(per_alpha):
+                out[j].extend(v.decode(x) for x in ids)
+        return out
+
+    def translate(self, sentences: str | Sequence[str], *, beam_size: int = 5,
+                  max_len: int | None = None, length_penalty: float | None = None):
+        """Translate one sentence (-> str) or a list of sentences (-> list of str)."""
+        single = isinstance(sentences, str)
+        if not single and not isinstance(sentences, (list, tuple)):
+            raise TypeError(f"translate() takes a str or a list of str, not "
+                            f"{type(sentences).__name__}.")
+        batch = [sentences] if single else list(sentences)
+        tokens = self.translate_tokens(batch, beam_size=beam_size, max_len=max_len,
+                                       length_penalty=length_penalty)
+        texts = [self.detokenize(t) for t in tokens]
+        return texts[0] if single else texts
+
+    def translate_with_attention(self, sentence: str, *, max_len: int | None = None) -> Translation:
+        """Greedy translation of one sentence with every decoder layer's attention, for plots."""
+        tokens = self._tokens(sentence)
+        v = self.trg_vocab
+        ids, attn = greedy_decode(self.model, self._batch([tokens]), max_len=self._max_len(max_len),
+                                  bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx,
+                                  return_attention=True)
+        out = v.decode(ids[0])
+        return Translation(tokens, out, self.detokenize(out), attn[0])
+
+

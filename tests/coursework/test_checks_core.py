@@ -1,0 +1,124 @@
+"""The two-step hints of convs2s.course.checks: a nudge on the first wrong try, a closer hint from the
+second wrong try of the same check on, both on request with checks.hint(...)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from convs2s.course import checks
+from convs2s.course.checks import _core
+from convs2s.course.checks._core import Hint, _Run, check, register_hint
+
+NUDGE = "which half is the gate?"
+CLOSER = "the second half goes through the sigmoid"
+
+
+@pytest.fixture
+def made_up():
+    """A check ``made_up(answer)`` that passes for 42, with a registered two-step hint."""
+    hint = register_hint("made_up", Hint(nudge=NUDGE, closer=CLOSER))
+
+    @check
+    def made_up(answer) -> None:
+        run = _Run("made_up")
+        with run.case("made_up(answer)", hint):
+            if answer != 42:
+                raise AssertionError(f"got {answer}")
+        run.done()
+
+    yield made_up
+    del _core.HINTS["made_up"]
+
+
+def test_the_first_wrong_try_prints_the_nudge_only(made_up, capsys):
+    with pytest.raises(AssertionError, match=re.escape(f"got 1 — hint: {NUDGE}") + "$"):
+        made_up(1)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ made_up: made_up(answer): got 1\n")
+    assert NUDGE in out and CLOSER not in out
+    assert 'checks.hint("made_up")' in out  # says how to get the closer hint
+
+
+def test_the_second_and_later_wrong_tries_print_the_closer_hint_too(made_up, capsys):
+    with pytest.raises(AssertionError):
+        made_up(1)
+    capsys.readouterr()
+    for wrong in (2, 3):
+        closer = re.escape(f"hint: {NUDGE} — closer hint: {CLOSER}") + "$"
+        with pytest.raises(AssertionError, match=closer):
+            made_up(wrong)
+        out = capsys.readouterr().out
+        assert f"  hint: {NUDGE}\n  closer hint: {CLOSER}\n" in out
+
+
+def test_a_right_answer_and_an_unanswered_one_count_no_wrong_try(made_up, capsys):
+    assert made_up(None) is False
+    assert made_up(42) is True
+    with pytest.raises(AssertionError):
+        made_up(1)
+    assert CLOSER not in capsys.readouterr().out
+
+
+def test_wrong_tries_are_counted_per_check(made_up, capsys):
+    other = register_hint("other", Hint(nudge="n2", closer="c2"))
+    try:
+        run = _Run("other")
+        with pytest.raises(AssertionError), run.case("other", other):
+            raise AssertionError("wrong")
+        with pytest.raises(AssertionError):
+            made_up(1)
+        assert CLOSER not in capsys.readouterr().out  # made_up's first wrong try
+    finally:
+        del _core.HINTS["other"]
+
+
+def test_hint_prints_both_steps_before_any_try(made_up, capsys):
+    checks.hint("made_up")
+    assert capsys.readouterr().out == f"hint for made_up: {NUDGE}\ncloser hint: {CLOSER}\n"
+    checks.hint(made_up)  # the check itself works too
+    assert CLOSER in capsys.readouterr().out
+
+
+def test_hint_of_an_unknown_exercise_is_one_line_naming_the_known_ones(capsys):
+    checks.hint("my_gul")
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert "no exercise is called 'my_gul'" in out and "my_glu" in out
+
+
+def test_every_course_check_has_its_hint_registered_at_import(capsys):
+    # (the registry is filled when the check modules are imported: no wrong try needed)
+    for name in ("my_glu", "causal_conv1d", "masked_softmax"):
+        checks.hint(name)
+        out = capsys.readouterr().out
+        assert out.startswith(f"hint for {name}: ") and "\ncloser hint: " in out
+
+
+def test_a_plain_string_is_a_one_step_hint(capsys):
+    run = _Run("plain")
+    for _ in range(2):
+        with pytest.raises(AssertionError, match="wrong — hint: look again$"), \
+                run.case("plain", "look again"):
+            raise AssertionError("wrong")
+    assert "closer" not in capsys.readouterr().out
+
+
+def test_an_error_inside_the_answer_is_reported_with_the_hint(made_up, capsys):
+    run = _Run("made_up")
+    with pytest.raises(AssertionError, match=f"raised ZeroDivisionError: .* — hint: {NUDGE}"), \
+            run.case("made_up(answer)", _core.HINTS["made_up"]):
+        1 / 0  # noqa: B018
+    assert "✗ made_up: made_up(answer): raised ZeroDivisionError" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("nudge, closer", [("", "x"), ("x", "  ")])
+def test_a_hint_needs_both_steps(nudge, closer):
+    with pytest.raises(ValueError, match="both a nudge and a closer"):
+        Hint(nudge=nudge, closer=closer)
+
+
+def test_hint_and_Hint_are_exported():
+    assert checks.Hint is Hint and callable(checks.hint)
+    assert "hint" not in checks.EXERCISES and "Hint" not in checks.EXERCISES

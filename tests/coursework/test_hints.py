@@ -1,0 +1,292 @@
+"""No hint gives a solution away (issue 28 §1).
+
+Every hint string of ``convs2s.course.checks`` (the registered two-step hints, and every string a check
+passes as a hint) is held against every solution cell of every notebook. A hint may not hold
+
+- a code fragment of a solution (a statement line or a sub-expression of at least
+  MIN_FRAGMENT characters, compared without whitespace), nor
+- a call, written out with its parenthesis, of a function or method that a solution calls
+  (``F.conv1d(x, weight, bias)`` when the solution calls ``F.conv1d``; ``.chunk(``): a hint
+  may name a function as a word, not write the call.
+
+What the exercise's own starting cell already shows (a planted bug's lines, a stub's signature)
+is not the answer and does not count.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from convs2s.course import checks
+from convs2s.course.checks import _core
+from tools.strip_solutions import is_solution_cell
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHECK_MODULES = sorted((ROOT / "src" / "convs2s" / "checks").glob("nb[0-9][0-9].py"))
+#: A fragment this long (without whitespace) is code, not a word: `trg[:,:-1]` is 10.
+MIN_FRAGMENT = 10
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def code_fragments(source: str) -> set[str]:
+    """The statement lines and sub-expressions of ``source``, without whitespace, at least
+    MIN_FRAGMENT long: calls, subscripts, arithmetic, comparisons (not bare names, dotted
+    names or string constants, which a hint may mention as words)."""
+    lines = [line.split("#", 1)[0] for line in source.splitlines()]
+    found = {_squash(line) for line in lines}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = None
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.expr) and not isinstance(
+                    node, ast.Name | ast.Attribute | ast.Constant | ast.JoinedStr):
+                found.add(_squash(ast.unparse(node)))
+    return {f for f in found if len(f) >= MIN_FRAGMENT}
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else None
+    return None
+
+
+def call_patterns(source: str) -> set[str]:
+    """How the calls of ``source`` are written, up to their parenthesis: ``F.conv1d(``,
+    ``len(``, and for every method ``.chunk(`` whatever object it is called on."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name:
+                found.add(f"{name}(")
+            if isinstance(node.func, ast.Attribute):
+                found.add(f".{node.func.attr}(")
+    return found
+
+
+def _code_of(source: str) -> set[str]:
+    """Fragments (no whitespace) and call patterns, marked apart by their first character."""
+    return code_fragments(source) | {f"\x01{p}" for p in call_patterns(source)}
+
+
+def solution_fragments(nb: dict) -> dict[str, set[str]]:
+    """{where: fragments and call patterns} for every solution code cell of ``nb``, less what
+    its exercise's starting cell shows. A call pattern starts with "\\x01"."""
+    cells = nb["cells"]
+    answers: dict[str, set[str]] = {}
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("convs2s", {})
+        if meta.get("role") == "answer" and cell["cell_type"] == "code":
+            answers[meta["exercise"]] = _code_of(_source(cell))
+    out = {}
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code" or not is_solution_cell(cell):
+            continue
+        exercise = cell.get("metadata", {}).get("convs2s", {}).get("exercise")
+        out[f"cell {i} ({exercise or 'solution'})"] = (
+            _code_of(_source(cell)) - answers.get(exercise, set()))
+    return out
+
+
+def holds(hint: str, fragment: str) -> bool:
+    """Whether ``hint`` holds a code fragment (compared without whitespace) or writes a call
+    pattern (``F.conv1d (`` counts as ``F.conv1d(``)."""
+    if not fragment.startswith("\x01"):
+        return fragment in _squash(hint)
+    pattern = fragment[1:]
+    text = re.sub(r"\s*\.\s*", ".", re.sub(r"\s+\(", "(", hint))
+    before = r"(?<![\w])" if pattern.startswith(".") else r"(?<![\w.])"
+    return re.search(before + re.escape(pattern), text) is not None
+
+
+def _literal_text(node: ast.AST) -> str | None:
+    """A string literal's text; an f-string's literal parts, with a break at each {field}."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "\x00".join(_literal_text(v) or "" for v in node.values)
+    if isinstance(node, ast.BinOp):  # "..." + "..."
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        return None if left is None and right is None else f"{left or ''}\x00{right or ''}"
+    return None
+
+
+def hint_strings_in_source(source: str) -> list[str]:
+    """Every literal a check module gives as a hint: the arguments of ``Hint(...)``, the hint
+    argument of ``run.case(what, hint)`` and ``_check_causal``, ``hint=...``, and whatever is
+    assigned to a name containing "hint"."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        values: list[ast.AST] = []
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "Hint":
+                values += [*node.args, *(k.value for k in node.keywords)]
+            elif name == "case" and len(node.args) >= 2:
+                values.append(node.args[1])
+            elif name == "_check_causal" and len(node.args) >= 5:
+                values.append(node.args[4])
+            values += [k.value for k in node.keywords if k.arg in {"hint", "nudge", "closer"}]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any("hint" in ast.unparse(t).lower() for t in targets) and node.value:
+                values.append(node.value)
+        for value in values:
+            text = _literal_text(value)
+            if text:
+                found.append(text)
+    return found
+
+
+def all_hints() -> list[tuple[str, str]]:
+    """(where, text) of every hint: registered hints, and the literals in the check modules."""
+    hints = [(f"checks.HINTS[{name!r}].{part}", getattr(h, part))
+             for name, h in _core.HINTS.items() for part in ("nudge", "closer")]
+    for path in CHECK_MODULES:
+        hints += [(path.name, text)
+                  for text in hint_strings_in_source(path.read_text(encoding="utf-8"))]
+    return hints
+
+
+def leaks(hints: list[tuple[str, str]], notebooks: dict[str, dict]) -> list[str]:
+    """Every (hint, solution fragment) pair where the hint holds the fragment."""
+    problems = []
+    for nb_name, nb in notebooks.items():
+        for cell, fragments in solution_fragments(nb).items():
+            for fragment in sorted(fragments):
+                for where, text in hints:
+                    if holds(text, fragment):
+                        problems.append(f"{where} holds {fragment.lstrip(chr(1))!r}, code of "
+                                        f"{nb_name} {cell}: {text[:100]!r}")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# The course's hints
+# --------------------------------------------------------------------------------------------
+
+
+def _notebooks() -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in NOTEBOOKS}
+
+
+def test_the_hints_are_found():
+    hints = all_hints()
+    assert len(hints) >= 2 * len(checks.EXERCISES)
+    modules = {where for where, _ in hints}
+    assert {p.name for p in CHECK_MODULES} <= modules, "a check module's hints were not found"
+
+
+def test_every_solution_cell_gives_fragments():
+    for name, nb in _notebooks().items():
+        for cell, fragments in solution_fragments(nb).items():
+            assert fragments, f"{name} {cell}: no code fragment found (is it a solution?)"
+
+
+def test_no_hint_holds_a_solutions_code():
+    problems = leaks(all_hints(), _notebooks())
+    assert not problems, f"{len(problems)} hint(s) give a solution away:\n" + "\n".join(problems)
+
+
+def test_every_check_has_a_two_step_hint():
+    missing = [name for name in checks.EXERCISES if not isinstance(
+        _core.HINTS.get(name), _core.Hint)]
+    assert not missing, f"checks without a registered two-step Hint: {missing}"
+
+
+# --------------------------------------------------------------------------------------------
+# The detector, on hints that do give the answer away (issue 28's examples)
+# --------------------------------------------------------------------------------------------
+
+
+def _notebook(*cells: tuple[dict, str]) -> dict:
+    return {"cells": [{"cell_type": "code", "metadata": meta, "source": src, "outputs": [],
+                       "execution_count": None} for meta, src in cells]}
+
+
+SOLUTION = {"cellView": "form", "jupyter": {"source_hidden": True},
+            "convs2s": {"exercise": "repeats", "role": "solution"}}
+ANSWER = {"convs2s": {"exercise": "repeats", "role": "answer"}}
+PLANTED = "def repeats(tokens, n=1):\n    for i in range(len(tokens) - 2 * n):\n        pass\n"
+FIXED = ("#@title Solution\ndef repeats(tokens, n=1):\n"
+         "    for i in range(len(tokens) - 2 * n + 1):  # the fix\n"
+         "        if tokens[i:i + n] == tokens[i + n:i + 2 * n]:\n            return True\n"
+         "    return False\nchecks.repeats(repeats)\n")
+
+
+@pytest.mark.parametrize("hint", [
+    "count the windows: range(len(tokens) - 2 * n + 1) of them",
+    "compare tokens[i : i + n] with the next window",
+    "loop over range(len(tokens)-2*n+1)",  # spacing does not hide it
+])
+def test_a_hint_quoting_the_fix_is_caught(hint):
+    nb = _notebook((ANSWER, PLANTED), (SOLUTION, FIXED))
+    assert leaks([("made-up", hint)], {"nb": nb})
+
+
+@pytest.mark.parametrize("hint", [
+    "how many windows of 2n tokens fit in a list of n tokens?",
+    "len and range are enough",  # names as words, not calls
+    "the loop misses the last window",
+    "range(len(tokens) - 2 * n) is what the starting cell shows",  # the planted line, not the fix
+])
+def test_a_hint_about_the_idea_passes(hint):
+    nb = _notebook((ANSWER, PLANTED), (SOLUTION, FIXED))
+    assert not leaks([("made-up", hint)], {"nb": nb})
+
+
+@pytest.mark.parametrize("code, hint", [
+    ("#@title Solution\ndef glu(h, dim):\n    a, b = h.chunk(2, dim=dim)\n"
+     "    return a * torch.sigmoid(b)\n", "split with h.chunk(2, dim=dim)"),
+    ("#@title Solution\ndef conv(x, weight, bias):\n    k = weight.size(-1)\n"
+     "    return F.conv1d(F.pad(x, (k - 1, 0)), weight, bias)\n",
+     "then F.conv1d(x, weight, bias) without padding"),
+    ("#@title Solution\ndef conv(x, weight, bias):\n    k = weight.size(-1)\n"
+     "    return F.conv1d(F.pad(x, (k - 1, 0)), weight, bias)\n", "pad with F.pad(x, (k-1, 0))"),
+    ("#@title Solution\ndef light(x, kernel, channels):\n"
+     "    return F.conv1d(x, kernel, groups=channels)\n",
+     "use F.conv1d(x, kernel, groups=channels)"),
+])
+def test_issue_28s_examples_are_caught(code, hint):
+    nb = _notebook(({"cellView": "form"}, code))
+    assert leaks([("made-up", hint)], {"nb": nb})
+
+
+def test_hints_are_read_from_a_check_module_source():
+    source = '''
+HINT = Hint(nudge="look at the gate", closer=f"use {x} then torch.sigmoid(b)")
+with run.case("what", "plain hint text"):
+    pass
+with run.case(what, hint=("a" "b")):
+    pass
+my_hint = "assigned"
+_check_causal(run, conv, x, what, "causal hint", cut=5)
+'''
+    found = hint_strings_in_source(source)
+    assert "look at the gate" in found and "plain hint text" in found
+    assert "ab" in found and "assigned" in found and "causal hint" in found
+    assert any("torch.sigmoid(b)" in text for text in found)

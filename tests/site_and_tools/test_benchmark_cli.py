@@ -1,0 +1,111 @@
+"""Benchmarks follow the package's rules (issue 25): one-line errors, no traceback on Ctrl-C or
+SIGTERM, JSON written atomically through convs2s.system.atomic_files."""
+
+from __future__ import annotations
+
+import ast
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+SCRIPTS = sorted(p for p in BENCHMARKS.glob("*.py") if p.name != "common.py")
+
+
+@pytest.fixture
+def common(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import common
+
+    return common
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_benchmark_runs_its_main_through_run_main(script):
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    guard = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+    assert guard and "sys.exit(run_main(main))" in ast.unparse(guard[0]), script.name
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_no_benchmark_writes_files_by_hand(script):
+    text = script.read_text(encoding="utf-8")
+    for forbidden in ("json.dump(", "torch.save(", "os.replace("):
+        assert forbidden not in text, f"{script.name}: {forbidden} (use convs2s.system.atomic_files)"
+
+
+@pytest.mark.parametrize("error, code, words", [
+    (KeyboardInterrupt(), 130, "interrupted"),
+    (ValueError("--x must be positive"), 1, "error: --x must be positive"),
+    (FileNotFoundError(2, "No such file or directory", "runs/x"), 1, "error: "),
+])
+def test_run_main_turns_errors_into_one_line(common, capsys, error, code, words):
+    def main():
+        raise error
+
+    assert common.run_main(main) == code
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err and "Traceback" not in err
+
+
+def test_run_main_passes_exit_codes_through(common):
+    assert common.run_main(lambda: 2) == 2 and common.run_main(lambda: None) == 0
+
+
+def test_a_real_sigterm_to_a_benchmark_is_one_line_and_exit_143():
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(BENCHMARKS)!r})
+        from common import run_main
+        def main():
+            print("measuring", flush=True)
+            while True:
+                time.sleep(0.05)
+        sys.exit(run_main(main))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "measuring"  # the condition: it is measuring
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "stopped by SIGTERM" in err
+
+
+def test_train_step_benchmark_profiles_and_compares_the_three_steps(tmp_path):
+    """A tiny run of benchmarks/train_step.py on synthetic padded batches: the three steps
+    timed, the ratios and the profiles written, and the step that skips padding's output layer
+    counts less arithmetic; the figures themselves are for a quiet machine, not for a test."""
+    out = tmp_path / "step.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "train_step.py"), "--preset", "quick_subword",
+         "--batches", "synthetic", "--steps", "2", "--profile-steps", "1", "--vocab", "50",
+         "--src-len", "5", "--trg-len", "6", "--pad-share", "0.5", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    report = json.loads(out.read_text())
+    assert set(report["median_ms"]) == {"before", "matmul", "now"}
+    assert set(report["ratio_over_before"]) == {"matmul", "now"}
+    assert all(r > 0 for r in report["ratio_over_before"].values())
+    assert "now / before step time" in proc.stdout
+    assert 0 < report["padding_share"] < 0.5
+    gflop = report["step_gflop"]
+    assert gflop["now"] < gflop["matmul"] == gflop["before"]
+    assert report["profile"]["before"] and report["profile"]["now"]
+    ops = {r["op"] for r in report["profile"]["before"]}  # the patched path really ran conv1d
+    assert any("convolution" in op for op in ops), ops
+
+
+def test_train_step_benchmark_refuses_bad_sizes_in_one_line():
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "train_step.py"), "--steps", "0"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 2 and "--steps must be at least 1" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,146 @@
+"""The benchmark scripts run end to end and report what they say (tiny corpus, quick preset).
+
+Figures themselves are not checked here (timed tests are not allowed): only that the scripts
+produce complete, consistent reports and refuse bad input with a clear message. They run in
+this process, with the loader told to expect the tiny corpus's checksums.
+"""
+
+import hashlib
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from convs2s.data import multi30k
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def on_tiny_corpus(tiny_corpus, monkeypatch):
+    """The Multi30k loader reads the tiny corpus (its own checksums expected)."""
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
+    monkeypatch.setattr(multi30k, "MULTI30K_SHA256", sums)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    return tiny_corpus
+
+
+def _script(name, monkeypatch):
+    """benchmarks/<name>.py as a module; run(*args) calls its main with those arguments."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = importlib.import_module(name)
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", [f"benchmarks/{name}.py", *args])
+        return module.main(list(args))
+
+    return run
+
+
+@pytest.fixture
+def quality(on_tiny_corpus, monkeypatch):
+    """benchmarks/quality.py reading the tiny corpus, on the CPU; run(*args) -> exit code."""
+    script = _script("quality", monkeypatch)
+    return lambda *args: script(*args, "--device", "cpu")
+
+
+@pytest.mark.slow
+def test_quality_trains_evaluates_and_reports(quality, tmp_path, capsys):
+    out, report = tmp_path / "run", tmp_path / "results" / "quality.json"
+    assert quality("--preset", "quick", "--out", str(out), "--json", str(report)) == 0
+    printed = capsys.readouterr().out
+    r = json.loads(report.read_text())
+    assert r["benchmark"] == "quality" and r["preset"] == "quick" and r["split"] == "test"
+    assert r["sentences"] + r["skipped"] == 2  # the tiny corpus's test split
+    assert r["perplexity"] > 1 and r["parameters"] > 0 and r["train_seconds"] > 0
+    assert r["epochs"] >= r["best_epoch"] >= 1
+    for beam in ("beam1", "beam5"):
+        assert 0 <= r[beam]["sacrebleu"] <= 100 and 0 <= r[beam]["tutorial_bleu"] <= 100
+        assert "tok:13a" in r[beam]["signature"]
+    assert r["device"].startswith("CPU") and r["date"] and "quality.py" in r["command"]
+    assert "sacreBLEU" in printed and "greedy" in printed and "beam 5" in printed
+    assert not list(report.parent.glob("*.tmp")), "a temporary file was left behind"
+
+    # Scoring the run's checkpoint again gives the same figures (decoding is deterministic).
+    again = tmp_path / "again.json"
+    assert quality("--checkpoint", str(out / "best.pt"), "--json", str(again)) == 0
+    r2 = json.loads(again.read_text())
+    assert r2["beam5"]["sacrebleu"] == r["beam5"]["sacrebleu"]
+    assert r2["perplexity"] == pytest.approx(r["perplexity"])
+    assert r2["train_seconds"] == r["train_seconds"] and r2["wall_seconds_train_call"] is None
+
+    # A second training run into the same folder is refused, not silently mixed or overwritten.
+    capsys.readouterr()
+    assert quality("--preset", "quick", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--overwrite" in err
+    # ... unless asked: --overwrite trains afresh.
+    assert quality("--preset", "quick", "--out", str(out), "--overwrite") == 0
+
+
+def test_quality_rejects_a_checkpoint_that_is_not_one(quality, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        quality("--checkpoint", str(tmp_path / "metrics.json"))
+    assert exit_.value.code == 2
+    assert "expected a .pt file" in capsys.readouterr().err
+
+
+def test_decoding_times_the_model_of_the_preset_asked_for(monkeypatch, tmp_path, capsys):
+    from convs2s.model import ConvS2S, count_parameters
+    from convs2s.run.presets import PRESETS
+
+    decoding = _script("decoding", monkeypatch)
+    report = tmp_path / "decoding.json"
+    assert decoding("--preset", "quick", "--device", "cpu", "--batch", "2", "--lengths", "2", "3",
+                    "--repeats", "1", "--json", str(report)) == 0
+    r = json.loads(report.read_text())
+    quick = ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **PRESETS["quick"].model_kwargs())
+    assert r["model"] == "preset quick" and r["parameters"] == count_parameters(quick)
+    assert [row["length"] for row in r["rows"]] == [2, 3]
+    for row in r["rows"]:
+        assert row["incremental_speedup"] == pytest.approx(
+            row["incremental_sent_per_s"] / row["full_sent_per_s"])
+    assert f"{count_parameters(quick):,} parameters" in capsys.readouterr().out
+
+    # A checkpoint and a preset at once is ambiguous: refused by the argument parser.
+    with pytest.raises(SystemExit) as exit_:
+        decoding("--preset", "quick", "--checkpoint", str(tmp_path / "best.pt"))
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("preset, target", [("cpu", "3 GB RAM"), ("quick", None)])
+def test_memory_reports_a_target_only_for_the_presets_own_device(
+        preset, target, on_tiny_corpus, monkeypatch, tmp_path, capsys):
+    memory = _script("memory", monkeypatch)
+    report = tmp_path / "memory.json"
+    assert memory("--preset", preset, "--device", "cpu", "--steps", "1", "--json",
+                  str(report)) == 0
+    r = json.loads(report.read_text())
+    assert r["preset"] == preset and r["steps"] == 1 and r["peak_rss_gb"] > 0
+    assert r["target"] == target
+    printed = capsys.readouterr().out
+    assert (f"target within {target}" if target else "no target for this preset") in printed
+
+
+@pytest.mark.slow
+def test_speed_reports_both_models_and_their_arithmetic(on_tiny_corpus, monkeypatch, tmp_path):
+    speed = _script("speed", monkeypatch)
+    report = tmp_path / "speed.json"
+    speed("--preset", "quick", "--device", "cpu", "--steps", "1", "--warmup", "0",
+          "--sentences", "2", "--batch-size", "2", "--json", str(report))
+    r = json.loads(report.read_text())
+    t = r["training"]
+    for name in ("convs2s", "rnn"):
+        assert t[name]["steps"] == 1 and t[name]["tokens"] > 0
+        assert t[name]["flops_per_token"] > 0
+        assert t[name]["gflops_per_s"] == pytest.approx(
+            t[name]["flops_per_token"] * t[name]["tokens_per_s"] / 1e9)
+    assert t["convs2s"]["tokens"] == t["rnn"]["tokens"]  # the very same batch
+    assert t["ratio"] == pytest.approx(t["convs2s"]["tokens_per_s"] / t["rnn"]["tokens_per_s"])
+    assert t["flops_per_token_ratio"] == pytest.approx(
+        t["convs2s"]["flops_per_token"] / t["rnn"]["flops_per_token"])
+    for label in ("greedy", "beam5"):
+        assert r["decoding"][label]["convs2s"]["sentences"] == 2

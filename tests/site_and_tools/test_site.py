@@ -1,0 +1,610 @@
+"""The course as a website (issue 29): `make site` (tools/site/) and its pages in Chromium.
+
+The first tests check, without Sphinx, what a notebook's site copy and the landing page are
+made of (on small notebooks written here). The others build the real site once for the module
+(from notebooks/ as they are, with every network connection refused) and check it: the files
+it holds, then every page in headless Chromium (tools.site_screenshots serves it on localhost
+and refuses any request to another site): no console error, every image loaded and shown at its
+own size, every maths formula typeset, no internal link broken, search, the folded solutions,
+the widgets' pictures, previous/next links and the links to each notebook's source and Colab.
+
+The browser tests need Debian's /usr/bin/chromium (or CONVS2S_CHROMIUM) and playwright, and skip
+without them, saying how to enable them; CI sets CONVS2S_REQUIRE_BROWSER=1, which turns that
+skip into a failure (as tests/site_and_tools/test_browser.py).
+"""
+
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from test_browser import _require_browser  # the same skip/require rule as the widget tests
+
+from tools import badges, screenshots, site
+from tools import site_screenshots as shots
+from tools.screenshots import WIDGETS
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+REPO = badges.read_repository_url(ROOT / "pyproject.toml").rstrip("/")
+PNG_1x1 = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000005000170d8b1f70000000049454e44ae426082")).decode()
+
+
+# --------------------------------------------------------------------------------------------
+# Small notebooks
+# --------------------------------------------------------------------------------------------
+
+FIRST_CELL = """# 01 · Gated linear units and padding
+
+[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/a/b/blob/main/notebooks/01_glu_and_padding.ipynb)
+
+Some text.
+
+**What you will learn**
+- what a GLU computes, $v([A\\,B]) = A \\otimes \\sigma(B)$, and why
+  it doubles the channels;
+- how to pad.
+
+**Prerequisites:** notebook 00.
+
+**Estimated time:** 40 minutes of reading
+and 30 for the exercises.
+"""
+
+
+def _md(text, **meta):
+    return {"cell_type": "markdown", "id": f"m{abs(hash(text)) % 10**8}", "metadata": meta,
+            "source": text}
+
+
+def _code(text, outputs=(), **meta):
+    return {"cell_type": "code", "id": f"c{abs(hash(text)) % 10**8}", "metadata": meta,
+            "execution_count": 1, "outputs": list(outputs), "source": text}
+
+
+def _stream(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+HIDDEN = {"cellView": "form", "jupyter": {"source_hidden": True}}
+
+
+def _widget_state(labels, figure=PNG_1x1):
+    """A saved widget state: an interactive box with controls labelled ``labels`` and an
+    output area holding ``figure``."""
+    state = {"out": {"model_name": "OutputModel", "state": {"outputs": [
+        {"output_type": "display_data", "data": {"image/png": figure, "text/plain": "fig"}}]}}}
+    children = []
+    for i, label in enumerate(labels):
+        state[f"w{i}"] = {"model_name": "IntSliderModel", "state": {"description": label,
+                                                                    "style": "IPY_MODEL_s"}}
+        children.append(f"IPY_MODEL_w{i}")
+    state["s"] = {"model_name": "SliderStyleModel", "state": {}}
+    state["box"] = {"model_name": "VBoxModel",
+                    "state": {"children": [*children, "IPY_MODEL_out"]}}
+    return {site.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}
+
+
+def _widget_output():
+    return {"output_type": "display_data", "metadata": {}, "data": {
+        site.WIDGET_VIEW: {"model_id": "box", "version_major": 2, "version_minor": 0},
+        "text/plain": "interactive(children=(IntSlider(value=3, description='padding'"}}
+
+
+def _notebook(cells, widgets=None):
+    meta = {"kernelspec": {"name": "python3"}}
+    if widgets:
+        meta["widgets"] = widgets
+    return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _lesson(name="01_glu_and_padding"):
+    return site.Lesson(name, "01 · Gated linear units and padding", "45 minutes.", ("x",))
+
+
+def test_lesson_is_read_from_the_first_cell(tmp_path):
+    lesson = site.read_lesson(tmp_path / "01_glu_and_padding.ipynb",
+                              _notebook([_md(FIRST_CELL), _md("# Another title")]))
+    assert lesson.name == "01_glu_and_padding"
+    assert lesson.heading == "01 · Gated linear units and padding"
+    assert lesson.time == "40 minutes of reading and 30 for the exercises."
+    assert lesson.learn == ("what a GLU computes, $v([A\\,B]) = A \\otimes \\sigma(B)$, and why "
+                            "it doubles the channels;", "how to pad.")
+
+
+def test_a_notebook_without_its_header_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "03_x.ipynb"
+    path.write_text(json.dumps(_notebook([_md("# 03 · X\n\n**What you will learn**\n- a\n")])))
+    with pytest.raises(site.SiteError) as err:
+        site.read_lesson(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message
+    assert "Estimated time" in message and "What you will learn" not in message.split(";")[0]
+    path.write_text("{not json")
+    with pytest.raises(site.SiteError, match="cannot read it as a notebook"):
+        site.read_lesson(path)
+
+
+def test_every_course_notebook_has_what_the_landing_page_lists():
+    lessons = [site.read_lesson(p) for p in site.course_notebooks(NOTEBOOKS)]
+    assert [lesson.name[:2] for lesson in lessons] == [f"{i:02d}" for i in range(len(lessons))]
+    for lesson in lessons:
+        assert lesson.heading.startswith(lesson.name[:2]) and lesson.time and lesson.learn
+
+
+def test_solutions_are_folded_without_outputs_and_the_rest_is_kept():
+    cells = [
+        _md(FIRST_CELL),
+        _md("### Exercise 1 (implement): f", convs2s={"exercise": "f", "role": "task"}),
+        _code("def f():\n    raise NotImplementedError()", convs2s={"role": "answer"}),
+        _code("checks.f(f)", [_stream("… f: not implemented yet")],
+              convs2s={"exercise": "f", "role": "check"}),
+        _code("#@title Solution\ndef f():\n    return 1\n\nchecks.f(f)", [_stream("✓ f")],
+              convs2s={"exercise": "f", "role": "solution"}, **HIDDEN),
+        # notebook 00's form: no convs2s metadata, only the title line, or only the metadata
+        _code("#@title Solution\nx = 2", [_stream("2")]),
+        _code("y = 3", [_stream("3")], **HIDDEN),
+        _md("The GLU keeps it.", convs2s={"exercise": "e", "role": "solution"}),
+        _md("<details><summary>Solution</summary>\n\nBecause.\n\n</details>",
+            convs2s={"exercise": "g", "role": "solution"}),
+    ]
+    nb = _notebook(cells)
+    before = json.dumps(nb)
+    out = site.site_notebook(nb, _lesson(), REPO, set())
+    assert json.dumps(nb) == before, "the notebook itself is not changed"
+    assert out.solutions == 5
+    got = out.notebook["cells"]
+    for i in (4, 5, 6):
+        assert "hide-input" in got[i]["metadata"]["tags"], i
+        assert got[i]["metadata"]["mystnb"]["code_prompt_show"] == "Show the solution"
+        assert got[i]["outputs"] == [], "no solution output on the site"
+        assert not got[i]["source"].startswith("#@title")
+    assert got[4]["source"].startswith("def f():")
+    assert got[3]["outputs"] == cells[3]["outputs"], "a check cell keeps its output"
+    assert got[3]["source"] == "checks.f(f)" and "tags" not in got[3]["metadata"]
+    assert "tags" not in got[2]["metadata"], "the task's answer cell stays visible"
+    assert got[7]["source"].startswith("<details><summary>Solution</summary>")
+    assert "The GLU keeps it." in got[7]["source"]
+    assert got[8]["source"] == cells[8]["source"]
+
+
+def test_the_first_cell_gets_source_links_instead_of_the_badge():
+    out = site.site_notebook(_notebook([_md(FIRST_CELL)]), _lesson(), REPO, set())
+    text = out.notebook["cells"][0]["source"]
+    assert "colab-badge.svg" not in text and "![" not in text
+    title, links = text.split("\n")[0], text.split("\n")[2]
+    assert title == "# 01 · Gated linear units and padding"
+    assert f"[Open in Colab]({badges.colab_url(REPO, '01_glu_and_padding.ipynb')})" in links
+    assert f"({REPO}/blob/main/notebooks/01_glu_and_padding.ipynb)" in links
+    assert "{download}`Download 01_glu_and_padding.ipynb <_notebooks/01_glu_and_padding.ipynb>`" \
+        in links
+    assert "**Estimated time:** 40 minutes" in text
+
+
+def test_a_widget_becomes_its_screenshot_with_where_to_run_it():
+    spec = WIDGETS["padding"]
+    nb = _notebook([_md(FIRST_CELL), _code("display(explorer)", [_widget_output()]),
+                    _md("After.")], widgets=_widget_state(spec.labels))
+    out = site.site_notebook(nb, _lesson(Path(spec.notebook).stem), REPO, {spec.image})
+    cells = out.notebook["cells"]
+    assert out.widgets == 1 and out.images == [spec.image]
+    assert "widgets" not in out.notebook["metadata"], "no widget state: no widget JavaScript"
+    assert cells[1]["outputs"] == []
+    note = cells[2]["source"]
+    assert f"![A screenshot of the widget](images/{spec.image})" in note
+    assert "JupyterLab" in note and badges.colab_url(REPO, spec.notebook) in note
+    assert ":class: widget-static" in note and cells[3]["source"] == "After."
+
+
+def test_a_widget_without_a_screenshot_shows_its_saved_figure():
+    nb = _notebook([_md(FIRST_CELL), _code("widgets.interactive(draw)", [_widget_output()])],
+                   widgets=_widget_state(["channels d", "kernel k"]))
+    out = site.site_notebook(nb, _lesson("08_beyond_convs2s"), REPO, {"widget_01_padding.png"})
+    cells = out.notebook["cells"]
+    assert out.widgets == 1 and out.images == []
+    assert [o["data"].get("image/png") for o in cells[1]["outputs"]] == [PNG_1x1]
+    assert site.WIDGET_VIEW not in json.dumps(cells)
+    assert "saved" in cells[2]["source"] and "JupyterLab" in cells[2]["source"]
+    # the labels of another notebook's widget do not pick its screenshot
+    assert site.screenshot_for("08_beyond_convs2s.ipynb", set(WIDGETS["padding"].labels)) is None
+
+
+def test_offline_markdown_links_instead_of_remote_images_and_out_of_site_paths():
+    text = ("[![Open In Colab](https://x.org/badge.svg)](https://colab.example/nb) "
+            "![plot](https://x.org/p.png) [code](../src/convs2s/model.py#L3) "
+            "[next](02_x.ipynb) ![local](images/a.png)")
+    out = site.offline_markdown(text, REPO, "notebooks")
+    assert "](https://x.org" not in out.replace("[plot](https://x.org/p.png)", "")
+    assert "[Open In Colab](https://colab.example/nb)" in out
+    assert "[plot](https://x.org/p.png)" in out
+    assert f"[code]({REPO}/blob/main/src/convs2s/model.py#L3)" in out
+    assert "[next](02_x.ipynb)" in out and "![local](images/a.png)" in out
+
+
+def test_landing_page_lists_the_notebooks_in_order():
+    readme = ("# The Course\n\n[![Open In Colab](https://b.svg)](https://c)\n\nIntro **text**."
+              "\n\n## Two commands\n\nnot on the landing page\n")
+    lessons = [site.Lesson("00_a", "00 · A", "15 minutes.", ("one", "two")),
+               site.Lesson("01_b", "01 · B", "1 hour.", ("three",))]
+    page = site.landing_page(readme, lessons, REPO)
+    assert page.startswith("# The Course\n")
+    assert "Intro **text**." in page and "not on the landing page" not in page
+    assert "b.svg" not in page
+    assert "(images/architecture.png)" in page
+    assert page.index("### [00 · A](00_a.ipynb)") < page.index("### [01 · B](01_b.ipynb)")
+    assert "**Estimated time:** 1 hour." in page and "- three" in page
+    assert re.search(r"```\{toctree\}\n:hidden:\n:maxdepth: 1\n\n00_a\n01_b\n```", page)
+
+
+def test_the_cli_refuses_a_folder_it_did_not_build(tmp_path, capsys, monkeypatch):
+    """--out that is a file, or a folder of someone else's files: one line, exit 2, untouched."""
+    monkeypatch.chdir(ROOT)
+    a_file = tmp_path / "site"
+    a_file.write_text("mine")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    for out, words in ((a_file, "is a file"), (mine, "did not build"),
+                       (a_file / "sub", "which is a file")):
+        assert site.main(["--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ") and words in err, err
+    assert a_file.read_text() == "mine" and (mine / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "site"], "nothing left over"
+
+
+def _fake_sphinx(fail=False):
+    def sphinx_build(src, html, doctrees):
+        if fail:
+            raise site.SiteError("Sphinx failed (status 1): something")
+        html.mkdir(parents=True)
+        (html / "index.html").write_text((src / "index.md").read_text())
+        return []
+    return sphinx_build
+
+
+def test_a_rebuild_replaces_only_its_own_site(tmp_path, capsys, monkeypatch):
+    """An earlier build (the marker) is replaced whole, and only once the new one is built."""
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "build" / "site"
+    out.mkdir(parents=True)
+    (out / site.MARKER).write_text("x")
+    (out / "stale.html").write_text("old")
+    monkeypatch.setattr(site, "sphinx_build", _fake_sphinx(fail=True))
+    assert site.main(["--out", str(out)]) == 2
+    assert "Sphinx failed" in capsys.readouterr().err
+    assert (out / "stale.html").read_text() == "old", "a failed build leaves the old site"
+    monkeypatch.setattr(site, "sphinx_build", _fake_sphinx())
+    assert site.main(["--out", str(out)]) == 0
+    lessons = site.course_notebooks(NOTEBOOKS)
+    assert f"built {len(lessons)} notebook pages" in capsys.readouterr().out
+    assert not (out / "stale.html").exists() and (out / site.MARKER).is_file()
+    assert "## The notebooks" in (out / "index.html").read_text()
+    assert [p.name for p in out.parent.iterdir()] == ["site"], "no temporary folder left"
+
+
+@pytest.mark.slow
+def test_sigterm_mid_build_leaves_the_earlier_site_and_no_temporary_folder(tmp_path):
+    """A real SIGTERM while Sphinx works: one line, exit 143, the old site whole."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / site.MARKER).write_text("x")
+    (out / "index.html").write_text("the earlier site")
+    proc = subprocess.Popen([sys.executable, "-m", "tools.site", "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 300
+        # the build has started once Sphinx writes into the temporary folder's doctrees
+        while not list(tmp_path.glob(".site-build-*/doctrees/*")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the build did not start"
+            time.sleep(0.05)  # poll for the condition
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert err.count("\n") == 1 and err.startswith("stopped by SIGTERM"), err
+    assert (out / "index.html").read_text() == "the earlier site"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"], "no temporary folder left"
+
+
+def test_make_site_builds_into_an_ignored_folder_and_make_test_builds_it():
+    def make_n(target):
+        return subprocess.run(["make", "-n", target, "VENV=/none/dev", "LAB_VENV=/none/lab"],
+                              cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+    assert re.search(r"^/none/dev/bin/python -m tools\.site --out build/site$", make_n("site"),
+                     re.M)
+    assert re.search(r"-m tools\.site --out build/site$", make_n("test"), re.M)
+    assert re.search(r"-m tools\.site_screenshots --site build/site --out images$",
+                     make_n("site-images"), re.M)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "build/site/index.html"], cwd=ROOT)
+    assert ignored.returncode == 0, "build/site must be ignored by git"
+
+
+def test_site_screenshots_cli_needs_a_built_site(tmp_path, capsys):
+    assert shots.main(["--site", str(tmp_path / "none"), "--out", str(tmp_path / "img")]) == 2
+    err = capsys.readouterr().err
+    if "make install" in err or "Chromium" in err:
+        pytest.skip(err.strip())
+    assert err.count("\n") == 1 and "make site" in err
+    assert not (tmp_path / "img").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The real site, built once for the tests below
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site") / "site"
+    return site.build(out, NOTEBOOKS, ROOT, log=lambda line: None)
+
+
+def _pages(site_dir: Path) -> list[Path]:
+    return sorted(p for p in site_dir.glob("*.html"))
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_every_notebook_and_no_warning(built):
+    names = [p.stem for p in site.course_notebooks(NOTEBOOKS)]
+    assert built.warnings == [], "\n".join(built.warnings)
+    assert [lesson.name for lesson in built.staged.lessons] == names
+    for name in names:
+        assert (built.out / f"{name}.html").is_file()
+    assert (built.out / "index.html").is_file() and (built.out / "search.html").is_file()
+    assert (built.out / site.MARKER).is_file()
+    assert (built.out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    # the build's temporary folders are gone
+    assert [p.name for p in built.out.parent.iterdir()] == ["site"]
+
+
+@pytest.mark.slow
+def test_no_page_loads_anything_from_another_site(built):
+    """Scripts, styles, fonts and images all come from the site itself (links may leave it)."""
+    loads = re.compile(r"<(script|img|source|iframe)\b[^>]*\bsrc=\"([^\"]+)\"|"
+                       r"<link\b[^>]*\bhref=\"([^\"]+)\"[^>]*>", re.I)
+    for page in _pages(built.out):
+        html = page.read_text(encoding="utf-8")
+        for m in loads.finditer(html):
+            url = m.group(2) or m.group(3)
+            if m.group(3) and re.search(r'rel="(index|search|next|prev)"', m.group(0)):
+                continue
+            assert not re.match(r"^(https?:)?//", url), f"{page.name} loads {url}"
+    for css in built.out.glob("_static/**/*.css"):
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css.read_text(errors="replace")):
+            assert not re.match(r"^(https?:)?//", url), f"{css.name} loads {url}"
+
+
+# --------------------------------------------------------------------------------------------
+# In the browser
+# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def web(built):
+    """The built site served on localhost, and one headless Chromium."""
+    _require_browser()
+    with shots.serve(built.out) as base, screenshots.Browser() as browser:
+        yield base, browser
+
+
+@pytest.fixture
+def tab(web):
+    base, browser = web
+    t = shots.SitePage(browser, base)
+    yield t
+    t.close()
+
+
+# What the tests check about a page, read in the browser once it is loaded (fonts in, maths
+# typeset). Links are absolute (a.href); prev/next are as written (getAttribute).
+_PAGE_FACTS = """() => {
+  const article = document.querySelector('.bd-article');
+  const imgs = [...document.querySelectorAll('img')];
+  const attr = (sel, name) => document.querySelector(sel)?.getAttribute(name) ?? null;
+  return {
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    article_links: [...(article ? article.querySelectorAll('a[href]') : [])].map(a => a.href),
+    prev: attr('a.left-prev', 'href'),
+    next: attr('a.right-next', 'href'),
+    broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+    scaled: [...(article ? article.querySelectorAll('img') : [])]
+      .filter(i => i.clientWidth !== i.naturalWidth || i.clientHeight !== i.naturalHeight)
+      .map(i => `${i.src}: ${i.naturalWidth}x${i.naturalHeight} shown ` +
+                `${i.clientWidth}x${i.clientHeight}`),
+    maths: document.querySelectorAll('.math').length,
+    untypeset: [...document.querySelectorAll('.math')]
+      .filter(m => !m.querySelector('mjx-container') || m.querySelector('mjx-merror'))
+      .map(m => m.textContent.slice(0, 80)),
+    text: document.body.innerText,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def visited(built, web):
+    """Every page of the site opened once: {page file: its facts, problems included}."""
+    base, browser = web
+    facts = {}
+    for page in sorted(p.name for p in built.out.glob("*.html")):
+        t = shots.SitePage(browser, base)
+        try:
+            t.open(page)
+            facts[page] = t.page.evaluate(_PAGE_FACTS)
+            facts[page]["problems"] = t.problems()
+        finally:
+            t.close()
+    return facts
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_loads_with_no_error_nothing_from_outside_and_every_image(built, visited):
+    names = [p.stem for p in site.course_notebooks(NOTEBOOKS)]
+    assert {"index.html", "search.html", *(f"{n}.html" for n in names)} <= set(visited)
+    for page, f in visited.items():
+        assert f["problems"] == [], f"{page}:\n" + "\n".join(f["problems"])
+        assert f["broken"] == [], f"{page}: images that did not load: {f['broken']}"
+        assert f["scaled"] == [], f"{page}: figures not at their own size: {f['scaled']}"
+        for fallback in ("interactive(children=", "Loading widget", "Error displaying widget"):
+            assert fallback not in f["text"], f"{page} shows {fallback!r}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_maths_is_typeset(visited):
+    for page, f in visited.items():
+        assert f["untypeset"] == [], f"{page}: maths not typeset: {f['untypeset']}"
+    assert visited["01_glu_and_padding.html"]["maths"] > 10, "notebook 01's equations"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_no_internal_link_is_broken(built, web, visited):
+    base, _ = web
+    broken = []
+    for page, f in visited.items():
+        for link in f["links"]:
+            if not link.startswith(base):
+                continue
+            parts = urllib.parse.urlsplit(link[len(base):])
+            target = urllib.parse.unquote(parts.path) or "index.html"
+            if not (built.out / target).is_file():
+                broken.append(f"{page} -> {link}")
+            elif parts.fragment and target in visited and \
+                    urllib.parse.unquote(parts.fragment) not in visited[target]["ids"]:
+                broken.append(f"{page} -> {link} (no such anchor)")
+    assert broken == [], "broken internal links:\n" + "\n".join(broken)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_each_page_links_its_notebook_colab_and_neighbours(built, web, visited):
+    base, _ = web
+    lessons = built.staged.lessons
+    for i, lesson in enumerate(lessons):
+        file = f"{lesson.name}.ipynb"
+        f = visited[f"{lesson.name}.html"]
+        assert badges.colab_url(REPO, file) in f["article_links"], lesson.name
+        assert f"{REPO}/blob/main/notebooks/{file}" in f["article_links"], lesson.name
+        download = [h for h in f["article_links"] if h.startswith(base + "_downloads/")
+                    and h.endswith("/" + file)]
+        assert len(download) == 1, lesson.name
+        local = built.out / urllib.parse.unquote(download[0][len(base):])
+        # the notebook file as the build read it (someone may have saved it since)
+        assert hashlib.sha256(local.read_bytes()).hexdigest() == built.staged.digests[file]
+        assert f["prev"] == ("index.html" if i == 0 else f"{lessons[i - 1].name}.html")
+        assert f["next"] == (f"{lessons[i + 1].name}.html" if i + 1 < len(lessons) else None)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_landing_page_lists_every_notebook_with_time_and_what_you_learn(built, tab):
+    tab.open("index.html")
+    article = tab.page.locator(".bd-article")
+    text = article.inner_text()
+    readme_title = site.readme_intro((ROOT / "README.md").read_text())[0]
+    assert article.locator("h1").inner_text().strip() == readme_title
+    diagram = article.locator("img[src$='architecture.png']")
+    assert diagram.count() == 1 and diagram.evaluate("i => i.complete && i.naturalWidth > 0")
+    positions = []
+    for lesson in built.staged.lessons:
+        link = article.locator(f"h3 a[href='{lesson.name}.html']")
+        assert link.count() == 1, lesson.name
+        assert link.inner_text().strip() == lesson.heading
+        positions.append(text.index(lesson.heading))
+        assert " ".join(lesson.time.split()[:3]) in text
+    assert positions == sorted(positions), "the notebooks in course order"
+    assert text.count("What you will learn") == len(built.staged.lessons)
+    assert tab.problems() == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_search_finds_causal_padding(tab):
+    tab.open("search.html?q=causal+padding")
+    results = tab.page.locator("#search-results ul.search li")
+    results.first.wait_for(state="visible")
+    tab.page.wait_for_function(
+        "() => /Search finished/.test(document.querySelector('#search-results').innerText)")
+    found = results.locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    pages = {urllib.parse.urlsplit(h).path for h in found}
+    assert "03_causal_decoder.html" in pages, pages
+    assert tab.problems() == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_solution_stays_hidden_until_its_toggle_is_clicked(tab):
+    tab.open("01_glu_and_padding.html")
+    code = tab.page.locator("details.hide.above-input").first
+    summary = code.locator("summary")
+    body = code.locator(".cell_input")
+    assert summary.inner_text().strip() == "Show the solution"
+    assert not body.is_visible() and code.evaluate("d => !d.open")
+    # no output of a solution cell: its cell holds only the folded source
+    assert code.locator("xpath=..").locator(".cell_output").count() == 0
+    summary.click()
+    body.wait_for(state="visible")
+    assert "def my_glu" in body.inner_text()
+    assert summary.inner_text().strip() == "Hide the solution"
+
+    # an explain exercise's model answer: a closed <details> block
+    explain = tab.page.locator("details", has=tab.page.locator(
+        "summary", has_text=re.compile(r"^\s*Solution\s*$"))).first
+    answer = explain.locator("p").first
+    assert not answer.is_visible()
+    explain.locator("summary").click()
+    answer.wait_for(state="visible")
+    assert tab.problems() == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_check_cells_are_code_and_widgets_are_their_screenshots(tab):
+    for spec in WIDGETS.values():
+        page = Path(spec.notebook).stem + ".html"
+        tab.open(page)
+        note = tab.page.locator(".widget-static", has=tab.page.locator(
+            f"img[src$='{spec.image}']"))
+        assert note.count() == 1, f"{page}: no picture of its widget {spec.image}"
+        assert note.locator("img").evaluate("i => i.complete && i.naturalWidth > 0")
+        assert "JupyterLab" in note.inner_text() and "Colab" in note.inner_text()
+    tab.open("01_glu_and_padding.html")
+    check = tab.page.locator(".cell_input pre", has_text="checks.my_glu(my_glu)").first
+    assert check.is_visible()
+    assert tab.problems() == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_readme_screenshots_are_taken_from_the_site(web):
+    import numpy as np
+    from PIL import Image
+
+    base, browser = web
+    taken = shots.shoot(browser, base, log=lambda line: None)
+    assert sorted(taken) == sorted(name for name, _, _ in shots.SHOTS)
+    for name, png in taken.items():
+        with Image.open(io.BytesIO(png)) as im:
+            assert im.size == (shots.VIEWPORT["width"], shots.VIEWPORT["height"])
+            assert len(np.unique(np.asarray(im.convert("L")))) > 10, f"{name} is blank"

@@ -1,0 +1,72 @@
+"""convs2s.system.environment: quick mode, data folder and device choice."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from convs2s.system import environment
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("off", False)],
+)
+def test_quick_mode_reads_env(monkeypatch, value, expected):
+    monkeypatch.setenv("CONVS2S_QUICK", value)
+    assert environment.quick_mode() is expected
+
+
+def test_quick_mode_unset_is_full_mode(monkeypatch):
+    monkeypatch.delenv("CONVS2S_QUICK", raising=False)
+    assert environment.quick_mode() is False
+
+
+def test_quick_mode_rejects_garbage(monkeypatch):
+    monkeypatch.setenv("CONVS2S_QUICK", "maybe")
+    with pytest.raises(ValueError, match="CONVS2S_QUICK='maybe'.*set it to 1"):
+        environment.quick_mode()
+
+
+def test_data_dir_prefers_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/else")
+    assert environment.data_dir() == tmp_path.resolve()
+
+
+def test_data_dir_falls_back_to_xdg_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv("CONVS2S_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert environment.data_dir() == tmp_path / "convs2s" / "multi30k"
+    assert not (tmp_path / "convs2s").exists(), "data_dir() must not create folders"
+
+
+def test_data_dir_default_is_home_cache(monkeypatch):
+    monkeypatch.delenv("CONVS2S_DATA_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert environment.data_dir() == Path.home() / ".cache" / "convs2s" / "multi30k"
+
+
+def test_device_auto_and_verbose(monkeypatch, capsys):
+    monkeypatch.delenv("CONVS2S_DEVICE", raising=False)
+    dev = environment.device(verbose=True)
+    expected = "cuda" if torch.cuda.is_available() else None
+    if expected:
+        assert dev.type == expected
+    assert f"device: {dev}" in capsys.readouterr().out
+
+
+def test_device_forced(monkeypatch):
+    monkeypatch.setenv("CONVS2S_DEVICE", "cpu")
+    assert environment.device() == torch.device("cpu")
+
+
+def test_device_forced_garbage_is_clear(monkeypatch):
+    monkeypatch.setenv("CONVS2S_DEVICE", "gpu please")
+    with pytest.raises(ValueError,
+                       match="CONVS2S_DEVICE='gpu please'.*use cpu, cuda.*Unset CONVS2S_DEVICE"):
+        environment.device()
+
+
+def test_describe_device_cpu():
+    assert environment.describe_device("cpu").startswith("CPU, ")
