@@ -2,13 +2,12 @@
 
     python benchmarks/choose.py runs/bench_cpu_subword [--json benchmarks/results/choose.json]
 
-A thin caller of :func:`convs2s.run.final_choices.finalize`, which training now runs by itself at its end
-(presets with ``average_last``): it (re)makes ``final.pt`` in a run folder from ``best.pt`` and
-the run's ``snapshots/epochNN.pt`` (the last epochs' weights), choosing on validation between
-best.pt and the average of the last k epochs (by greedy sacreBLEU) and beam search's length
-penalty α (by beam-5 sacreBLEU). ``--split`` (test2016 by default) is then scored once for
-the plain choice (best.pt, α = 1) and for final.pt: the test set is reported, never used for a
-choice.
+A thin caller of :func:`convs2s.run.final_choices.finalize`, which training now runs by itself at
+its end (presets with ``average_last``): it (re)makes ``final.pt`` in a run folder from ``best.pt``
+and the run's ``snapshots/epochNN.pt`` (the last epochs' weights), choosing on validation between
+best.pt and the average of the last k epochs (by greedy sacreBLEU) and beam search's length penalty
+α (by beam-5 sacreBLEU). ``--split`` (test2016 by default) is then scored once for the plain choice
+(best.pt, α = 1) and for final.pt: the test set is reported, never used for a choice.
 """
 
 from __future__ import annotations

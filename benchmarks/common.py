@@ -13,7 +13,7 @@ from convs2s.system.signals import run_command
 
 
 def command() -> str:
-    """The command line that produced a figure, for the README's results table."""
+    """The command line that produced a figure, for the results table (benchmarks/RESULTS.md)."""
     return "python " + " ".join(shlex.quote(a) for a in sys.argv)
 
 

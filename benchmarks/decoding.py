@@ -17,6 +17,7 @@ like with like.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import statistics
 import sys
@@ -39,7 +40,8 @@ def _model(checkpoint: Path | None, preset_name: str = "cpu") -> ConvS2S:
         return Checkpoint.load(checkpoint).build_model()
     preset = PRESETS[preset_name]
     torch.manual_seed(0)
-    return ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **preset.model_kwargs())
+    return ConvS2S(dataclasses.replace(preset.model, src_vocab_size=7851, trg_vocab_size=5892,
+                                       src_pad_idx=1, trg_pad_idx=1))
 
 
 def _time(fn, repeats: int) -> float:

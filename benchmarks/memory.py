@@ -26,8 +26,8 @@ from convs2s.data import load_multi30k, make_loader
 from convs2s.model import count_parameters
 from convs2s.model.loss import sequence_loss
 from convs2s.run.precision import mixed_precision
+from convs2s.run.prepare import build_model, make_optimizer, prepare_data
 from convs2s.run.presets import PRESETS
-from convs2s.run.train import build_model, make_optimizer, prepare_data
 from convs2s.system import environment
 
 TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset, device type)

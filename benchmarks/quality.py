@@ -11,8 +11,8 @@ code path, the preset's own time budget unless ``--max-minutes``; ``--src/--trg`
 options do; ``--share-embed`` ties the decoder's output layer to its token embedding;
 ``--average-last`` how many epochs the final model may average), then scores the model the run
 ends with: ``final.pt`` (the last epochs averaged and beam search's length penalty, both
-chosen on validation by :mod:`convs2s.run.final_choices`, decoded with that length penalty) where the
-preset makes one, else ``best.pt`` (lowest validation loss):
+chosen on validation by :mod:`convs2s.run.final_choices`, decoded with that length penalty)
+where the preset makes one, else ``best.pt`` (lowest validation loss):
 
 - on ``--split`` (test2016 by default): sacreBLEU (13a, detokenized, cased: the standard), chrF
   and the tutorial-comparable BLEU (BLEU-4 on lower-cased spaCy tokens), for greedy decoding and
@@ -32,7 +32,6 @@ wall-time budget, so a busy machine trains fewer epochs.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -46,8 +45,9 @@ from convs2s.model import count_parameters
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.evaluate import SPLITS, evaluate
 from convs2s.run.presets import PRESETS
-from convs2s.run.train import describe_os_error, make_folder, remove_empty_folders, train
-from convs2s.run.translate import OneLineParser, positive_int_arg
+from convs2s.run.run_folder import describe_os_error, make_folder, remove_empty_folders
+from convs2s.run.train import train
+from convs2s.run.translate import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg
 from convs2s.run.translator import Translator
 from convs2s.system import environment
 from convs2s.system.atomic_files import FolderInUse, folder_lock
@@ -164,7 +164,8 @@ def main(argv=None) -> int:
     parser.add_argument("--overwrite", action="store_true",
                         help="delete a run already in --out and train afresh")
     parser.add_argument("--split", choices=SPLITS, default="test")
-    parser.add_argument("--beam-sizes", type=positive_int_arg, nargs="+", default=[1, 5])
+    parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
+                        default=[1, 5])
     parser.add_argument("--no-curve", action="store_true",
                         help="skip the learning curve (validation BLEU after every epoch)")
     parser.add_argument("--average-last", type=_whole, help="epochs averaged at most for the "
@@ -185,7 +186,7 @@ def main(argv=None) -> int:
         parser.error("--checkpoint takes its direction and tokenizer from the checkpoint; "
                      "leave out " + ", ".join(OPTION[k] for k in overrides))
     try:
-        preset = dataclasses.replace(PRESETS[args.preset], **overrides)
+        preset = PRESETS[args.preset].replace(**overrides)
     except ValueError as e:
         parser.error(str(e))
     try:

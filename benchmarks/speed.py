@@ -11,8 +11,8 @@ One process, both models, identical conditions:
   (:func:`convs2s.course.baselines.matched_rnn_config`). Both counts are printed.
 - **Training tokens/s.** Both train on the *same* Multi30k batches (the preset's
   ``max_tokens``), with the same optimizer settings, their steps interleaved so that both see
-  the same machine load (:func:`convs2s.course.baselines.train_side_by_side`); a few warm-up steps are
-  not timed. Tokens are real (non-pad) target tokens.
+  the same machine load (:func:`convs2s.course.baselines.train_side_by_side`); a few warm-up
+  steps are not timed. Tokens are real (non-pad) target tokens.
 - **Decoding sentences/s.** Greedy decoding and beam search (beam 5), incremental, on the same
   validation sentences in the same batches. <eos> is switched off, so both models produce
   exactly ``--out-len`` tokens per sentence (default: the mean length of the references, with
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> dict:
     from convs2s.data import load_multi30k, make_loader
     from convs2s.model import count_parameters
     from convs2s.run.precision import mixed_precision
+    from convs2s.run.prepare import build_model, prepare_data
     from convs2s.run.presets import PRESETS
-    from convs2s.run.train import build_model, prepare_data
     from convs2s.system import environment
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -93,13 +93,14 @@ def main(argv: list[str] | None = None) -> dict:
     conv = build_model(preset, src_vocab, trg_vocab)
     rnn_config = matched_rnn_config(
         count_parameters(conv), len(src_vocab), len(trg_vocab), src_pad_idx=src_vocab.pad_idx,
-        trg_pad_idx=pad, emb_dim=preset.emb_dim, dropout=preset.dropout,
-        max_positions=preset.max_positions)
+        trg_pad_idx=pad, emb_dim=preset.model.emb_dim, dropout=preset.model.dropout,
+        max_positions=preset.model.max_positions)
     rnn = RNNAttentionSeq2Seq(**rnn_config)
     params = {"convs2s": count_parameters(conv), "rnn": count_parameters(rnn)}
-    print(f"ConvS2S ({preset.emb_dim}/{preset.hid_dim}, {preset.enc_layers}+{preset.dec_layers} "
-          f"layers, k={preset.kernel_size}): {params['convs2s']:,} parameters")
-    print(f"GRU + attention (emb {preset.emb_dim}, hidden {rnn_config['dec_hid_dim']}): "
+    m = preset.model
+    print(f"ConvS2S ({m.emb_dim}/{m.hid_dim}, {m.enc_layers}+{m.dec_layers} "
+          f"layers, k={m.kernel_size}): {params['convs2s']:,} parameters")
+    print(f"GRU + attention (emb {m.emb_dim}, hidden {rnn_config['dec_hid_dim']}): "
           f"{params['rnn']:,} parameters", flush=True)
 
     loader = make_loader(train_ds, max_tokens=preset.max_tokens, shuffle=True, seed=args.seed)

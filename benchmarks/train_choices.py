@@ -16,7 +16,6 @@ The course's defaults come from this table (see ``convs2s.run.train`` and ``conv
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import shlex
 import sys
@@ -30,8 +29,9 @@ from common import run_main, write_report
 
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model.loss import evaluate_loss
+from convs2s.run.prepare import prepare_data
 from convs2s.run.presets import PRESETS
-from convs2s.run.train import prepare_data, train
+from convs2s.run.train import train
 from convs2s.system import environment
 
 CONFIGS = {
@@ -43,8 +43,7 @@ CONFIGS = {
 
 
 def run(name: str, preset, data, minutes: float, out: Path) -> dict:
-    preset = dataclasses.replace(preset, max_minutes=minutes, epochs=1000, patience=1000,
-                                 **CONFIGS[name])
+    preset = preset.replace(max_minutes=minutes, epochs=1000, patience=1000, **CONFIGS[name])
     t0 = time.perf_counter()
     result = train(preset, out, data=data, progress=False, log=lambda *_: None)
     seconds = time.perf_counter() - t0

@@ -21,8 +21,9 @@ up to ``--pad-share`` of each target padding (no data needed).
    every position (the package before issue 27); ``matmul``: the convolution as one matrix
    product over its windows (``convs2s.model.layers.conv_as_matmul``); ``now``: that, and the
    output layer only where the next token is real (``convs2s.model.loss.next_token_loss``), the
-   package's step today. All three compute the same loss and gradients (``tests/model/test_loss.py``,
-   and the reference test against fairseq passes with either convolution).
+   package's step today. All three compute the same loss and gradients
+   (``tests/model/test_loss.py``, and the reference test against fairseq passes with either
+   convolution).
 
 Run it with nothing else running; the ratios are the figures to quote, the milliseconds are
 this machine's. Tokens per second count real (non-pad) target tokens.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import statistics
 import sys
 import time
@@ -92,7 +94,8 @@ def synthetic_batches(vocab: int, batch: int, src_len: int, trg_len: int, pad_sh
 def real_batches(preset, n: int) -> tuple[list, int, int]:
     """The first ``n`` training batches of the preset's epoch 1 (the trainer's loader), the
     vocabulary size and the target padding id."""
-    from convs2s.run.train import make_loader, prepare_data
+    from convs2s.data import make_loader
+    from convs2s.run.prepare import prepare_data
 
     train_ds, _, src_vocab, trg_vocab = prepare_data(preset)
     if src_vocab.pad_idx != trg_vocab.pad_idx:
@@ -111,8 +114,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     from convs2s.model import ConvS2S
     from convs2s.model.loss import next_token_loss, sequence_loss
+    from convs2s.run.prepare import make_optimizer
     from convs2s.run.presets import PRESETS
-    from convs2s.run.train import make_optimizer
     from convs2s.system import environment
 
     parser = argparse.ArgumentParser(prog="python benchmarks/train_step.py",
@@ -137,8 +140,9 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--pad-share must be in [0, 1)")
     device = environment.check_device(args.device)
     preset = PRESETS[args.preset]
-    if max(args.src_len, args.trg_len + 1) > preset.max_positions:
-        parser.error(f"--src-len/--trg-len must fit the preset's {preset.max_positions} positions")
+    if max(args.src_len, args.trg_len + 1) > preset.model.max_positions:
+        parser.error(f"--src-len/--trg-len must fit the preset's {preset.model.max_positions} "
+                     "positions")
 
     if args.batches == "real":
         batches, (src_vocab, trg_vocab), pad = real_batches(preset, args.steps)
@@ -150,8 +154,9 @@ def main(argv: list[str] | None = None) -> dict:
         pad = 0
     batches = [(s.to(device), t.to(device)) for s, t in batches]
     torch.manual_seed(0)
-    model = ConvS2S(src_vocab, trg_vocab, src_pad_idx=pad, trg_pad_idx=pad,
-                    **preset.model_kwargs()).to(device).train()
+    config = dataclasses.replace(preset.model, src_vocab_size=src_vocab, trg_vocab_size=trg_vocab,
+                                 src_pad_idx=pad, trg_pad_idx=pad)
+    model = ConvS2S(config).to(device).train()
     positions = sum(t[:, 1:].numel() for _, t in batches)
     real = sum(int((t[:, 1:] != pad).sum()) for _, t in batches)
 
@@ -240,7 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name} / before step time: {ratio:.3f} ({100 * (1 - ratio):.0f}% less time, "
               f"{1 / ratio:.2f}x the tokens per second)")
     report = stamp({
-        "preset": args.preset, "batches": args.batches, "device": environment.describe_device(device),
+        "preset": args.preset, "batches": args.batches,
+        "device": environment.describe_device(device),
         "steps": args.steps, "batch_count": len(batches),
         "target_positions_per_step": positions / len(batches),
         "real_tokens_per_step": tokens, "padding_share": 1 - real / positions,

@@ -7,30 +7,44 @@ from pathlib import Path
 import pytest
 import torch
 
-# Unit tests use tiny models, for which one thread is fastest; two threads on a busy 2-core
-# machine (another process holding a core) can be ten times slower from OpenMP spin-waiting.
-torch.set_num_threads(1)
+# The one place that sets the tests' thread count (no test file sets it). Unit tests use tiny
+# models, for which one intra-op thread is fastest: on a busy 2-core machine (another process
+# holding a core) a second, spin-waiting OpenMP thread makes them many times slower.
+TEST_THREADS = 1
+torch.set_num_threads(TEST_THREADS)  # for what test modules build when they are imported
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    """One intra-op thread for a module's tests, whatever an earlier module set (tiny tensors:
-    on a busy 2-core machine a second spinning OpenMP thread makes them up to 30x slower).
-    Modules take it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+@pytest.fixture(autouse=True)
+def _test_threads():
+    """Every test starts with ``TEST_THREADS`` intra-op threads, whatever ran before it."""
+    if torch.get_num_threads() != TEST_THREADS:
+        torch.set_num_threads(TEST_THREADS)
     yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(autouse=True)
 def _fresh_hint_counts():
-    """Every test starts as a fresh session of convs2s.course.checks: no wrong tries counted yet (the
-    second wrong try of a check prints a closer hint)."""
+    """Every test starts as a fresh session of convs2s.course.checks: no wrong tries counted yet
+    (the second wrong try of a check prints a closer hint)."""
     core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
         core._wrong_tries.clear()
     yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_left_behind():
+    """At the end of the test run, no process a test started may still run: any that does is
+    killed (with its own children) and the run fails, naming it."""
+    yield
+    from signal_support import command_line, kill_all, leftover_processes
+
+    left = leftover_processes()
+    if left:
+        names = [f"{pid}: {command_line(pid)}" for pid in left]
+        kill_all(left)
+        pytest.fail("processes left running by the tests (now killed):\n" + "\n".join(names),
+                    pytrace=False)
 
 
 # Invented sentence pairs (not from Multi30k). Some words repeat so that min_freq=2 keeps them.

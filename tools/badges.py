@@ -5,8 +5,14 @@ who forks the course changes that line and runs ``make badges`` (``python -m too
 every Colab badge in ``README.md`` and ``notebooks/*.ipynb``, and every Colab setup cell's
 ``pip install git+...`` line, is rewritten to the fork.
 
-Files are replaced atomically and keep their mode (``convs2s.system.atomic_files``); a notebook is rewritten
-string by string and written back with a JSON writer, so no ``--branch`` can break its JSON.
+Files are replaced atomically and keep their mode (``convs2s.system.atomic_files``); a notebook
+is rewritten string by string and written back with a JSON writer, so no ``--branch`` can break
+its JSON.
+
+``--branch`` takes what ``git check-ref-format --branch`` accepts (anything else is refused in one
+line, before any file is read). In a link the branch is percent-encoded (its slashes kept), so
+no character of a branch name can end a Markdown link or an HTML attribute early; the matcher
+finds every link this tool writes, slashes included, so a later run can point them elsewhere.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import json
 import re
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +30,14 @@ from convs2s.system.signals import run_command
 
 COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 
-# A Colab link to a notebook on GitHub: .../github/OWNER/REPO/blob/BRANCH/notebooks/...
+# What a branch name becomes in a link (link_branch): letters, digits, "_.-~", "/" and "%XX".
+_LINK_BRANCH = r"[A-Za-z0-9_.~%/-]+"
+# A Colab link to a notebook on GitHub: .../github/OWNER/REPO/blob/BRANCH/notebooks/...; BRANCH
+# is everything up to the last "/notebooks/" (a branch name may hold slashes), or, in a link to
+# something outside notebooks/, one path segment.
 _COLAB_LINK = re.compile(
-    r"https://colab\.research\.google\.com/github/[^/\s\"')]+/[^/\s\"')]+/blob/[^/\s\"')]+/"
+    r"https://colab\.research\.google\.com/github/[^/\s\"')]+/[^/\s\"')]+/blob/"
+    rf"(?:{_LINK_BRANCH}(?=/notebooks/)|[^/\s\"')]+)/"
 )
 # The package install line of the Colab setup cell: convs2s @ git+https://github.com/OWNER/REPO
 _GIT_INSTALL = re.compile(r"convs2s @ git\+https://github\.com/[^\s\"'\\]+")
@@ -42,10 +54,44 @@ def parse_repository(url: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
+# Characters git refuses in any ref name (besides control characters and DEL).
+_NOT_IN_REFS = frozenset(" ~^:?*[\\")
+
+
+def branch_problem(name: str) -> str | None:
+    """Why git would refuse ``name`` as a branch name (the rules of ``git check-ref-format
+    --branch``), or None. Whitespace and other unprintable characters are refused too."""
+    if not name:
+        return "it is empty"
+    if name.startswith("-"):
+        return "it starts with '-'"
+    if name == "HEAD":
+        return "HEAD names the current commit"
+    odd = sorted({c for c in name if c in _NOT_IN_REFS or c.isspace() or not c.isprintable()})
+    if odd:
+        return f"it contains {' and '.join(repr(c) for c in odd)}"
+    for part in ("..", "@{", "//"):
+        if part in name:
+            return f"it contains {part!r}"
+    if name.startswith("/") or name.endswith(("/", ".")):
+        return f"it starts or ends with {'/' if '/' in (name[0], name[-1]) else '.'!r}"
+    for part in name.split("/"):
+        if part.startswith(".") or part.endswith(".lock"):
+            return f"its part {part!r} starts with '.' or ends with '.lock'"
+    return None
+
+
+def link_branch(branch: str) -> str:
+    """``branch`` as it stands in a link: percent-encoded, its slashes kept (``fix)x`` ->
+    ``fix%29x``), so that no character of it ends a Markdown link or an HTML attribute."""
+    return urllib.parse.quote(branch, safe="/")
+
+
 def colab_url(repo_url: str, notebook: str, branch: str = "main") -> str:
     """The Colab address that opens ``notebooks/<notebook>`` of the repository."""
     owner, repo = parse_repository(repo_url)
-    return f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}/notebooks/{notebook}"
+    return (f"https://colab.research.google.com/github/{owner}/{repo}/blob/"
+            f"{link_branch(branch)}/notebooks/{notebook}")
 
 
 def colab_badge(repo_url: str, notebook: str, branch: str = "main") -> str:
@@ -62,9 +108,8 @@ def install_spec(repo_url: str) -> str:
 def rewrite_text(text: str, repo_url: str, branch: str = "main") -> str:
     """Point every Colab link and Colab install line in ``text`` at ``repo_url``. Pure."""
     owner, repo = parse_repository(repo_url)
-    link = f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}/"
+    link = f"https://colab.research.google.com/github/{owner}/{repo}/blob/{link_branch(branch)}/"
     spec = install_spec(repo_url)
-    # functions, not replacement strings: a backslash in a branch name stays a backslash
     text = _COLAB_LINK.sub(lambda _m: link, text)
     return _GIT_INSTALL.sub(lambda _m: spec, text)
 
@@ -108,7 +153,11 @@ def rewrite_tree(root: Path, branch: str = "main") -> list[Path]:
     """Rewrite README.md and notebooks/**/*.ipynb under ``root``; returns the files changed.
 
     Every file is read and rewritten in memory first, so a file that is not valid JSON stops
-    the run before anything is written."""
+    the run before anything is written. ValueError for a branch git would refuse."""
+    problem = branch_problem(branch)
+    if problem:
+        raise ValueError(f"--branch {branch!r} is not a branch name git accepts: {problem} "
+                         "(see `git check-ref-format --branch`)")
     url = read_repository_url(root / "pyproject.toml")
     changes = []
     files = [root / "README.md", *sorted((root / "notebooks").glob("**/*.ipynb"))]
@@ -133,12 +182,9 @@ def rewrite_tree(root: Path, branch: str = "main") -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository's root")
-    parser.add_argument("--branch", default="main")
+    parser.add_argument("--branch", default="main",
+                        help="the branch the links open (default: main); a name git accepts")
     args = parser.parse_args(argv)
-    if not args.branch.strip() or any(c.isspace() or not c.isprintable() for c in args.branch):
-        print(f"error: --branch {args.branch!r}: a branch name has no spaces or control "
-              "characters", file=sys.stderr)
-        return 2
     try:
         changed = rewrite_tree(args.root, args.branch)
         url = read_repository_url(args.root / "pyproject.toml")

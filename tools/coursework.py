@@ -56,6 +56,7 @@ from pathlib import Path
 
 from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
 from convs2s.system.signals import run_command
+from tools.notebook_format import NotebookFormatError, check_notebook
 
 SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -234,9 +235,13 @@ def read_notebook(path: str | Path) -> NotebookExercises:
     """
     path = Path(path)
     try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        nb = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise CourseworkError(f"{path}: cannot read the notebook ({e})") from None
+    try:
+        cells = check_notebook(nb, path)["cells"]
+    except NotebookFormatError as e:
+        raise CourseworkError(str(e)) from None
     setup, setup_index = None, None
     roles: dict[str, dict[str, tuple[int, dict]]] = {}
     order: list[str] = []
@@ -647,7 +652,8 @@ def _cell(cell_type: str, source: str, cell_id: str, nbgrader: dict) -> dict:
 
 
 def _with_checks_import(setup: str) -> str:
-    """The setup cell, with ``from convs2s.course import checks`` added if it does not bind checks."""
+    """The setup cell, with ``from convs2s.course import checks`` added if it does not bind
+    checks."""
     if "checks" in _bound_names(_parse(setup, "the exercise-setup cell").body, imports=True):
         return setup.strip("\n")
     return setup.strip("\n") + "\n\nfrom convs2s.course import checks"
@@ -695,8 +701,8 @@ def _header(nb: NotebookExercises, repo_url: str) -> str:
         "given): write a function's body (*implement*, *derive*), set the value asked for "
         "(*predict*), or fix the code shown (*debug*). An *explain* exercise asks for one or "
         "two sentences in place of \"YOUR ANSWER HERE\"; it is graded by hand.",
-        "3. Run the test cell under your answer: it runs `convs2s.course.checks.<exercise>`, the same "
-        "check as in the course notebook, and prints ✓, or what is wrong with a hint.",
+        "3. Run the test cell under your answer: it runs `convs2s.course.checks.<exercise>`, the "
+        "same check as in the course notebook, and prints ✓, or what is wrong with a hint.",
         "4. Grading runs every test cell again, followed by hidden tests, so make each answer "
         "right in general, not only for the visible cases. Do not edit the test cells: they "
         "are restored before grading.",

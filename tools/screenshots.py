@@ -6,7 +6,8 @@ never redraws). This module drives the real thing: it starts JupyterLab on a fre
 with a token, opens a notebook in headless Chromium through Playwright, runs all cells from the
 *Run* menu, finds a widget by its controls' labels and moves them.
 
-``tests/site_and_tools/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and 06, and
+``tests/site_and_tools/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and
+06, and
 
     python -m tools.screenshots --out images/        (``make images``, from the repository root)
 

@@ -3,8 +3,8 @@
 ``python -m tools.site_screenshots --site build/site --out images`` serves a built site (``make
 site``) on a free localhost port and captures, in headless Chromium (``tools.screenshots``'s
 browser), the landing page and an exercise of notebook 01 with its solution folded:
-``images/site_home.png`` and ``images/site_exercise.png``. ``tests/site_and_tools/test_site.py`` uses the same
-server and the same offline browser page to test the site.
+``images/site_home.png`` and ``images/site_exercise.png``. ``tests/site_and_tools/test_site.py``
+uses the same server and the same offline browser page to test the site.
 
 Pages get nothing from other sites: every request that leaves localhost is refused and
 recorded (:attr:`SitePage.external`), so a page that needs the network shows it.

@@ -11,7 +11,10 @@ top-to-bottom run of a notebook, run
 It empties the outputs and the execution count of every solution cell and leaves every other
 cell as the run wrote it. CI still executes every solution (nbval runs all cells in quick mode).
 A notebook is rewritten only when something changes: atomically, keeping its mode, with the
-same JSON layout as Jupyter's (indent 1, keys sorted, UTF-8).
+same JSON layout as Jupyter's (indent 1, keys sorted, UTF-8). Every notebook named is read and
+checked (``tools.notebook_format``) before any is written: a file that is not a notebook stops
+the command with one line naming it and what is wrong, and nothing is written. Ctrl-C and SIGTERM
+stop it with one line (exit 130 / 143, ``convs2s.system.signals``), never a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import sys
 from pathlib import Path
 
 from convs2s.system.atomic_files import write_text_atomic
+from convs2s.system.signals import run_command
+from tools.notebook_format import NotebookFormatError, check_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -79,13 +84,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="change nothing; exit 1 if a solution cell stores outputs")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-    status = 0
-    for path in paths:
+    notebooks = []
+    for path in paths:  # every notebook read and checked before any is written
         try:
             nb = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             print(f"{path}: cannot read the notebook ({e}); pass a .ipynb file", file=sys.stderr)
             return 2
+        try:
+            notebooks.append((path, check_notebook(nb, path)))
+        except NotebookFormatError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    status = 0
+    for path, nb in notebooks:
         if args.check:
             found = stored_in_solutions(nb)
             if found:
@@ -95,10 +107,22 @@ def main(argv: list[str] | None = None) -> int:
             continue
         n = strip(nb)
         if n:
-            write_text_atomic(path, notebook_json(nb))  # keeps the file's mode
+            try:
+                write_text_atomic(path, notebook_json(nb))  # keeps the file's mode
+            except OSError as e:
+                print(f"error: cannot write {path} ({e.strerror or e}); it is left as it was",
+                      file=sys.stderr)
+                return 2
         print(f"{path.name}: cleared {n} solution cell{'s' if n != 1 else ''}")
     return status
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
+    traceback (each notebook is replaced whole, so none is left half-written)."""
+    return run_command(lambda: main(argv), ": each notebook is replaced whole (old or new, "
+                       "never half-written); run it again")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -35,6 +35,7 @@ from convs2s.model import (  # noqa: E402
     Attention,
     ConvGLUBlock,
     ConvS2S,
+    ConvS2SConfig,
     Decoder,
     Encoder,
     EncoderOut,
@@ -44,8 +45,8 @@ from convs2s.model import (  # noqa: E402
 )
 
 __all__ = [
-    "Attention", "BucketBatchSampler", "ConvGLUBlock", "ConvS2S", "DataError", "Decoder",
-    "Encoder", "EncoderOut", "PadCollate", "Tokenizer", "TranslationDataset", "Vocab",
+    "Attention", "BucketBatchSampler", "ConvGLUBlock", "ConvS2S", "ConvS2SConfig", "DataError",
+    "Decoder", "Encoder", "EncoderOut", "PadCollate", "Tokenizer", "TranslationDataset", "Vocab",
     "beam_search", "check_length", "count_parameters", "greedy_decode",
     "load_multi30k", "load_pairs", "make_loader", "make_tokenizer", "padding_ratio",
     "Translator", "corpus_bleu", "PRESETS", "Preset", "Checkpoint",

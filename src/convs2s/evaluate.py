@@ -1,5 +1,5 @@
-"""``python -m convs2s.evaluate`` (also the console script ``convs2s-evaluate``): the command line of
-:mod:`convs2s.run.evaluate`, which holds the code."""
+"""``python -m convs2s.evaluate`` (also the console script ``convs2s-evaluate``): the command line
+of :mod:`convs2s.run.evaluate`, which holds the code."""
 
 import sys
 

@@ -1,5 +1,5 @@
-"""``python -m convs2s.translate`` (also the console script ``convs2s-translate``): the command line of
-:mod:`convs2s.run.translate`, which holds the code."""
+"""``python -m convs2s.translate`` (also the console script ``convs2s-translate``): the command
+line of :mod:`convs2s.run.translate`, which holds the code."""
 
 import sys
 

@@ -16,17 +16,12 @@ from convs2s.course.baselines import (
     train_side_by_side,
     training_flops,
 )
-from convs2s.data import Vocab
 from convs2s.model import ConvS2S, count_parameters
 from convs2s.model.loss import evaluate_loss, sequence_loss
 from convs2s.model.search import beam_search, greedy_decode
-from convs2s.run.checkpoint import Checkpoint, CheckpointError, save_checkpoint
 
 PAD, BOS, EOS = 0, 1, 2
 VOCAB = 20
-
-
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
 
 
 def tiny_rnn(seed: int = 0, vocab: int = VOCAB, **overrides) -> RNNAttentionSeq2Seq:
@@ -324,38 +319,6 @@ def test_decoding_speed_reports_outputs_in_order():
                                beam_size=beam_size)
         assert [len(o) for o in fixed["outputs"]] == [7, 7, 7]
         assert fixed["output_tokens"] == 21
-
-
-def _vocab() -> Vocab:
-    """A 20-token vocabulary; its <pad> is id 1 (the models of this file pad with 0)."""
-    specials = ["<unk>", "<pad>", "<bos>", "<eos>"]
-    return Vocab(specials + [f"w{i}" for i in range(16)], specials)
-
-
-def test_checkpoint_round_trip_rebuilds_the_right_class(tmp_path):
-    vocab, pad = _vocab(), 1
-    src, trg_in = padded_batch([4, 3]), padded_batch([3, 3], seed=2)
-    for model in (tiny_rnn(src_pad_idx=pad, trg_pad_idx=pad).eval(),
-                  ConvS2S(VOCAB, VOCAB, emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1,
-                          src_pad_idx=pad, trg_pad_idx=pad).eval()):
-        path = Checkpoint.from_model(model, vocab, vocab).save(
-            tmp_path / f"{type(model).__name__}.pt")
-        loaded = Checkpoint.load(path).build_model()
-        assert type(loaded) is type(model)
-        torch.testing.assert_close(loaded(src, trg_in)[0], model(src, trg_in)[0])
-    data = torch.load(path, weights_only=True)
-    del data["model_class"]  # what convs2s.run.train wrote before it recorded the class: ConvS2S
-    assert type(Checkpoint.from_dict(data).build_model()) is ConvS2S
-
-
-def test_a_malformed_rnn_checkpoint_is_one_clear_error(tmp_path):
-    """Issue 25: baselines read checkpoints through Checkpoint too (was a KeyError)."""
-    vocab = _vocab()
-    data = Checkpoint.from_model(tiny_rnn(src_pad_idx=1, trg_pad_idx=1), vocab, vocab).to_dict()
-    del data["model_config"]["enc_hid_dim"], data["trg_vocab"]["itos"]
-    path = save_checkpoint(tmp_path / "bad.pt", data)
-    with pytest.raises(CheckpointError, match="bad.pt cannot be used: its trg_vocab has no list"):
-        Checkpoint.load(path)
 
 
 class _LinearLM(torch.nn.Module):

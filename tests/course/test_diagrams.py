@@ -217,8 +217,8 @@ def _png_info(path: Path) -> tuple[int, int, float | None]:
 
 def _cli(*args, cwd=None):
     env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, "-m", "convs2s.course.diagrams", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "convs2s.course.diagrams", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 
 @pytest.mark.slow

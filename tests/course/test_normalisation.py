@@ -1,4 +1,5 @@
-"""Tests of convs2s.course.normalisation: the §3.4-3.5 measurements of notebook 02."""
+"""The §3.4-3.5 measurements of notebook 02: the encoder's scaled gradient, the GLU's variance,
+variance through residual stacks, initialisation, weight normalisation."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import pytest
 import torch
 
 from convs2s.course import normalisation
+from convs2s.course.stacks import conv_glu_stack
 from convs2s.model.encoder import Encoder
-from convs2s.model.layers import make_conv1d, make_linear
-
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
-
+from convs2s.model.layers import ConvGLUBlock, make_conv1d, make_linear
 
 # --- §3.4: the encoder's gradient -------------------------------------------------------------
 
@@ -91,6 +90,45 @@ def test_the_residual_sqrt_half_keeps_the_variance_only_with_equal_summands():
     assert 0.8 < float(paper.min()) and float(paper.max()) < 1.25
     # (1/4 + 1)/2 = 0.625 per block when the GLU branch has a quarter of the variance
     assert no_four[8] == pytest.approx(0.625**8, rel=0.4)
+
+
+def test_residual_scale_keeps_variance_and_its_absence_doubles_it():
+    scaled = normalisation.glu_stack_variances("paper", n_layers=8, residual=True)
+    unscaled = normalisation.glu_stack_variances("paper", n_layers=8, residual=True, scale=False)
+    assert ((scaled > 0.8) & (scaled < 1.25)).all()
+    # Without the scale every block adds a term of about the same variance: x2 per block or more.
+    assert (unscaled[1:] / unscaled[:-1] > 1.8).all()
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_glu_stack_variances_measure_the_blocks_of_residual_stack_activations(scale):
+    """One measurement: the paper-initialised stack of glu_stack_variances has the weights of
+    conv_glu_stack, and its variances are those of residual_stack_activations on them."""
+    blocks = conv_glu_stack(3, 5, "same", hid_dim=8, seed=4)
+    g = torch.Generator().manual_seed(5)
+    x = 0.3 * torch.randn(2, 8, 11, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        outs = normalisation.residual_stack_activations(blocks, x, scale=scale)
+    v = torch.stack([o.var() for o in outs])
+    measured = normalisation.glu_stack_variances("paper", n_layers=5, residual=True, scale=scale,
+                                                 input_std=0.3, hid_dim=8, length=11, batch=2,
+                                                 seed=4)
+    torch.testing.assert_close(measured, (v / v[0]).float())
+
+
+def test_residual_stack_activations_equal_the_real_residual_block():
+    torch.manual_seed(0)
+    blocks = [ConvGLUBlock(8, 3, padding="same", residual=True).eval() for _ in range(3)]
+    x = torch.randn(2, 8, 7)
+    mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
+    expected = x
+    for block in blocks:
+        expected = block(expected, mask=mask)
+    outs = normalisation.residual_stack_activations(blocks, x, scale=True, mask=mask)
+    assert len(outs) == 4
+    torch.testing.assert_close(outs[-1], expected)
+    unscaled = normalisation.residual_stack_activations(blocks, x, scale=False, mask=mask)
+    assert not torch.allclose(unscaled[-1], expected)
 
 
 def test_pytorch_default_init_shrinks_a_glu_stack():

@@ -1,5 +1,5 @@
-"""The two-step hints of convs2s.course.checks: a nudge on the first wrong try, a closer hint from the
-second wrong try of the same check on, both on request with checks.hint(...)."""
+"""The two-step hints of convs2s.course.checks: a nudge on the first wrong try, a closer hint from
+the second wrong try of the same check on, both on request with checks.hint(...)."""
 
 from __future__ import annotations
 

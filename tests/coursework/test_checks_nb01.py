@@ -1,4 +1,5 @@
-"""convs2s.course.checks for notebook 01: right answers pass, wrong ones raise with a hint, stubs are 0.
+"""convs2s.course.checks for notebook 01: right answers pass, wrong ones raise with a hint,
+stubs are 0.
 
 Also: the hidden grading tests (coursework/hidden/01.py) accept the solutions only.
 """
@@ -11,7 +12,7 @@ import pytest
 import torch
 from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
 
-from convs2s.course import checks, viz
+from convs2s.course import checks, stacks
 from convs2s.course.checks import nb01
 
 # --- my_glu (implement) ---------------------------------------------------------------------
@@ -87,12 +88,12 @@ def test_same_padding_moves_accepts_the_measured_outputs(capsys):
 
 def test_the_prediction_is_really_measured():
     """The answer is what a stack of the package's blocks does when input 8 changes."""
-    blocks = viz.conv_glu_stack(nb01.SAME_K, nb01.SAME_LAYERS, "same", seed=3)
+    blocks = stacks.conv_glu_stack(nb01.SAME_K, nb01.SAME_LAYERS, "same", seed=3)
     x = torch.randn(1, 4, nb01.SAME_LENGTH, dtype=torch.float64)
     changed = x.clone()
     changed[0, :, nb01.SAME_CHANGED] += 1.0
     with torch.no_grad():
-        moved = (viz.run_stack(blocks, changed, "same") - viz.run_stack(blocks, x, "same"))
+        moved = (stacks.run_stack(blocks, changed, "same") - stacks.run_stack(blocks, x, "same"))
     moved_positions = moved.abs().amax(dim=1)[0].nonzero().flatten().tolist()
     assert moved_positions == nb01._measured_moves() == [5, 6, 7, 8, 9]
 

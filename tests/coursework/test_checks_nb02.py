@@ -1,4 +1,5 @@
-"""convs2s.course.checks for notebook 02: right answers pass, wrong ones raise with a hint, stubs are 0.
+"""convs2s.course.checks for notebook 02: right answers pass, wrong ones raise with a hint,
+stubs are 0.
 
 Also: the hidden grading tests (coursework/hidden/02.py) accept the solutions only.
 """

@@ -1,4 +1,5 @@
-"""convs2s.course.checks for notebook 03: right answers pass, wrong ones raise with a hint, stubs are 0."""
+"""convs2s.course.checks for notebook 03: right answers pass, wrong ones raise with a hint,
+stubs are 0."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""convs2s.course.checks for notebook 04: right answers pass, wrong ones raise with a hint, stubs are 0."""
+"""convs2s.course.checks for notebook 04: right answers pass, wrong ones raise with a hint,
+stubs are 0."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 from exercise_support import assert_exercises_run_from_the_setup_cell, notebook_path, stub
 
-from convs2s.course import checks, probe
+from convs2s.course import attention_maps, checks
 from convs2s.course.checks import nb04
 
 # --- masked_softmax (implement) -------------------------------------------------------------
@@ -104,10 +105,10 @@ def nan_row_entropy(a):  # 0·log 0 = NaN
     return -(a * torch.log(a)).sum(dim=-1).mean()
 
 
-def test_row_entropy_accepts_the_solution_and_agrees_with_probe():
+def test_row_entropy_accepts_the_solution_and_agrees_with_attention_maps():
     assert checks.row_entropy(right_row_entropy) is True
     a = torch.softmax(torch.randn(4, 6, dtype=torch.float64), dim=-1)
-    assert math.isclose(right_row_entropy(a).item(), probe.attention_entropy(a).item())
+    assert math.isclose(right_row_entropy(a).item(), attention_maps.attention_entropy(a).item())
 
 
 def test_row_entropy_rejects_nan_on_zeros():

@@ -1,4 +1,5 @@
-"""convs2s.course.checks for notebook 05: right answers pass, wrong ones raise with a hint, stubs are 0.
+"""convs2s.course.checks for notebook 05: right answers pass, wrong ones raise with a hint,
+stubs are 0.
 
 Also: the notebook's own exercise cells (the planted bugs and stubs are "not answered", the
 solutions pass) and the hidden grading tests (coursework/hidden/05.py) accept the solutions

@@ -1,4 +1,5 @@
-"""convs2s.course.checks for notebook 06: right answers pass, wrong ones raise with a hint, stubs are 0.
+"""convs2s.course.checks for notebook 06: right answers pass, wrong ones raise with a hint,
+stubs are 0.
 
 Also: the notebook's own exercise cells (the planted bug and the stubs are "not answered", the
 solutions pass), the hidden grading tests (coursework/hidden/06.py), and the claim behind the

@@ -1,10 +1,12 @@
-"""The course's tools under a careless or hostile user (issue 26, items 4 and 5).
+"""The course's tools under a careless or hostile user.
 
 ``tools/coursework.py`` writes only into a folder it made (its ``.convs2s-coursework`` marker)
 or a new one, never where nbgrader keeps student versions, judges a symlink by where it points,
 and says what is wrong with ``--out`` in one line before any work. Every tool
-(``coursework``, ``badges``, ``screenshots``) stops on Ctrl-C or SIGTERM with one line and exit
-130 / 143, never a traceback.
+(``coursework``, ``badges``, ``screenshots``, ``strip_solutions``) stops on Ctrl-C or SIGTERM
+with one line and exit 130 / 143, never a traceback. Each tool is started with SIGINT and SIGTERM
+at their defaults (``signal_support.default_signals``), so that the tests also pass when the test
+run itself was started with SIGINT ignored (a background job, ``nohup``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signal_support import default_signals, wait_until_blocked
 from test_nbgrader_release import _cli, _course, fixture_notebook, write_fixture
 
 from tools import coursework
@@ -57,11 +60,11 @@ def _refused(proc: subprocess.CompletedProcess, *words: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Item 4: it writes only into folders it made
+# It writes only into folders it made
 # --------------------------------------------------------------------------------------------
 
 
-def test_item4_an_existing_folder_without_the_marker_is_refused(tmp_path):
+def test_an_existing_folder_without_the_marker_is_refused(tmp_path):
     write_fixture(tmp_path)
     mine = tmp_path / "my_notes"
     mine.mkdir()
@@ -86,7 +89,7 @@ def test_item4_an_existing_folder_without_the_marker_is_refused(tmp_path):
         "01_made_up/01_made_up.ipynb"]
 
 
-def test_item4_a_symlink_is_judged_by_the_folder_it_points_to(tmp_path):
+def test_a_symlink_is_judged_by_the_folder_it_points_to(tmp_path):
     repo = tmp_path / "repo"
     write_fixture(repo)
     (repo / "README.md").write_text("# the course\n")
@@ -116,7 +119,7 @@ def test_item4_a_symlink_is_judged_by_the_folder_it_points_to(tmp_path):
     assert _tree(repo) == before
 
 
-def test_item4_a_file_its_marker_does_not_list_is_not_overwritten(tmp_path):
+def test_a_file_its_marker_does_not_list_is_not_overwritten(tmp_path):
     write_fixture(tmp_path)
     out = tmp_path / "made"
     assert _cli(tmp_path, "--out", str(out)).returncode == 0
@@ -128,7 +131,7 @@ def test_item4_a_file_its_marker_does_not_list_is_not_overwritten(tmp_path):
     assert (out / "01_made_up" / "01_made_up.ipynb").read_text() == '{"mine": true}'
 
 
-def test_item4_never_writes_an_instructor_version_where_a_release_is(tmp_path):
+def test_never_writes_an_instructor_version_where_a_release_is(tmp_path):
     notebooks, hidden = write_fixture(tmp_path)
     course = tmp_path / "course"
     course.mkdir()
@@ -137,7 +140,7 @@ def test_item4_never_writes_an_instructor_version_where_a_release_is(tmp_path):
     student = release / "01_made_up" / "01_made_up.ipynb"
     assert "BEGIN SOLUTION" not in student.read_text()
     before = _tree(course)
-    # nbgrader's release folder, as nbgrader made it (issue 26: `--out coursework/release
+    # nbgrader's release folder, as nbgrader made it (once, `--out coursework/release
     # --only 06` replaced the student notebook with the instructor version)
     _refused(_cli(tmp_path, "--out", str(release), "--only", "01"), "release")
     _refused(_cli(tmp_path, "--out", str(release / "01_made_up")), "release")
@@ -164,11 +167,11 @@ def test_item4_never_writes_an_instructor_version_where_a_release_is(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# Item 5: an --out that cannot be a folder is one line, before any work
+# An --out that cannot be a folder is one line, before any work
 # --------------------------------------------------------------------------------------------
 
 
-def test_item5_an_out_that_cannot_be_a_folder_is_one_line(tmp_path):
+def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path):
     write_fixture(tmp_path)
     (tmp_path / "README.md").write_text("# readme\n")
     cases = [("README.md", "is a file, not a folder"),
@@ -186,7 +189,7 @@ def test_item5_an_out_that_cannot_be_a_folder_is_one_line(tmp_path):
     _refused(proc, "which is a file, not a folder")
 
 
-def test_item5_the_out_error_comes_before_any_work(tmp_path):
+def test_the_out_error_comes_before_any_work(tmp_path):
     """A wrong --out is reported even when the notebooks would fail later: it is checked
     first, before a notebook is read."""
     nb = fixture_notebook()
@@ -229,13 +232,20 @@ def _wait_for_line(proc: subprocess.Popen, wanted: str) -> None:
     raise AssertionError(f"no {wanted!r} within {START_LIMIT_S} s")
 
 
-def _stopped(proc: subprocess.Popen, sig: int, fd: int | None = None) -> str:
-    proc.send_signal(sig)
+def _stopped(proc: subprocess.Popen, sig: int, fd: int | None = None, wchan: str = "pipe") -> str:
+    """Send ``sig`` once the tool is blocked (reading our FIFO ``fd``, or in ``wchan``); the
+    tool's one line on stderr, once it has exited as it should. A tool still running when the
+    wait ends is killed: no test leaves a process behind."""
     try:
+        wait_until_blocked(proc.pid, wchan, START_LIMIT_S)
+        proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=START_LIMIT_S)
     finally:
         if fd is not None:
             os.close(fd)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 128 + sig, (proc.returncode, stderr)
     assert "Traceback" not in stderr and stderr.count("\n") == 1, stderr
     assert "interrupted" in stderr or "SIGTERM" in stderr, stderr
@@ -254,7 +264,8 @@ def test_coursework_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-m", "tools.coursework", "--out", str(tmp_path / "out"),
          "--notebooks", str(notebooks), "--hidden", str(hidden)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals)
     fd = _open_writer(fifo, proc)
     _stopped(proc, sig, fd)
     assert not (tmp_path / "out").exists()
@@ -269,9 +280,22 @@ def test_badges_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
     fifo = tmp_path / "README.md"  # the tool blocks reading it
     os.mkfifo(fifo)
     proc = subprocess.Popen([sys.executable, "-m", "tools.badges", "--root", str(tmp_path)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     fd = _open_writer(fifo, proc)
     _stopped(proc, sig, fd)
+
+
+@pytest.mark.parametrize("sig", SIGNALS)
+def test_strip_solutions_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
+    fifo = tmp_path / "01_x.ipynb"  # the tool blocks reading it
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "tools.strip_solutions", str(fifo)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    fd = _open_writer(fifo, proc)
+    _stopped(proc, sig, fd)
+    assert [p.name for p in tmp_path.iterdir()] == ["01_x.ipynb"], "nothing else written"
 
 
 # `python -m tools.screenshots` itself, stopped where capturing starts (copying the notebooks,
@@ -296,7 +320,7 @@ def test_screenshots_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
         [sys.executable, "-c", SCREENSHOTS_BLOCKED, "--out", str(tmp_path / "images"),
          "--notebooks", str(ROOT / "notebooks")],
         cwd=ROOT, env=dict(os.environ, CONVS2S_CHROMIUM=sys.executable),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     _wait_for_line(proc, "capturing")
-    _stopped(proc, sig)
+    _stopped(proc, sig, wchan="pause")
     assert list((tmp_path / "images").iterdir()) == []

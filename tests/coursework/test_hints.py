@@ -1,7 +1,7 @@
 """No hint gives a solution away (issue 28 §1).
 
-Every hint string of ``convs2s.course.checks`` (the registered two-step hints, and every string a check
-passes as a hint) is held against every solution cell of every notebook. A hint may not hold
+Every hint string of ``convs2s.course.checks`` (the registered two-step hints, and every string a
+check passes as a hint) is held against every solution cell of every notebook. A hint may not hold
 
 - a code fragment of a solution (a statement line or a sub-expression of at least
   MIN_FRAGMENT characters, compared without whitespace), nor
@@ -219,7 +219,7 @@ def test_every_check_has_a_two_step_hint():
 
 
 # --------------------------------------------------------------------------------------------
-# The detector, on hints that do give the answer away (issue 28's examples)
+# The detector, on hints that do give the answer away
 # --------------------------------------------------------------------------------------------
 
 
@@ -271,7 +271,7 @@ def test_a_hint_about_the_idea_passes(hint):
      "    return F.conv1d(x, kernel, groups=channels)\n",
      "use F.conv1d(x, kernel, groups=channels)"),
 ])
-def test_issue_28s_examples_are_caught(code, hint):
+def test_hints_that_quote_a_solutions_call_are_caught(code, hint):
     nb = _notebook(({"cellView": "form"}, code))
     assert leaks([("made-up", hint)], {"nb": nb})
 

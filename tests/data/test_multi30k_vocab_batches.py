@@ -503,7 +503,7 @@ def test_local_truncated_gzip(tiny_corpus, tiny_sums, no_network, monkeypatch):
         load_multi30k(tiny_corpus)
 
 
-# ---------------------------------------------- issue 19: folders, orphans, modes
+# ---------------------------------------------- folders, orphans, modes
 
 
 @pytest.fixture
@@ -515,7 +515,7 @@ def umask():
 
 
 def test_failed_download_creates_no_folder(tmp_path, no_network):
-    # item 6: the data folder (and its parents) are created only once a download succeeded
+    # the data folder (and its parents) are created only once a download succeeded
     root = tmp_path / "new" / "multi30k"
     with pytest.raises(DataError) as err:
         load_multi30k(root)
@@ -524,7 +524,7 @@ def test_failed_download_creates_no_folder(tmp_path, no_network):
 
 
 def test_relative_data_folder_is_named_absolute_in_errors(tmp_path, no_network, monkeypatch):
-    # item 6: a relative folder is resolved against the current folder and named absolute
+    # a relative folder is resolved against the current folder and named absolute
     monkeypatch.chdir(tmp_path)
     expected = str(tmp_path.resolve() / "rel" / "data")
     for kwargs in ({}, {"download": False}):
@@ -555,7 +555,7 @@ def test_file_errors_name_absolute_paths(tmp_path, tiny_corpus, tiny_sums, no_ne
 
 def test_stale_part_files_of_data_files_are_removed_at_the_next_load(tiny_corpus, tiny_sums,
                                                                      no_network):
-    # item 4: what a killed download leaves, and only that, goes at the next start
+    # what a killed download leaves, and only that, goes at the next start
     stale = [".train.de.gz.k2x_9abq.part", ".val.en.gz.00000000.part"]
     kept = [".train.de.gz.k2x_9abq.tmp",  # not a download's suffix
             ".notes.txt.k2x_9abq.part",  # not a data file's name
@@ -568,7 +568,7 @@ def test_stale_part_files_of_data_files_are_removed_at_the_next_load(tiny_corpus
 
 def test_download_killed_with_kill_9_leaves_a_part_file_the_next_load_removes(tiny_corpus,
                                                                              tiny_sums):
-    # item 4, end to end: a process killed while writing a download into the data folder
+    # end to end: a process killed while writing a download into the data folder
     import signal
     import subprocess
     import sys
@@ -603,7 +603,7 @@ def test_download_killed_with_kill_9_leaves_a_part_file_the_next_load_removes(ti
 @pytest.mark.parametrize("mask", [0o022, 0o027], ids=["umask022", "umask027"])
 def test_downloaded_files_and_vocab_get_the_umask_mode(tiny_corpus, tiny_sums, tmp_path,
                                                        monkeypatch, umask, mask):
-    # item 12: not mkstemp's 0600
+    # the umask's mode, not mkstemp's 0600
     umask(mask)
     monkeypatch.setenv("CONVS2S_DATA_URL", tiny_corpus.as_uri())
     root = tmp_path / "cache"
@@ -681,3 +681,114 @@ def test_check_direction_and_the_file_names():
         set(multi30k.MULTI30K_SHA256)
     with pytest.raises(ValueError, match="no target language 'uk'"):
         multi30k.multi30k_files("en", "uk")
+
+
+# ------------------------------------------------------------------ odd data files, downloads
+
+
+@pytest.mark.parametrize("odd", ["folder", "link to itself", "loop of two links"])
+def test_a_data_file_that_is_a_folder_or_a_link_loop_is_named_as_such(tiny_corpus, tiny_sums,
+                                                                     no_network, odd):
+    path = tiny_corpus / "val.en.gz"
+    path.unlink()
+    if odd == "folder":
+        path.mkdir()
+        what = "a folder"
+    else:
+        other = tiny_corpus / "other"
+        path.symlink_to(path if odd == "link to itself" else other)
+        if odd == "loop of two links":
+            other.symlink_to(path)
+        what = "a symbolic link loop (following its links leads back to one of them)"
+    with pytest.raises(DataError) as err:
+        load_multi30k(tiny_corpus)
+    assert str(err.value) == (f"{path} is {what}, not the Multi30k file val.en.gz. Remove it "
+                              "(the loader then downloads the file), or set CONVS2S_DATA_DIR to "
+                              "a folder that has the files.")
+    with pytest.raises(DataError, match=f"^Cannot read {path}: it is a folder, not a text file|"
+                                        f"^{path} is a symbolic link loop"):
+        load_pairs(path, tiny_corpus / "val.de.gz")
+
+
+def test_a_data_folder_on_a_link_loop_is_named_as_such(tmp_path, no_network):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(DataError, match=f"^{loop / 'multi30k'} is a symbolic link loop"):
+        load_multi30k(loop / "multi30k")
+
+
+@pytest.fixture
+def server():
+    """A local HTTP server whose paths misbehave: /stall/ sends headers and then nothing,
+    /endless/ sends bytes for ever (no Content-Length), /drip/ a byte every 50 ms; its base URL.
+    """
+    import http.server
+    import threading
+    import time
+
+    stop = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.flush()
+            try:
+                while not stop.is_set():
+                    if self.path.startswith("/endless/"):
+                        self.wfile.write(b"x" * 65536)
+                    elif self.path.startswith("/drip/"):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                    else:
+                        stop.wait(0.05)
+            except OSError:  # the client hung up
+                pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    stop.set()
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=10)
+
+
+def test_a_download_larger_than_the_cap_is_refused(tiny_corpus, tiny_sums, tmp_path, monkeypatch,
+                                                   server):
+    monkeypatch.setattr(multi30k, "MAX_DOWNLOAD_BYTES", 1 << 20)
+    root = tmp_path / "cache"
+    # a file:// mirror tells the size first; the endless server does not
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "train.de.gz").write_bytes(bytes(2 << 20))
+    for url in (mirror.as_uri() + "/", f"{server}/endless/"):
+        monkeypatch.setenv("CONVS2S_DATA_URL", url)
+        with pytest.raises(DataError) as err:
+            load_multi30k(root)
+        assert "train.de.gz" in str(err.value) and "\n" not in str(err.value)
+        assert "the server sends more than 1,048,576 bytes" in str(err.value)
+        assert not root.exists()
+
+
+def test_a_stalled_or_dripping_download_is_given_up(tmp_path, monkeypatch, server):
+    import time
+
+    monkeypatch.setattr(multi30k, "DOWNLOAD_STALL_SECONDS", 0.5)
+    monkeypatch.setattr(multi30k, "DOWNLOAD_DEADLINE_SECONDS", 1.0)
+    for path, reason in (("stall", "nothing arrived for 0.5 s (the download stalled)"),
+                         ("drip", "it took more than 1 s")):
+        monkeypatch.setenv("CONVS2S_DATA_URL", f"{server}/{path}/")
+        start = time.monotonic()
+        with pytest.raises(DataError) as err:
+            load_multi30k(tmp_path / "cache")
+        assert time.monotonic() - start < 30
+        assert f"Could not download Multi30k file train.de.gz from {server}/{path}/" \
+               f"train.de.gz" in str(err.value)
+        assert reason in str(err.value), str(err.value)

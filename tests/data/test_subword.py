@@ -292,11 +292,11 @@ def test_pipeline_refuses_unknown_languages_and_kinds():
         TextPipeline("chars")
 
 
-# ------------------------------------------------------------------------------- issue 26
+# ------------------------------------------------------ what the subword trainer says and caches
 
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
-def test_item13_too_small_a_vocab_size_says_raise_it_to_what_works(model_type):
+def test_too_small_a_vocab_size_says_raise_it_to_what_works(model_type):
     """sentencepiece needs one piece per distinct character plus the specials: below that the
     advice must be to raise vocab_size, to a number that then works (not "Lower vocab_size")."""
     lines = GERMAN + ENGLISH

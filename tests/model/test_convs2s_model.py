@@ -3,6 +3,7 @@ gradient scaling, initialisation and the parameter count."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from convs2s.model import ConvS2S, count_parameters
+from convs2s.model import ConvS2S, ConvS2SConfig, count_parameters
 from convs2s.model.decoder import Decoder
 from convs2s.model.encoder import Encoder
 from convs2s.model.layers import (
@@ -23,9 +24,6 @@ from convs2s.model.layers import (
 
 PAD, BOS, EOS = 0, 1, 2
 VOCAB = 20
-
-
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
 
 
 def tiny_model(seed: int = 0, **overrides) -> ConvS2S:
@@ -511,7 +509,7 @@ def test_shared_output_embedding_still_causal():
 
 
 # ------------------------------------------------------------------------------------------
-# issue 26, item 14: options of the wrong type are refused in one line, naming the option,
+# options of the wrong type are refused in one line, naming the option,
 # the value and what is expected (ConvS2S, the RNN baseline and the variants alike)
 # ------------------------------------------------------------------------------------------
 
@@ -550,7 +548,7 @@ def _refused_in_one_line(build, option, value, error, expected):
 
 
 @pytest.mark.parametrize("option, value, error, expected", CONVS2S_BAD_OPTIONS)
-def test_item14_convs2s_refuses_options_of_the_wrong_type(option, value, error, expected):
+def test_convs2s_refuses_options_of_the_wrong_type(option, value, error, expected):
     _refused_in_one_line(lambda **kw: ConvS2S(VOCAB, VOCAB, **{**SMALL_CONVS2S, **kw}),
                          option, value, error, expected)
 
@@ -559,8 +557,7 @@ def test_item14_convs2s_refuses_options_of_the_wrong_type(option, value, error, 
     ("src_vocab_size", 20.0, TypeError, "must be a positive integer"),
     ("trg_vocab_size", True, TypeError, "must be a positive integer"),
 ])
-def test_item14_convs2s_refuses_vocabulary_sizes_of_the_wrong_type(option, value, error,
-                                                                   expected):
+def test_convs2s_refuses_vocabulary_sizes_of_the_wrong_type(option, value, error, expected):
     def build(**kw):
         sizes = {"src_vocab_size": VOCAB, "trg_vocab_size": VOCAB, **kw}
         return ConvS2S(sizes.pop("src_vocab_size"), sizes.pop("trg_vocab_size"), **sizes,
@@ -577,7 +574,7 @@ def test_item14_convs2s_refuses_vocabulary_sizes_of_the_wrong_type(option, value
     ("out_dim", 8.0, TypeError, "must be a positive integer"),
     ("src_pad_idx", 0.0, TypeError, "must be a token id"),
 ])
-def test_item14_rnn_baseline_refuses_options_of_the_wrong_type(option, value, error, expected):
+def test_rnn_baseline_refuses_options_of_the_wrong_type(option, value, error, expected):
     from convs2s.model.rnn import RNNAttentionSeq2Seq
 
     _refused_in_one_line(lambda **kw: RNNAttentionSeq2Seq(VOCAB, VOCAB, **{**SMALL_RNN, **kw}),
@@ -594,14 +591,14 @@ def test_item14_rnn_baseline_refuses_options_of_the_wrong_type(option, value, er
     ("weight_norm", "no", TypeError, "must be True or False"),  # ConvS2S's, through the variant
     ("dropout", "0.1", TypeError, r"must be a number in \[0, 1\)"),
 ])
-def test_item14_variants_refuse_options_of_the_wrong_type(option, value, error, expected):
+def test_variants_refuse_options_of_the_wrong_type(option, value, error, expected):
     from convs2s.model.variants import VariantConvS2S
 
     _refused_in_one_line(lambda **kw: VariantConvS2S(VOCAB, VOCAB, **{**SMALL_CONVS2S, **kw}),
                          option, value, error, expected)
 
 
-def test_item14_valid_options_build_the_same_model_as_before():
+def test_an_int_dropout_builds_the_same_model_as_the_float():
     """The checks only refuse: valid arguments (ints for dropout included) give the same
     weights and outputs as the same arguments given as the usual floats."""
     a = tiny_model(seed=3, dropout=0)
@@ -610,3 +607,94 @@ def test_item14_valid_options_build_the_same_model_as_before():
     with torch.no_grad():
         torch.testing.assert_close(a(src, trg)[0], b(src, trg)[0], rtol=0, atol=0)
     assert a.config["dropout"] == 0 and ConvS2S(**a.config).config == a.config
+
+
+# ------------------------------------------------------------------------------------------
+# ConvS2SConfig: the model's options in one frozen dataclass
+# ------------------------------------------------------------------------------------------
+
+
+def test_config_form_builds_the_model_of_the_keyword_form():
+    """``ConvS2S(config)`` and ``ConvS2S(sizes, **fields)``: the same parameters (names, shapes,
+    values for one seed), the same outputs and the same ``config`` dict."""
+    fields = dict(emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=3, kernel_size=5,
+                  dropout=0.1, max_positions=32, src_pad_idx=PAD, trg_pad_idx=PAD,
+                  share_input_output_embed=True)
+    torch.manual_seed(4)
+    by_fields = ConvS2S(VOCAB, VOCAB + 3, **fields).eval()
+    torch.manual_seed(4)
+    by_config = ConvS2S(ConvS2SConfig(VOCAB, VOCAB + 3, **fields)).eval()
+    a, b = by_fields.state_dict(), by_config.state_dict()
+    assert {k: v.shape for k, v in a.items()} == {k: v.shape for k, v in b.items()}
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+    src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
+    with torch.no_grad():
+        torch.testing.assert_close(by_config(src, trg)[0], by_fields(src, trg)[0], rtol=0, atol=0)
+    assert by_config.config == by_fields.config == ConvS2SConfig(VOCAB, VOCAB + 3,
+                                                                 **fields).as_dict()
+    assert type(by_config.config) is dict and ConvS2S(**by_config.config).config == by_config.config
+
+
+def test_config_holds_every_keyword_the_model_records():
+    """The dict a checkpoint stores: every field of the configuration, in the same order."""
+    model = tiny_model()
+    assert list(model.config) == [f.name for f in dataclasses.fields(ConvS2SConfig)]
+    assert list(model.config) == [
+        "src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers", "dec_layers",
+        "kernel_size", "dropout", "max_positions", "src_pad_idx", "trg_pad_idx",
+        "decoder_padding", "weight_norm", "init", "encoder_grad_scale",
+        "share_input_output_embed"]
+
+
+@pytest.mark.parametrize("option, value, error, expected", CONVS2S_BAD_OPTIONS + [
+    ("src_vocab_size", 20.0, TypeError, "must be a positive integer"),
+    ("trg_pad_idx", VOCAB, ValueError, "is not a token id below 20"),
+])
+def test_config_refuses_a_bad_field_in_one_line(option, value, error, expected):
+    _refused_in_one_line(
+        lambda **kw: ConvS2SConfig(**{"src_vocab_size": VOCAB, "trg_vocab_size": VOCAB,
+                                      **SMALL_CONVS2S, **kw}),
+        option, value, error, expected)
+
+
+def test_config_without_vocabularies_still_checks_the_padding_ids():
+    ConvS2SConfig(src_pad_idx=1, trg_pad_idx=0)  # no size to compare with: any id >= 0
+    _refused_in_one_line(lambda **kw: ConvS2SConfig(**kw), "src_pad_idx", -1, ValueError,
+                         r"is not a token id \(an id is 0 or more\)")
+
+
+def test_an_incomplete_config_is_refused_in_one_line():
+    preset_like = ConvS2SConfig(**{k: v for k, v in SMALL_CONVS2S.items() if "pad" not in k})
+    assert preset_like.missing() == ["src_vocab_size", "trg_vocab_size", "src_pad_idx",
+                                     "trg_pad_idx"]
+    with pytest.raises(ValueError, match=r"^The model configuration lacks src_vocab_size, "
+                       r"trg_vocab_size, src_pad_idx, trg_pad_idx: complete it with "
+                       r"config.with_vocabularies\(src_vocab, trg_vocab\)\.$"):
+        ConvS2S(preset_like)
+    with pytest.raises(ValueError, match=r"^The model configuration lacks src_pad_idx, "
+                       r"trg_pad_idx: complete it"):
+        ConvS2S(VOCAB, VOCAB, emb_dim=8, hid_dim=8)
+
+
+def test_with_vocabularies_completes_a_config_from_two_vocabularies():
+    from convs2s.data import Vocab
+
+    specials = ["<unk>", "<pad>", "<bos>", "<eos>"]
+    src_vocab, trg_vocab = Vocab(specials + ["a", "b"], specials), Vocab(specials + ["c"], specials)
+    preset_like = ConvS2SConfig(emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1)
+    config = preset_like.with_vocabularies(src_vocab, trg_vocab)
+    assert (config.src_vocab_size, config.trg_vocab_size) == (6, 5)
+    assert (config.src_pad_idx, config.trg_pad_idx) == (src_vocab.pad_idx, trg_vocab.pad_idx)
+    assert config == dataclasses.replace(preset_like, src_vocab_size=6, trg_vocab_size=5,
+                                         src_pad_idx=1, trg_pad_idx=1)
+    assert config.missing() == [] and preset_like.src_vocab_size is None  # frozen: a new one
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.emb_dim = 16
+    assert ConvS2S(config).encoder.tok_embedding.num_embeddings == 6
+
+
+def test_config_and_fields_together_are_refused():
+    config = ConvS2SConfig(VOCAB, VOCAB, **SMALL_CONVS2S)
+    with pytest.raises(TypeError, match="a ConvS2SConfig or its fields, not both"):
+        ConvS2S(config, emb_dim=16)

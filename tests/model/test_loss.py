@@ -16,9 +16,6 @@ PAD = 0
 VOCAB = 23
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
-
-
 def _convs2s(**kw):
     return ConvS2S(VOCAB, VOCAB, emb_dim=16, hid_dim=24, enc_layers=2, dec_layers=2,
                    dropout=0.3, max_positions=32, src_pad_idx=PAD, trg_pad_idx=PAD, **kw)

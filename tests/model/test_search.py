@@ -15,9 +15,6 @@ from convs2s.model.search import beam_search, beam_search_alphas, greedy_decode,
 PAD, BOS, EOS = 0, 1, 2
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
-
-
 def tiny_model(seed: int = 0, vocab: int = 20, **overrides) -> ConvS2S:
     torch.manual_seed(seed)
     kwargs = dict(
@@ -194,7 +191,7 @@ def test_beam_search_restores_mode_and_checks_arguments():
 
 
 # ------------------------------------------------------------------------------------------
-# <pad> and <bos> are never generated (issue 19, item 1)
+# <pad> and <bos> are never generated
 # ------------------------------------------------------------------------------------------
 
 

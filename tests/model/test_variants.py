@@ -31,9 +31,6 @@ PAD, BOS, EOS = 0, 1, 2
 VOCAB = 20
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny tensors, one thread
-
-
 def tiny_variant(seed: int = 0, **overrides) -> VariantConvS2S:
     torch.manual_seed(seed)
     kwargs = dict(emb_dim=16, hid_dim=32, enc_layers=3, dec_layers=3, kernel_size=3,

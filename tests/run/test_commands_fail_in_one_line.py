@@ -1,5 +1,5 @@
-"""``python -m convs2s.translate`` and ``python -m convs2s.evaluate`` as real processes (issue 26):
-closed standard streams (item 8), an endless input line (item 11), Ctrl-C and SIGTERM (the
+"""``python -m convs2s.translate`` and ``python -m convs2s.evaluate`` as real processes:
+closed standard streams, an endless input line, Ctrl-C and SIGTERM (the
 family: one line, exit 130 / 143, no traceback). Every wait is on a condition (a line written,
 the process gone), with a generous deadline for a busy machine, never a fixed sleep."""
 
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from signal_support import wait_until_blocked
 
 from convs2s.data import Vocab, make_tokenizer, multi30k_files
 from convs2s.model import ConvS2S
@@ -53,6 +54,7 @@ def _default_sigint() -> None:
     """In the child: Ctrl-C as in a terminal, even if this test runs as a background job
     (whose SIGINT a shell sets to ignored, which Python then keeps)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # and SIGTERM, were it ignored too
 
 
 def command(module: str, *args, redirect: str = "") -> list[str]:
@@ -89,11 +91,11 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# item 8: closed stdin / stdout
+# closed stdin / stdout
 # ------------------------------------------------------------------------------------------
 
 
-def test_item8_closed_stdin_or_stdout_is_one_line_and_a_nonzero_exit(checkpoint):
+def test_closed_stdin_or_stdout_is_one_line_and_a_nonzero_exit(checkpoint):
     ckpt = ["--checkpoint", checkpoint, "--device", "cpu", "--beam-size", 1]
     no_stdin, no_stdin_dash, args_only, no_stdout, no_stderr = run_together(
         ("translate", ckpt, "<&-"),
@@ -116,7 +118,7 @@ def test_item8_closed_stdin_or_stdout_is_one_line_and_a_nonzero_exit(checkpoint)
 
 
 # ------------------------------------------------------------------------------------------
-# item 11: an endless line (/dev/zero) is reported and skipped in bounded memory
+# an endless line (/dev/zero) is reported and skipped in bounded memory
 # ------------------------------------------------------------------------------------------
 
 
@@ -136,7 +138,7 @@ def _bytes_read(pid: int) -> int:
 
 @pytest.mark.skipif(not Path("/dev/zero").exists() or not Path("/proc/self/io").exists(),
                     reason="needs /dev/zero and Linux's /proc/<pid>/io")
-def test_item11_translate_input_dev_zero_reports_line_1_too_long_in_bounded_memory(checkpoint):
+def test_translate_input_dev_zero_reports_line_1_too_long_in_bounded_memory(checkpoint):
     """/dev/zero is one endless line: it is reported as too long while it is being read, and
     reading on (until killed) does not grow the process (the old reader held it all)."""
     proc = subprocess.Popen(command("translate", "--checkpoint", checkpoint, "--device", "cpu",
@@ -204,6 +206,7 @@ def test_family_translate_stops_on_ctrl_c_or_sigterm_with_one_line(name, checkpo
         proc.stdin.write(f"{GOOD[0]}\n".encode())
         proc.stdin.flush()
         _read_until(proc.stdout, b"\n", proc)  # translated: now it waits for the next line
+        wait_until_blocked(proc.pid, "pipe", DEADLINE)  # in the read, not on its way to it
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=DEADLINE)
     finally:

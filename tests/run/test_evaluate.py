@@ -1,6 +1,6 @@
 """convs2s.run.evaluate: arguments refused at parse time, an unwritable --json refused before any
-work (issue 19, item 11), and metrics written with the umask's mode (item 12); a tiny random
-model on the tiny invented corpus."""
+work, and metrics written with the umask's mode; a tiny random model on the tiny invented
+corpus."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def test_limit_must_be_positive_refused_at_parse_time(limit, checkpoint, capsys,
 
 
 def test_beam_sizes_and_device_refused_at_parse_time(checkpoint, capsys, no_work):
-    for argv in (["--beam-sizes", "1", "0"], ["--device", "quantum"]):
+    for argv in (["--beam-sizes", "1", "0"], ["--device", "quantum"],
+                 ["--beam-sizes", "5", str(10**23)], ["--beam-sizes", "1001"]):
         code, out, err = run(["--checkpoint", checkpoint, *argv], capsys)
         assert code == 2 and out == "" and len(err) == 1, err
 
@@ -177,7 +178,7 @@ def test_a_subword_checkpoint_is_scored_on_its_decoded_cased_text(corpus, tmp_pa
 
 
 # ------------------------------------------------------------------------------------------
-# issue 26: metrics never overwrite what is not metrics (item 6); folders and "." (11, 13)
+# metrics never overwrite what is not metrics; a folder or "." as --checkpoint
 # ------------------------------------------------------------------------------------------
 
 
@@ -185,8 +186,8 @@ def _evaluate_args(corpus):
     return ["--data-dir", corpus, "--split", "valid", "--beam-sizes", "1", "--limit", "1"]
 
 
-def test_item6_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoint, tmp_path,
-                                                                      capsys, no_work):
+def test_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoint, tmp_path,
+                                                                 capsys, no_work):
     last = checkpoint.with_name("last.pt")
     last.write_bytes(checkpoint.read_bytes())
     (tmp_path / "notes.json").write_text("my notes, not JSON\n")
@@ -209,8 +210,8 @@ def test_item6_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoin
     assert not (tmp_path / "new.txt").exists()
 
 
-def test_item6_metrics_of_best_and_last_go_to_files_named_after_them(corpus, checkpoint,
-                                                                    tmp_path, capsys):
+def test_metrics_of_best_and_last_go_to_files_named_after_them(corpus, checkpoint, tmp_path,
+                                                               capsys):
     last = checkpoint.with_name("last.pt")
     last.write_bytes(checkpoint.read_bytes())
     for ckpt in (checkpoint, last):
@@ -235,7 +236,7 @@ def test_item6_metrics_of_best_and_last_go_to_files_named_after_them(corpus, che
     assert json.loads(older.read_text())["checkpoint"] == str(last)
 
 
-def test_item11_evaluate_checkpoint_dot_is_one_line(checkpoint, tmp_path, monkeypatch, capsys):
+def test_evaluate_checkpoint_dot_is_one_line(checkpoint, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(["--checkpoint", "."], capsys)
     assert code == 1 and out == "" and err == [
@@ -246,7 +247,7 @@ def test_item11_evaluate_checkpoint_dot_is_one_line(checkpoint, tmp_path, monkey
                                  "best.pt?"]
 
 
-def test_item13_a_folder_as_checkpoint_says_did_you_mean_best_pt(checkpoint, capsys):
+def test_evaluate_of_a_folder_says_did_you_mean_best_pt(checkpoint, capsys):
     folder = checkpoint.parent
     code, out, err = run(["--checkpoint", folder], capsys)
     assert code == 1 and out == "" and err == [

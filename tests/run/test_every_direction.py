@@ -25,6 +25,7 @@ from convs2s.data import (
     make_tokenizer,
     multi30k,
 )
+from convs2s.model import ConvS2SConfig
 from convs2s.run import evaluate, translate
 from convs2s.run import train as train_mod
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
@@ -55,9 +56,10 @@ CAPTIONS = {
 }
 SPLITS = {"train": ("train", slice(0, 8)), "valid": ("val", slice(8, 10)),
           "test": ("test_2016_flickr", slice(10, 12))}
-TINY = Preset(name="tiny", emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1, dropout=0.1,
-              max_positions=32, min_freq=1, max_tokens=60, lr=5e-3, warmup_steps=2, epochs=1,
-              patience=100, label_smoothing=0.0, seed=7, vocab_size=60)
+TINY = Preset(name="tiny", model=ConvS2SConfig(emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1,
+                                               dropout=0.1, max_positions=32),
+              min_freq=1, max_tokens=60, lr=5e-3, warmup_steps=2, epochs=1, patience=100,
+              label_smoothing=0.0, seed=7, vocab_size=60)
 
 
 def _gz(path: Path, lines) -> None:
@@ -298,8 +300,9 @@ def test_a_tiny_subword_model_learns_to_output_cased_sentences(tmp_path, monkeyp
     pairs = [("Ein Mädchen läuft.", "A girl runs."), ("Zwei Männer grüßen.", "Two men greet."),
              ("Die Straße ist groß.", "The street is big."),
              ("Der Bär schläft.", "The bear sleeps.")]
-    preset = Preset(name="e2e", emb_dim=32, hid_dim=32, enc_layers=1, dec_layers=1,
-                    dropout=0.0, max_positions=40, tokenizer="subword", vocab_size=60,
+    preset = Preset(name="e2e", model=ConvS2SConfig(emb_dim=32, hid_dim=32, enc_layers=1,
+                                                    dec_layers=1, dropout=0.0, max_positions=40),
+                    tokenizer="subword", vocab_size=60,
                     max_tokens=300, lr=1e-2, warmup_steps=5, epochs=25, patience=25,
                     label_smoothing=0.0)
     result = _train(tmp_path / "run", preset,
@@ -414,8 +417,8 @@ def test_each_subword_preset_is_its_word_preset_on_pieces(size):
     word, sub = train_mod.PRESETS[size], train_mod.PRESETS[f"{size}_subword"]
     differ = {f.name for f in dataclasses.fields(Preset)
               if getattr(word, f.name) != getattr(sub, f.name)}
-    assert differ <= {"name", "tokenizer", "vocab_size", "max_minutes", "epochs",
-                      "share_input_output_embed", "average_last", "final_pairs"}
+    assert differ <= {"name", "tokenizer", "vocab_size", "max_minutes", "epochs", "model",
+                      "average_last", "final_pairs"}
     assert (sub.tokenizer, word.tokenizer) == ("subword", "word")
-    assert sub.share_input_output_embed and not word.share_input_output_embed
-    assert sub.model_kwargs() == {**word.model_kwargs(), "share_input_output_embed": True}
+    assert sub.model.share_input_output_embed and not word.model.share_input_output_embed
+    assert sub.model == dataclasses.replace(word.model, share_input_output_embed=True)

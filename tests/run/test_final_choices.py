@@ -9,15 +9,18 @@ import pytest
 import torch
 from conftest import TINY_PAIRS
 
+from convs2s.model import ConvS2SConfig
 from convs2s.run import final_choices
 from convs2s.run import train as train_mod
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
+from convs2s.run.distributed import Distributed
 from convs2s.run.presets import PRESETS, Preset
-from convs2s.run.train import train
+from convs2s.run.train import TrainState, train
 
 TINY = Preset(
-    name="tiny", emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1, dropout=0.1,
-    max_positions=32, min_freq=1, max_tokens=40, lr=5e-3, warmup_steps=2, epochs=4,
+    name="tiny", model=ConvS2SConfig(emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1,
+                                     dropout=0.1, max_positions=32),
+    min_freq=1, max_tokens=40, lr=5e-3, warmup_steps=2, epochs=4,
     patience=100, label_smoothing=0.0, seed=7, average_last=3,
 )
 DATA = {"train": TINY_PAIRS * 2, "valid": TINY_PAIRS[:4], "test": TINY_PAIRS[4:8]}
@@ -48,8 +51,9 @@ def test_a_run_ends_with_final_pt_chosen_on_validation(tmp_path):
     if c["k"] == 1:
         expected = Checkpoint.load(tmp_path / "run" / "best.pt").state_dict
     else:
-        expected = final_choices.average([Checkpoint.load(tmp_path / "run" / "snapshots" / n).state_dict
-                                  for n in snaps[-c["k"]:]])
+        snapshots = tmp_path / "run" / "snapshots"
+        expected = final_choices.average([Checkpoint.load(snapshots / n).state_dict
+                                          for n in snaps[-c["k"]:]])
     for key, value in ckpt.state_dict.items():
         torch.testing.assert_close(value, expected[key], rtol=0, atol=0)
     assert ckpt.run_id == Checkpoint.load(tmp_path / "run" / "best.pt").run_id
@@ -107,11 +111,11 @@ def test_an_interrupted_run_resumes_and_still_ends_with_final_pt(tmp_path, monke
 
 def test_the_time_budget_keeps_room_for_the_final_choices():
     t = train_mod.Trainer.__new__(train_mod.Trainer)  # the stopping rule alone, on a state
-    t.dist = train_mod._Distributed(torch.device("cpu"))  # one process
+    t.dist = Distributed(torch.device("cpu"))  # one process
     t.preset = dataclasses.replace(TINY, max_minutes=1)
-    t.state = {"step": 5, "seconds": 50.0, "final_reserve": 0.0, "bad_epochs": 0, "epoch": 1}
+    t.state = TrainState(step=5, seconds=50.0, final_reserve=0.0, bad_epochs=0, epoch=1)
     assert t.should_stop() == ""
-    t.state["final_reserve"] = 10.0  # 50 s trained + 10 s for the choices = the whole minute
+    t.state.final_reserve = 10.0  # 50 s trained + 10 s for the choices = the whole minute
     assert t.should_stop() == "time budget"
 
 
@@ -120,14 +124,14 @@ def test_a_timed_run_measures_the_reserve_again_after_every_epoch(tmp_path, monk
     so the reserve is the last epoch's measurement, not the first's."""
     measured = iter([{"greedy": 30.0, "beam": 20.0}, {"greedy": 6.0, "beam": 4.0},
                      {"greedy": 5.0, "beam": 3.0}])
-    real = train_mod.final_choices.estimate_costs
+    real = final_choices.estimate_costs
     calls = []
 
     def estimate(translator, pairs, **kw):
         calls.append(real(translator, pairs, **kw))  # the real measurement still runs
         return next(measured)
 
-    monkeypatch.setattr(train_mod.final_choices, "estimate_costs", estimate)
+    monkeypatch.setattr(final_choices, "estimate_costs", estimate)
     out = tmp_path / "run"
     _run(out, dataclasses.replace(TINY, epochs=3, max_minutes=60, average_last=2))
     state = Checkpoint.load(out / "last.pt").train_state
@@ -141,19 +145,18 @@ def test_the_reserve_counts_only_the_candidates_the_finished_epochs_give():
     """After 1 epoch, stopping leaves best.pt alone to score; after 2, best.pt and one
     average; never more than average_last candidates. The α sweep is one beam search."""
     t = train_mod.Trainer.__new__(train_mod.Trainer)
-    t.dist = train_mod._Distributed(torch.device("cpu"))
+    t.dist = Distributed(torch.device("cpu"))
     t.preset = dataclasses.replace(TINY, max_minutes=1, average_last=3)
     costs = {"greedy": 4.0, "beam": 10.0}
     reserves = []
     for epoch in (0, 1, 2, 3, 7):
-        t.state = {"epoch": epoch, "final_costs": costs}
-        reserves.append(t.final_reserve())
+        reserves.append(final_choices.seconds_to_keep(costs, epoch, t.preset.average_last))
     assert reserves == [19, 19, 23, 27, 27]  # candidates × 4 s + 10 s + 5 s of loading
-    t.state = {"step": 5, "seconds": 41.0, "bad_epochs": 0, "epoch": 1, "final_costs": costs}
+    t.state = TrainState(step=5, seconds=41.0, bad_epochs=0, epoch=1, final_costs=costs)
     assert t.should_stop() == "time budget"  # 41 s trained + 19 s kept = the whole minute
-    t.state["seconds"] = 40.0
+    t.state.seconds = 40.0
     assert t.should_stop() == ""
-    t.state["epoch"] = 2  # one more finished epoch: one more candidate to score
+    t.state.epoch = 2  # one more finished epoch: one more candidate to score
     assert t.should_stop() == "time budget"
 
 
@@ -176,7 +179,7 @@ def test_the_subword_presets_tie_the_output_embedding_and_end_with_final_pt():
     for name, preset in PRESETS.items():
         subword = preset.tokenizer == "subword"
         assert (preset.average_last >= 1) == subword, name
-        assert preset.share_input_output_embed == subword, name
+        assert preset.model.share_input_output_embed == subword, name
     with pytest.raises(ValueError, match="average_last must be a whole number >= 0"):
         dataclasses.replace(TINY, average_last=-1)
 
@@ -202,13 +205,13 @@ def test_each_epoch_records_the_watched_sentences_attention_and_the_widget_draws
     src, trg = watched["src"], watched["trg"]
     assert trg[-1] == "<eos>" and len(src) == len(TINY_PAIRS[0][0].split()) + 1  # "läuft ."
     for _, maps in epochs:
-        assert maps.shape == (TINY.dec_layers, len(trg), len(src))
+        assert maps.shape == (TINY.model.dec_layers, len(trg), len(src))
         torch.testing.assert_close(maps.sum(-1), torch.ones(maps.shape[:2]), atol=1e-3, rtol=0)
     assert not torch.equal(epochs[0][1], epochs[-1][1])  # attention changes as it learns
     fig = analysis.plot_attention_epoch(history, watched, 0)
     assert "epoch 1 of 4" in fig._suptitle.get_text()
     fig = analysis.plot_attention_epoch(history, watched, 3, fig=fig)  # redrawn in place
-    assert "epoch 4 of 4" in fig._suptitle.get_text() and len(fig.axes) >= TINY.dec_layers
+    assert "epoch 4 of 4" in fig._suptitle.get_text() and len(fig.axes) >= TINY.model.dec_layers
     with pytest.raises(ValueError, match="index must be from 0 to 3"):
         analysis.plot_attention_epoch(history, watched, 4)
 

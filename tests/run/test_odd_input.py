@@ -1,4 +1,4 @@
-"""Issue 26, item 10: decomposed Unicode (NFD) reads as the composed text (NFC) it stands for.
+"""Decomposed Unicode (NFD) reads as the composed text (NFC) it stands for.
 
 Text copied on macOS often arrives decomposed: "ä" as "a" + U+0308 (combining diaeresis). Both
 spellings are the same text to a reader, but not to a tokenizer: the word model's vocabulary has
@@ -52,21 +52,21 @@ def test_the_nfd_test_text_really_differs_from_nfc():
 
 
 @pytest.mark.parametrize("lower", [True, False])
-def test_item10_word_tokenizer_reads_nfd_as_nfc(lower):
+def test_word_tokenizer_reads_nfd_as_nfc(lower):
     tok = Tokenizer("de", lower=lower)
     assert tok(nfd(SENTENCE)) == tok(SENTENCE)
     vocab = Vocab.build((tok(s) for s in GERMAN), min_freq=1)
     assert vocab.unk_idx not in vocab.encode(tok(nfd(SENTENCE)))
 
 
-def test_item10_word_vocabulary_from_nfd_training_text_is_the_nfc_one():
+def test_word_vocabulary_from_nfd_training_text_is_the_nfc_one():
     tok = Tokenizer("de")
     assert (Vocab.build((tok(nfd(s)) for s in GERMAN), min_freq=1)
             == Vocab.build((tok(s) for s in GERMAN), min_freq=1))
 
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
-def test_item10_subword_tokenizer_reads_nfd_as_nfc(model_type):
+def test_subword_tokenizer_reads_nfd_as_nfc(model_type):
     tok = train_subword(GERMAN + ENGLISH, SubwordSettings(vocab_size=100, model_type=model_type),
                         cache=False)
     assert tok(nfd(SENTENCE)) == tok(SENTENCE)
@@ -74,7 +74,7 @@ def test_item10_subword_tokenizer_reads_nfd_as_nfc(model_type):
     assert tok.decode(tok(nfd(SENTENCE))) == SENTENCE
 
 
-def test_item10_subword_model_from_nfd_training_text_is_the_nfc_one(tmp_path):
+def test_subword_model_from_nfd_training_text_is_the_nfc_one(tmp_path):
     settings = SubwordSettings(vocab_size=100)
     from_nfc = train_subword(GERMAN + ENGLISH, settings, cache=False)
     from_nfd = train_subword([nfd(s) for s in GERMAN + ENGLISH], settings, cache=tmp_path)
@@ -85,7 +85,7 @@ def test_item10_subword_model_from_nfd_training_text_is_the_nfc_one(tmp_path):
         f"{cache_key(GERMAN + ENGLISH, settings)}.model"]
 
 
-def test_item10_corpus_lines_are_read_as_nfc(tmp_path):
+def test_corpus_lines_are_read_as_nfc(tmp_path):
     de, en = tmp_path / "x.de", tmp_path / "x.en"
     de.write_text("".join(nfd(s) + "\n" for s in GERMAN), encoding="utf-8")
     en.write_text("".join(s + "\n" for s in ENGLISH), encoding="utf-8")
@@ -102,7 +102,7 @@ def _translator(pipeline: TextPipeline) -> Translator:
 
 
 @pytest.mark.parametrize("kind", ["word", "subword"])
-def test_item10_nfd_input_translates_as_the_nfc_input(kind):
+def test_nfd_input_translates_as_the_nfc_input(kind):
     if kind == "word":
         pipeline = TextPipeline.word("de", "en")
     else:

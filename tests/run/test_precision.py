@@ -9,14 +9,15 @@ import torch
 from conftest import TINY_PAIRS
 
 from convs2s.course.baselines import train_side_by_side
-from convs2s.model import ConvS2S
+from convs2s.model import ConvS2S, ConvS2SConfig
 from convs2s.run import precision
 from convs2s.run.presets import Preset
 from convs2s.run.train import train
 
-TINY = Preset(name="tiny", emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1, dropout=0.1,
-              max_positions=32, min_freq=1, max_tokens=40, lr=5e-3, warmup_steps=2, epochs=1,
-              patience=100, label_smoothing=0.0, seed=7)
+TINY = Preset(name="tiny", model=ConvS2SConfig(emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1,
+                                               dropout=0.1, max_positions=32),
+              min_freq=1, max_tokens=40, lr=5e-3, warmup_steps=2, epochs=1, patience=100,
+              label_smoothing=0.0, seed=7)
 DATA = {"train": TINY_PAIRS * 2, "valid": TINY_PAIRS[:4], "test": TINY_PAIRS[4:8]}
 
 

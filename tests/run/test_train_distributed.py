@@ -16,19 +16,21 @@ import textwrap
 WORKER = textwrap.dedent('''
     import dataclasses, json, os, sys
     import torch
-    from convs2s.run import train as train_mod
+    from convs2s.run.distributed import Distributed
+    from convs2s.run.presets import PRESETS
+    from convs2s.run.train import Trainer, TrainState
 
-    dist = train_mod._Distributed(torch.device("cpu"))  # reads RANK/WORLD_SIZE: gloo
-    t = train_mod.Trainer.__new__(train_mod.Trainer)
+    dist = Distributed(torch.device("cpu"))  # reads RANK/WORLD_SIZE: gloo
+    t = Trainer.__new__(Trainer)
     t.dist = dist
-    t.preset = dataclasses.replace(train_mod.PRESETS["quick_subword"], max_minutes=1,
+    t.preset = dataclasses.replace(PRESETS["quick_subword"], max_minutes=1,
                                    max_steps=None, epochs=100, patience=100)
-    t.state = {"step": 5, "seconds": 41.0, "bad_epochs": 0, "epoch": 1}
+    t.state = TrainState(step=5, seconds=41.0, bad_epochs=0, epoch=1)
     if dist.main:  # only the main process measured what the final choices cost
-        t.state["final_costs"] = {"greedy": 4.0, "beam": 10.0}
+        t.state.final_costs = {"greedy": 4.0, "beam": 10.0}
     alone = t._stop_here()
     agreed = t.should_stop()
-    t.state["seconds"] = 1.0  # now nobody wants to stop
+    t.state.seconds = 1.0  # now nobody wants to stop
     calm = t.should_stop()
     dist.close()
     print(json.dumps({"rank": dist.rank, "alone": alone, "agreed": agreed, "calm": calm}))

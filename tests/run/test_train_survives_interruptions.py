@@ -1,7 +1,6 @@
-"""Issue 19: training survives interrupts, signals, full disks, bad arguments and divergence.
+"""Training survives interrupts, signals, full disks, bad arguments and divergence.
 
-Each test names the issue's item it covers. Runs are tiny (a made-up corpus, a 1-layer model)
-so the whole file takes seconds.
+Runs are tiny (a made-up corpus, a 1-layer model) so the whole file takes seconds.
 """
 
 import dataclasses
@@ -21,15 +20,18 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TINY_PAIRS
+from signal_support import default_signals
 
+from convs2s.model import ConvS2SConfig
 from convs2s.run import train as train_mod
 from convs2s.run.checkpoint import CheckpointError, load_checkpoint
 from convs2s.run.presets import PRESETS, Preset
 from convs2s.run.train import train
 
 TINY = Preset(
-    name="tiny", emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1, dropout=0.1,
-    max_positions=32, min_freq=1, max_tokens=40, lr=5e-3, warmup_steps=2, epochs=4,
+    name="tiny", model=ConvS2SConfig(emb_dim=16, hid_dim=16, enc_layers=1, dec_layers=1,
+                                     dropout=0.1, max_positions=32),
+    min_freq=1, max_tokens=40, lr=5e-3, warmup_steps=2, epochs=4,
     patience=100, label_smoothing=0.0, seed=7,
 )
 DATA = {"train": TINY_PAIRS * 2, "valid": TINY_PAIRS[:4], "test": TINY_PAIRS[4:8]}
@@ -83,7 +85,7 @@ def _one_error_line(capsys) -> str:
     return lines[0]
 
 
-# -- item 2: best.pt always the checkpoint the history calls best ------------------------------
+# -- best.pt always the checkpoint the history calls best --------------------------------------
 
 
 class _Killed(BaseException):
@@ -120,7 +122,7 @@ def _real_sigint_during(do):
 def sigint_live():
     """SIGINT's handler as in an interactive session (Python's default_int_handler).
 
-    Issue 26 item 15: when the test suite's own parent ignores SIGINT (a background job of a
+    When the test suite's own parent ignores SIGINT (a background job of a
     non-interactive shell, nohup, some CI launchers), every child inherits "ignored", Python
     keeps it ignored, and so does the trainer (deliberately: test_an_ignored_sigint_stays_
     ignored). A real SIGINT then does nothing, which made this test fail under CI and pass when
@@ -142,7 +144,7 @@ def _kill_after(do):
     (_ctrl_c_during, ["last.pt"], 2),  # Ctrl-C while epoch 2's last.pt is written
     (_kill_after, ["best.pt", "last.pt"], 3),  # killed between epoch 2's two writes
 ])
-def test_item2_best_pt_is_the_history_best_after_an_interrupt_during_saves(
+def test_best_pt_is_the_history_best_after_an_interrupt_during_saves(
         tmp_path, monkeypatch, sigint_live, action, names, n):
     out = tmp_path / "run"
     _stop_at_checkpoint_write(monkeypatch, names, n, action)
@@ -160,7 +162,7 @@ def test_item2_best_pt_is_the_history_best_after_an_interrupt_during_saves(
     _weights_equal(result.model.state_dict(), reference.model.state_dict())
 
 
-def test_item15_an_ignored_sigint_stays_ignored(tmp_path, monkeypatch):
+def test_an_ignored_sigint_stays_ignored(tmp_path, monkeypatch):
     """A process started with SIGINT ignored (nohup, a background job) keeps training through
     one, as any Unix program does; the run ends normally with its checkpoints."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -173,9 +175,9 @@ def test_item15_an_ignored_sigint_stays_ignored(tmp_path, monkeypatch):
     _assert_best_is_history_best(tmp_path / "run")
 
 
-def test_item15_an_ignored_sigint_is_inherited_by_a_child_python():
-    """The cause of issue 26 item 15: a parent that ignores SIGINT passes "ignored" on to the
-    Python it starts (pytest, and so the trainer), which then never sees a SIGINT."""
+def test_an_ignored_sigint_is_inherited_by_a_child_python():
+    """Why a SIGINT test can fail only under CI: a parent that ignores SIGINT passes "ignored"
+    on to the Python it starts (pytest, and so the trainer), which then never sees a SIGINT."""
     script = (
         "import os, signal, subprocess, sys\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
@@ -188,7 +190,7 @@ def test_item15_an_ignored_sigint_is_inherited_by_a_child_python():
     assert done.returncode == 0, "an ignored SIGINT is inherited by the child Python"
 
 
-def test_item2_a_best_pt_that_cannot_be_rebuilt_is_refused_clearly(tmp_path):
+def test_a_best_pt_that_cannot_be_rebuilt_is_refused_clearly(tmp_path):
     out = tmp_path / "run"
     steps_per_epoch = _run(tmp_path / "full", dataclasses.replace(TINY, epochs=1)).steps
     _run(out, dataclasses.replace(TINY, max_steps=steps_per_epoch + 1))
@@ -198,7 +200,7 @@ def test_item2_a_best_pt_that_cannot_be_rebuilt_is_refused_clearly(tmp_path):
         _run(out, resume=True)
 
 
-# -- item 3: SIGTERM is Ctrl-C ------------------------------------------------------------------
+# -- SIGTERM is Ctrl-C --------------------------------------------------------------------------
 
 SIGTERM_SCRIPT = """
 import sys, time, json
@@ -206,7 +208,8 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from conftest import TINY_PAIRS
 from convs2s.run import train as train_mod
-train_mod.PRESETS["tiny"] = train_mod.Preset(**json.loads({preset!r}))
+from convs2s.run.presets import Preset
+train_mod.PRESETS["tiny"] = Preset.from_dict(json.loads({preset!r}))
 data = {{"train": TINY_PAIRS * 2, "valid": TINY_PAIRS[:4], "test": TINY_PAIRS[4:8]}}
 train_mod.load_multi30k = lambda *a, **k: data
 real_loss, calls = train_mod.next_token_loss, [0]
@@ -223,15 +226,16 @@ sys.exit(train_mod.main(["--preset", "tiny", "--out", {out!r}, "--no-progress"])
 """
 
 
-def test_item3_sigterm_saves_last_pt_and_resume_is_exact(tmp_path):
+def test_sigterm_saves_last_pt_and_resume_is_exact(tmp_path):
     out, marker = tmp_path / "run", tmp_path / "in_step"
     script = tmp_path / "train_then_sigterm.py"
     script.write_text(textwrap.dedent(SIGTERM_SCRIPT.format(
-        tests=str(Path(__file__).resolve().parents[1]), preset=json.dumps(dataclasses.asdict(TINY)),
+        tests=str(Path(__file__).resolve().parents[1]), preset=json.dumps(TINY.as_dict()),
         marker=str(marker), out=str(out))))
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 240
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -255,16 +259,16 @@ def test_item3_sigterm_saves_last_pt_and_resume_is_exact(tmp_path):
                    load_checkpoint(tmp_path / "full" / "last.pt")["model"])
 
 
-def test_item3_signal_handlers_are_restored_after_training(tmp_path):
+def test_signal_handlers_are_restored_after_training(tmp_path):
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     _run(tmp_path / "run", dataclasses.replace(TINY, epochs=1))
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-# -- item 4 and 12: stale temporary files, file modes --------------------------------------------
+# -- stale temporary files, file modes -----------------------------------------------------------
 
 
-def test_item4_stale_checkpoint_temps_are_removed_at_the_next_start(tmp_path):
+def test_stale_checkpoint_temps_are_removed_at_the_next_start(tmp_path):
     out = tmp_path / "run"
     _run(out, dataclasses.replace(TINY, epochs=1))
     stale = [out / ".last.pt.k9x2m1ab.tmp", out / ".best.pt.q0w8e7rt.tmp"]
@@ -276,7 +280,7 @@ def test_item4_stale_checkpoint_temps_are_removed_at_the_next_start(tmp_path):
     assert all(p.read_bytes() == b"the user's" for p in others)
 
 
-def test_item4_stale_temps_are_removed_before_a_new_run_too(tmp_path):
+def test_stale_temps_are_removed_before_a_new_run_too(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / ".last.pt.abcdef12.tmp").write_bytes(b"x" * 100)
@@ -287,7 +291,7 @@ def test_item4_stale_temps_are_removed_before_a_new_run_too(tmp_path):
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)])
-def test_item12_checkpoints_get_the_umask_mode(tmp_path, umask, mode):
+def test_checkpoints_get_the_umask_mode(tmp_path, umask, mode):
     old = os.umask(umask)
     try:
         result = _run(tmp_path / "run", dataclasses.replace(TINY, epochs=1))
@@ -297,10 +301,10 @@ def test_item12_checkpoints_get_the_umask_mode(tmp_path, umask, mode):
         assert stat.S_IMODE(path.stat().st_mode) == mode, oct(path.stat().st_mode)
 
 
-# -- item 5: the train CLI names the problem in one line -----------------------------------------
+# -- the train CLI names the problem in one line -------------------------------------------------
 
 
-def test_item5_offline_without_data_is_one_line(tmp_path, monkeypatch, capsys):
+def test_offline_without_data_is_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CONVS2S_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("CONVS2S_DATA_URL", (tmp_path / "no_server").as_uri() + "/")
     monkeypatch.setitem(PRESETS, "quick", TINY)
@@ -333,7 +337,7 @@ class _FullDisk:
         self.f.close()
 
 
-def test_item5_full_disk_says_no_space_left_in_the_folder(tmp_path, monkeypatch, cli, capsys):
+def test_full_disk_says_no_space_left_in_the_folder(tmp_path, monkeypatch, cli, capsys):
     real_fdopen = os.fdopen
     monkeypatch.setattr(os, "fdopen", lambda *a, **k: _FullDisk(real_fdopen(*a, **k), 5000))
     out = tmp_path / "run"
@@ -345,7 +349,7 @@ def test_item5_full_disk_says_no_space_left_in_the_folder(tmp_path, monkeypatch,
     assert not out.exists() or not [p.name for p in out.iterdir()], "left files behind"
 
 
-def test_item5_out_is_a_file_is_refused_before_training(tmp_path, cli, capsys):
+def test_out_is_a_file_is_refused_before_training(tmp_path, cli, capsys):
     out = tmp_path / "notes.txt"
     out.write_text("the user's notes")
     assert cli("--out", out) == 1
@@ -357,7 +361,7 @@ def test_item5_out_is_a_file_is_refused_before_training(tmp_path, cli, capsys):
     assert "is a file" in _one_error_line(capsys)
 
 
-def test_item5_unwritable_out_is_refused_before_training(tmp_path, monkeypatch, cli, capsys):
+def test_unwritable_out_is_refused_before_training(tmp_path, monkeypatch, cli, capsys):
     out = tmp_path / "readonly"
     out.mkdir()
     real_mkstemp = tempfile.mkstemp
@@ -376,7 +380,7 @@ def test_item5_unwritable_out_is_refused_before_training(tmp_path, monkeypatch, 
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_item5_read_only_folder_for_real(tmp_path, cli, capsys):
+def test_a_read_only_out_folder_is_refused_before_training(tmp_path, cli, capsys):
     out = tmp_path / "readonly"
     out.mkdir()
     out.chmod(0o555)
@@ -394,7 +398,7 @@ def test_cli_resume_without_a_run_is_one_line(tmp_path, cli, capsys):
     assert not (tmp_path / "nothing").exists()
 
 
-# -- item 7: --resume refuses other settings or data ---------------------------------------------
+# -- --resume refuses other settings or data -----------------------------------------------------
 
 
 SWAPPED = {split: [(en, de) for de, en in pairs] for split, pairs in DATA.items()}
@@ -409,7 +413,7 @@ SWAPPED = {split: [(en, de) for de, en in pairs] for split, pairs in DATA.items(
     (TINY, {**DATA, "train": DATA["train"][::-1]}, ["data: checkpoint train 24 pairs"]),
     (TINY, SWAPPED, ["data:"]),
 ])
-def test_item7_resume_refuses_other_settings_or_data(tmp_path, preset, data, fields):
+def test_resume_refuses_other_settings_or_data(tmp_path, preset, data, fields):
     out = tmp_path / "run"
     _run(out, dataclasses.replace(TINY, epochs=1))
     before = (out / "last.pt").read_bytes()
@@ -421,7 +425,7 @@ def test_item7_resume_refuses_other_settings_or_data(tmp_path, preset, data, fie
     assert (out / "last.pt").read_bytes() == before
 
 
-def test_item7_resume_may_change_only_the_run_length(tmp_path):
+def test_resume_may_change_only_the_run_length(tmp_path):
     out = tmp_path / "run"
     _run(out, dataclasses.replace(TINY, epochs=1, max_minutes=5))
     result = _run(out, dataclasses.replace(TINY, epochs=2, max_steps=10**6, name="renamed"),
@@ -429,8 +433,7 @@ def test_item7_resume_may_change_only_the_run_length(tmp_path):
     assert len(result.history) == 2
 
 
-def test_item7_cli_resume_with_another_learning_rate_is_one_line(tmp_path, monkeypatch, cli,
-                                                                 capsys):
+def test_cli_resume_with_another_learning_rate_is_one_line(tmp_path, monkeypatch, cli, capsys):
     out = tmp_path / "run"
     assert cli("--out", out) == 0
     capsys.readouterr()
@@ -439,10 +442,10 @@ def test_item7_cli_resume_with_another_learning_rate_is_one_line(tmp_path, monke
     assert "lr: checkpoint 0.005, now 0.02" in _one_error_line(capsys)
 
 
-# -- item 8: diverged weights are never saved; the message says what exists --------------------
+# -- diverged weights are never saved; the message says what exists ----------------------------
 
 
-def test_item8_diverged_weights_never_reach_last_pt(tmp_path):
+def test_diverged_weights_never_reach_last_pt(tmp_path):
     out = tmp_path / "run"
     with pytest.raises(FloatingPointError, match=rf"diverged by step 1 .*not saved; no "
                                                  rf"checkpoint was written to {out}"):
@@ -450,7 +453,7 @@ def test_item8_diverged_weights_never_reach_last_pt(tmp_path):
     assert not (out / "last.pt").exists() and not (out / "best.pt").exists()
 
 
-def test_item8_nan_loss_message_says_no_checkpoint_exists(tmp_path):
+def test_nan_loss_message_says_no_checkpoint_exists(tmp_path):
     out = tmp_path / "run"
     with pytest.raises(FloatingPointError, match=rf"loss became nan at step 2 .*no checkpoint "
                                                  rf"was written to {out}\."):
@@ -458,7 +461,7 @@ def test_item8_nan_loss_message_says_no_checkpoint_exists(tmp_path):
     assert not (out / "last.pt").exists()
 
 
-def test_item8_nan_after_resume_names_the_kept_checkpoints(tmp_path, monkeypatch):
+def test_nan_after_resume_names_the_kept_checkpoints(tmp_path, monkeypatch):
     out = tmp_path / "run"
     steps = _run(out, dataclasses.replace(TINY, epochs=1)).steps
     real_loss = train_mod.next_token_loss
@@ -470,13 +473,13 @@ def test_item8_nan_after_resume_names_the_kept_checkpoints(tmp_path, monkeypatch
             f"(step {steps}), were kept") in str(e.value)
 
 
-def test_item8_cli_divergence_is_one_line(tmp_path, monkeypatch, cli, capsys):
+def test_cli_divergence_is_one_line(tmp_path, monkeypatch, cli, capsys):
     monkeypatch.setitem(PRESETS, "quick", dataclasses.replace(TINY, lr=1e30, warmup_steps=1))
     assert cli("--out", tmp_path / "run", "--max-steps", 1) == 1
     assert "diverged by step 1" in _one_error_line(capsys)
 
 
-# -- item 11: limits validated at parse time -----------------------------------------------------
+# -- limits validated at parse time --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("args, name", [
@@ -490,7 +493,7 @@ def test_item8_cli_divergence_is_one_line(tmp_path, monkeypatch, cli, capsys):
     (["--epochs", "0"], "--epochs"),
     (["--epochs", "-1"], "--epochs"),
 ])
-def test_item11_cli_refuses_empty_limits_at_parse_time(tmp_path, cli, capsys, args, name):
+def test_cli_refuses_empty_limits_at_parse_time(tmp_path, cli, capsys, args, name):
     with pytest.raises(SystemExit) as e:
         cli("--out", tmp_path / "run", *args)
     assert e.value.code == 2
@@ -502,7 +505,7 @@ def test_item11_cli_refuses_empty_limits_at_parse_time(tmp_path, cli, capsys, ar
 @pytest.mark.parametrize("field, value", [
     ("max_steps", 0), ("max_minutes", 0), ("max_minutes", float("nan")), ("epochs", 0),
 ])
-def test_item11_presets_refuse_empty_limits(field, value):
+def test_presets_refuse_empty_limits(field, value):
     with pytest.raises(ValueError, match=f"{field} must be"):
         dataclasses.replace(TINY, **{field: value})
 

@@ -1,5 +1,5 @@
-"""convs2s.run.translate: checkpoint validation (issue 19, item 9), the command line reading files or
-stdin line by line (item 10) and argument checks (item 11), on a tiny random model."""
+"""convs2s.run.translate: checkpoint validation, the command line reading files or stdin line by
+line, and argument checks, on a tiny random model."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def run(argv, stdin: bytes | None = None, monkeypatch=None, capsys=None):
 
 
 # ------------------------------------------------------------------------------------------
-# item 9: a checkpoint's parts are checked before use
+# a checkpoint's parts are checked before use
 # ------------------------------------------------------------------------------------------
 
 
@@ -169,7 +169,7 @@ def test_a_baseline_checkpoint_translates_too(tmp_path, tiny_pairs, capsys):
 
 
 # ------------------------------------------------------------------------------------------
-# item 10: files and stdin, line by line; bad lines reported by number, the rest translated
+# files and stdin, line by line; bad lines reported by number, the rest translated
 # ------------------------------------------------------------------------------------------
 
 
@@ -263,7 +263,7 @@ def test_usage_mistakes_are_one_line_exit_2(checkpoint, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------
-# item 11: the batching function checks its arguments
+# the batching function checks its arguments
 # ------------------------------------------------------------------------------------------
 
 
@@ -288,7 +288,7 @@ def test_check_device():
 
 
 # ------------------------------------------------------------------------------------------
-# issue 20: the languages and the tokenizer come from the checkpoint
+# the languages and the tokenizer come from the checkpoint
 # ------------------------------------------------------------------------------------------
 
 
@@ -428,12 +428,11 @@ def test_cli_length_penalty_is_used_and_checked(checkpoint, translator, capsys):
 
 
 # ------------------------------------------------------------------------------------------
-# issue 26: length penalty bounds (item 7), line length and Unicode (item 11), messages (13)
+# length penalty bounds, line length and Unicode, messages
 # ------------------------------------------------------------------------------------------
 
 
-def test_item7_length_penalty_is_bounded_at_parse_time_and_in_the_api(checkpoint, translator,
-                                                                      capsys):
+def test_length_penalty_is_bounded_at_parse_time_and_in_the_api(checkpoint, translator, capsys):
     from convs2s.model.search import beam_search
     from convs2s.run.evaluate import evaluate
 
@@ -468,7 +467,7 @@ def test_item7_length_penalty_is_bounded_at_parse_time_and_in_the_api(checkpoint
                         bos_idx=v.bos_idx, eos_idx=v.eos_idx, length_penalty=bad)
 
 
-def test_item11_a_line_over_the_limit_is_reported_and_skipped_unread(translator):
+def test_a_line_over_the_limit_is_reported_and_skipped_unread(translator):
     """The reader holds at most ``max_bytes + 1`` bytes of a line: a longer one is reported by
     number with an empty output line (the lines before it first), and its rest is skipped in
     pieces, never held; the next line is translated."""
@@ -523,8 +522,7 @@ def test_item11_a_line_over_the_limit_is_reported_and_skipped_unread(translator)
     assert [lineno for lineno, _ in failed] == [1, 2] and out.getvalue() == "\n\n"
 
 
-def test_item11_text_that_is_not_valid_unicode_is_one_clear_valueerror(translator,
-                                                                        subword_checkpoint):
+def test_text_that_is_not_valid_unicode_is_one_clear_valueerror(translator, subword_checkpoint):
     """A lone surrogate (half a UTF-16 pair) made the subword model's sentencepiece fail with a
     cast error and the word model with a UnicodeEncodeError; both now say what is wrong."""
     subword = Translator.from_checkpoint(subword_checkpoint, device="cpu")
@@ -540,7 +538,7 @@ def test_item11_text_that_is_not_valid_unicode_is_one_clear_valueerror(translato
             assert "character 5" in str(e.value) and "surrogate" in str(e.value)
 
 
-def test_item13_the_too_long_message_is_grammatical(translator):
+def test_the_too_long_message_is_grammatical(translator):
     from convs2s.data import check_length
 
     with pytest.raises(ValueError) as e:
@@ -554,7 +552,7 @@ def test_item13_the_too_long_message_is_grammatical(translator):
         translator.translate(" ".join(["Hund"] * 30))
 
 
-def test_item13_a_folder_as_checkpoint_says_did_you_mean_best_pt(checkpoint, tmp_path, capsys):
+def test_translate_of_a_folder_says_did_you_mean_best_pt(checkpoint, tmp_path, capsys):
     folder = tmp_path / "q"
     folder.mkdir()
     (folder / "best.pt").write_bytes(checkpoint.read_bytes())
@@ -562,3 +560,130 @@ def test_item13_a_folder_as_checkpoint_says_did_you_mean_best_pt(checkpoint, tmp
     assert code == 1 and out == ""
     assert err == [f"error: {folder} is a folder, not a checkpoint file. Did you mean "
                    f"{folder / 'best.pt'}?"]
+
+
+# ------------------------------------------------------------------------------------------
+# input in another encoding, line endings of every kind, output one line per input line
+# ------------------------------------------------------------------------------------------
+
+WIDE = {  # Python's codec: (what the error names, the name iconv -f is told)
+    "utf-16": ("UTF-16 (little-endian: it starts with a UTF-16 byte order mark)", "UTF-16"),
+    "utf-16-le": ("UTF-16LE (line 1 holds NUL bytes", "UTF-16LE"),
+    "utf-16-be": ("UTF-16BE (line 1 holds NUL bytes", "UTF-16BE"),
+    "utf-32": ("UTF-32 (little-endian: it starts with a UTF-32 byte order mark)", "UTF-32"),
+    "utf-32-le": ("UTF-32LE (line 1 holds NUL bytes", "UTF-32LE"),
+    "utf-32-be": ("UTF-32BE (line 1 holds NUL bytes", "UTF-32BE"),
+}
+
+
+@pytest.mark.parametrize("codec", list(WIDE))
+def test_utf16_or_utf32_input_is_refused_in_one_line_naming_encoding_and_iconv(
+        codec, checkpoint, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    text = "".join(f"{s}\n" for s in GOOD)
+    path = tmp_path / "in.de"
+    path.write_bytes(text.encode(codec))
+    what, iconv = WIDE[codec]
+    for source in ("file", "stdin"):
+        argv, stdin = (["--input", path], None) if source == "file" else ([], path.read_bytes())
+        code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 1, *argv], stdin=stdin,
+                             monkeypatch=monkeypatch, capsys=capsys)
+        assert code == 1 and out == "" and len(err) == 1, (source, err)
+        name = str(path) if source == "file" else "standard input"
+        assert err[0].startswith(f"error: {name} is {what}"), err[0]
+        assert f"not UTF-8 text: convert it first, e.g. iconv -f {iconv} -t UTF-8 " in err[0]
+    if shutil.which("iconv"):  # the command it suggests gives the UTF-8 text back
+        command = err[0].split("e.g. ")[-1].replace("FILE", str(path)).split(" | ")[0]
+        converted = subprocess.run(command.split()[:6], capture_output=True, check=True).stdout
+        assert converted.decode("utf-8") == text
+
+
+def test_nul_bytes_after_the_first_line_are_refused_too(checkpoint, monkeypatch, capsys):
+    # UTF-16LE whose first line is empty: line 1 is b"\n", the NULs start on line 2
+    stdin = "\nEin Hund läuft.\n".encode("utf-16-le")
+    code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 1], stdin=stdin,
+                         monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 1 and out == ""
+    assert err == ["error: standard input is UTF-16LE (line 2 holds NUL bytes, as UTF-16 text "
+                   "does), not UTF-8 text: convert it first, e.g. iconv -f UTF-16LE -t UTF-8 "
+                   "FILE | python -m convs2s.translate ..."]
+
+
+def test_a_classic_mac_file_of_three_lines_gives_three_output_lines(checkpoint, translator,
+                                                                    tmp_path, capsys):
+    expected = translator.translate(GOOD, beam_size=1)
+    for ending in ("\r", "\r\n", "\n"):
+        path = tmp_path / "in.de"
+        path.write_bytes("".join(f"{s}{ending}" for s in GOOD).encode())
+        code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 1, "--input", path],
+                             capsys=capsys)
+        assert code == 0 and err == [] and out.split("\n") == [*expected, ""], repr(ending)
+    mixed = f"{GOOD[0]}\r{GOOD[1]}\r\n{GOOD[2]}\n".encode()
+    assert list(translate.read_lines(io.BytesIO(mixed))) == [
+        GOOD[0].encode() + b"\r", GOOD[1].encode() + b"\r\n", GOOD[2].encode() + b"\n"]
+
+
+def test_line_endings_split_between_two_reads_end_one_line(translator):
+    class OneByteAtATime(io.RawIOBase):  # a pipe that delivers one byte per read
+        def __init__(self, data):
+            self.data = data
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            if not self.data:
+                return 0
+            b[:1], self.data = self.data[:1], self.data[1:]
+            return 1
+
+    data = b"a\r\nb\rc\n\rd\r"
+    lines = list(translate.read_lines(io.BufferedReader(OneByteAtATime(data), buffer_size=1)))
+    assert lines == [b"a\r\n", b"b\r", b"c\n", b"\r", b"d\r"]
+    # and after a line too long to hold, whose \r\n is split between two reads
+    data = b"x" * 50 + b"\r" + b"\ny\r\nz"
+    lines = list(translate.read_lines(io.BufferedReader(OneByteAtATime(data), buffer_size=1),
+                                      max_bytes=10))
+    assert isinstance(lines[0], translate.LineTooLong) and lines[1:] == [b"y\r\n", b"z"]
+
+
+def _checkpoint_with_one_output_token(token: str, tmp_path):
+    """A checkpoint whose target vocabulary holds ``token`` and whose model always says it."""
+    from conftest import TINY_PAIRS
+
+    tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
+    src = Vocab.build((tok_de(de) for de, _ in TINY_PAIRS), min_freq=1)
+    trg = Vocab.build([*(tok_en(en) for _, en in TINY_PAIRS), [token]], min_freq=1)
+    torch.manual_seed(0)
+    model = ConvS2S(len(src), len(trg), emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=2,
+                    max_positions=8, src_pad_idx=src.pad_idx, trg_pad_idx=trg.pad_idx)
+    with torch.no_grad():
+        model.decoder.fc_out.bias.fill_(-100.0)
+        model.decoder.fc_out.bias[trg.stoi[token]] = 100.0
+    return save_checkpoint(tmp_path / "best.pt", payload(model, src, trg))
+
+
+def test_control_characters_in_a_translation_are_written_as_spaces(tmp_path, capsys):
+    token = "\x1b[31mred\nline\rx\u2028y\x85z"  # ANSI colour, line breaks of every kind
+    path = _checkpoint_with_one_output_token(token, tmp_path)
+    assert token in Translator.from_checkpoint(path, device="cpu").translate(GOOD[0], beam_size=1)
+    code, out, err = run(["--checkpoint", path, "--beam-size", 1, *GOOD], capsys=capsys)
+    assert code == 0 and err == []
+    lines = out.split("\n")
+    assert len(lines) == len(GOOD) + 1 and lines[-1] == ""
+    for line in lines[:-1]:
+        assert "[31mred line x y z" in line
+        assert not any(c in line for c in "\x1b\r\x85\u2028")
+    assert translate.one_line("a\tb\x00c\x7fd") == "a b c d"
+
+
+def test_beam_and_batch_sizes_are_bounded_at_parse_time(checkpoint, capsys):
+    for option, limit in (("--beam-size", translate.MAX_BEAM_SIZE),
+                          ("--batch-size", translate.MAX_BATCH_SIZE)):
+        for value in (limit + 1, 10**23):
+            code, out, err = run(["--checkpoint", checkpoint, option, value, GOOD[0]],
+                                 capsys=capsys)
+            assert code == 2 and out == "" and err == [
+                f"python -m convs2s.translate: error: argument {option}: must be at most "
+                f"{limit:,}, got {value} (see --help)"]

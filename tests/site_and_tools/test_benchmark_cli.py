@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from signal_support import default_signals
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
@@ -36,7 +37,8 @@ def test_every_benchmark_runs_its_main_through_run_main(script):
 def test_no_benchmark_writes_files_by_hand(script):
     text = script.read_text(encoding="utf-8")
     for forbidden in ("json.dump(", "torch.save(", "os.replace("):
-        assert forbidden not in text, f"{script.name}: {forbidden} (use convs2s.system.atomic_files)"
+        assert forbidden not in text, (f"{script.name}: {forbidden} "
+                                       "(use convs2s.system.atomic_files)")
 
 
 @pytest.mark.parametrize("error, code, words", [
@@ -69,10 +71,15 @@ def test_a_real_sigterm_to_a_benchmark_is_one_line_and_exit_143():
         sys.exit(run_main(main))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "measuring"  # the condition: it is measuring
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    try:
+        assert proc.stdout.readline().strip() == "measuring"  # the condition: it is measuring
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 143
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "stopped by SIGTERM" in err

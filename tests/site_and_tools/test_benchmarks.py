@@ -5,6 +5,7 @@ produce complete, consistent reports and refuse bad input with a clear message. 
 this process, with the loader told to expect the tiny corpus's checksums.
 """
 
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -96,7 +97,8 @@ def test_decoding_times_the_model_of_the_preset_asked_for(monkeypatch, tmp_path,
     assert decoding("--preset", "quick", "--device", "cpu", "--batch", "2", "--lengths", "2", "3",
                     "--repeats", "1", "--json", str(report)) == 0
     r = json.loads(report.read_text())
-    quick = ConvS2S(7851, 5892, src_pad_idx=1, trg_pad_idx=1, **PRESETS["quick"].model_kwargs())
+    quick = ConvS2S(dataclasses.replace(PRESETS["quick"].model, src_vocab_size=7851,
+                                        trg_vocab_size=5892, src_pad_idx=1, trg_pad_idx=1))
     assert r["model"] == "preset quick" and r["parameters"] == count_parameters(quick)
     assert [row["length"] for row in r["rows"]] == [2, 3]
     for row in r["rows"]:

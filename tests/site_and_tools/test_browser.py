@@ -10,8 +10,8 @@ They need Debian's /usr/bin/chromium (or CONVS2S_CHROMIUM) and the playwright pa
 them they skip and say how to enable them. CI sets CONVS2S_REQUIRE_BROWSER=1, which turns that
 skip into a failure.
 
-They must not depend on what a learner's earlier runs left behind, nor on an idle machine
-(issue 19, items 13 and 14): the lab has its own runs folder (notebook 06 trains its quick model
+They must not depend on what a learner's earlier runs left behind, nor on an idle machine:
+the lab has its own runs folder (notebook 06 trains its quick model
 there), its own settings, a random token, and every step waits for a condition (the kernel idle,
 the figure redrawn for each slider step, the layout unchanged over two reads), never for a fixed
 time.

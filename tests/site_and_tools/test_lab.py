@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from signal_support import default_signals
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB_VENV = ROOT / ".venv-lab"
@@ -143,7 +144,7 @@ def test_make_lab_serves_jupyterlab(tmp_path):
         ["make", "-s", "lab", f"PORT={port}", "LAB_ARGS=--no-browser --ip=127.0.0.1",
          *venv_args],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=default_signals,  # SIGTERM below stops it
     )
     body = None
     try:

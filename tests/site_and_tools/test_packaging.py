@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -92,8 +93,8 @@ def test_make_targets_call_the_tools_from_tools():
     assert "-m tools.coursework --clean --out coursework/source" in student
     assert 'generate_assignment "*" --force' in student
     images = _make_n("images").splitlines()
-    run = [line for line in images if " -m convs2s.course.diagrams" in line or " -m tools.screenshots"
-           in line]
+    run = [line for line in images
+           if " -m convs2s.course.diagrams" in line or " -m tools.screenshots" in line]
     assert [line.split(" -m ")[1].split()[0] for line in run] == ["convs2s.course.diagrams",
                                                                   "tools.screenshots"]
     assert "--out images" in run[0] and "--out images" in run[1]
@@ -168,7 +169,7 @@ def test_learners_base_dependencies_cover_what_the_notebooks_and_package_import(
 
 def test_a_relative_data_dir_is_exported_absolute(tmp_path):
     """`CONVS2S_DATA_DIR=../x make test` must mean ../x from the repository root, also in the
-    notebooks, whose kernels run in notebooks/ (issue 19, item 6)."""
+    notebooks, whose kernels run in notebooks/."""
     show = "_show_data_dir:\n\t@printf '%s\\n' \"$${CONVS2S_DATA_DIR-}\""
     for value, expected in [("../x", ROOT.parent / "x"), ("data dir/m30k",
                                                           ROOT / "data dir" / "m30k"),
@@ -264,7 +265,7 @@ def _notebook(repo: str) -> dict:
 
 
 def test_badges_keep_each_files_mode(tmp_path):
-    """README.md and notebooks stay 0644 (they became 0600: mkstemp's mode; issue 19, 12)."""
+    """README.md and notebooks stay 0644 (not mkstemp's 0600)."""
     root = _fork(tmp_path)
     readme, nb = root / "README.md", root / "notebooks" / "01_x.ipynb"
     readme.write_text(badges.colab_badge("https://github.com/a/b", "01_x.ipynb"))
@@ -282,16 +283,93 @@ def test_a_quote_in_the_branch_leaves_valid_notebook_json(tmp_path):
     root = _fork(tmp_path)
     nb = root / "notebooks" / "01_x.ipynb"
     nb.write_text(badges.notebook_json(_notebook("https://github.com/a/b")))
-    branch = 'fix"quote\\1'  # a double quote, and a backslash (not a regex group reference)
+    branch = 'fix"quote'  # a double quote: git accepts it in a branch name
     proc = _badges("--root", str(root), "--branch", branch)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(nb.read_text())  # valid JSON
     assert data["cells"][0]["source"][0].endswith(
-        f"(https://colab.research.google.com/github/me/mine/blob/{branch}/notebooks/"
+        "(https://colab.research.google.com/github/me/mine/blob/fix%22quote/notebooks/"
         "01_x.ipynb)\n")
     assert data["cells"][1]["source"] == [
         '%pip install -q "convs2s @ git+https://github.com/me/mine"']
     assert data["cells"][0]["source"][1] == "text"
+
+
+def _fork_with_links(tmp_path: Path) -> tuple[Path, dict[Path, str]]:
+    """A fork whose README and notebook hold Colab links in Markdown and in an HTML attribute;
+    its files' texts."""
+    root = _fork(tmp_path)
+    repo = "https://github.com/me/mine"
+    link = badges.colab_url(repo, "01_x.ipynb")
+    nb = _notebook(repo)
+    nb["cells"].append({"cell_type": "markdown", "id": "c", "metadata": {},
+                        "source": f'<a href="{link}">Open in Colab</a>'})
+    (root / "README.md").write_text(f"# Course\n\n{badges.colab_badge(repo, '00.ipynb')} and "
+                                    f'<a href="{link}">01</a>\n')
+    (root / "notebooks" / "01_x.ipynb").write_text(badges.notebook_json(nb))
+    return root, {p: p.read_text() for p in (root / "README.md", root / "notebooks" / "01_x.ipynb")}
+
+
+@pytest.mark.parametrize("branch", ["feature/fall-2026", "a/notebooks/b"])
+def test_a_branch_with_slashes_is_written_so_that_the_next_run_changes_it_back(tmp_path, branch):
+    root, before = _fork_with_links(tmp_path)
+    proc = _badges("--root", str(root), "--branch", branch)
+    assert proc.returncode == 0 and "2 file(s) changed" in proc.stdout, proc.stdout + proc.stderr
+    readme = (root / "README.md").read_text()
+    assert readme.count(f"/me/mine/blob/{branch}/notebooks/") == 2, readme
+    proc = _badges("--root", str(root))  # back to main: every link found again
+    assert proc.returncode == 0 and "2 file(s) changed" in proc.stdout, proc.stdout + proc.stderr
+    assert {p: p.read_text() for p in before} == before
+
+
+def test_a_branch_with_link_characters_stays_inside_its_link(tmp_path):
+    """``)`` would end a Markdown link and ``"`` an HTML attribute: in a link the branch is
+    percent-encoded, so the files hold the same links, and a later run changes them back."""
+    root, before = _fork_with_links(tmp_path)
+    branch = "fix)\"x'<y>#z"  # git accepts it (test_the_branch_rules_are_gits)
+    proc = _badges("--root", str(root), "--branch", branch)
+    assert proc.returncode == 0 and "2 file(s) changed" in proc.stdout, proc.stderr
+    encoded = "blob/fix%29%22x%27%3Cy%3E%23z/notebooks/"
+    readme = (root / "README.md").read_text()
+    assert readme == before[root / "README.md"].replace("blob/main/notebooks/", encoded)
+    nb = json.loads((root / "notebooks" / "01_x.ipynb").read_text())
+    assert nb["cells"][2]["source"] == (
+        f'<a href="https://colab.research.google.com/github/me/mine/{encoded}01_x.ipynb">'
+        "Open in Colab</a>")
+    assert "0 file(s) changed" in _badges("--root", str(root), "--branch", branch).stdout
+    assert "2 file(s) changed" in _badges("--root", str(root)).stdout
+    assert {p: p.read_text() for p in before} == before
+
+
+GIT_REFUSES = ["a..b", "-x", "HEAD", "a b", "a\tb", "a\nb", "a~1", "a^b", "a:b", "a?b", "a*b",
+               "a[b", "a\\b", "a@{1}", "/a", "a/", "a//b", "a.", ".a", "a/.b", "a.lock",
+               "a.lock/b", "a\x7fb", ""]
+
+
+def test_a_branch_git_refuses_is_one_line_and_nothing_is_written(tmp_path, capsys):
+    root, before = _fork_with_links(tmp_path)
+    (root / "README.md").write_text(before[root / "README.md"].replace("me/mine", "a/b"))
+    readme = (root / "README.md").read_text()
+    for branch in GIT_REFUSES:
+        assert badges.main(["--root", str(root), f"--branch={branch}"]) == 2, branch
+        out, err = capsys.readouterr()
+        assert err.count("\n") == 1 and "not a branch name git accepts" in err, (branch, err)
+        assert out == "" and (root / "README.md").read_text() == readme, branch
+
+
+def test_the_branch_rules_are_gits():
+    """badges.branch_problem agrees with `git check-ref-format --branch` (where git is here)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    accepted = ["main", "feature/fall-2026", "fix)x", 'a"b', "a'b", "a#b", "a%b", "a<b>", "é",
+                "a@b", "x@", "@", "a/-b", "HEAD/x", "a/HEAD", "v1.0", "a.b/c.d", "lock",
+                "a.lock.b", "a]b", "a{b}"]
+    for branch in accepted + GIT_REFUSES:
+        git = subprocess.run(["git", "check-ref-format", "--branch", branch], cwd="/",
+                             capture_output=True, text=True)
+        assert (git.returncode == 0) == (badges.branch_problem(branch) is None), (
+            branch, git.returncode, badges.branch_problem(branch))
+    assert [b for b in accepted if badges.branch_problem(b)] == []
 
 
 def test_badges_leave_an_unchanged_notebook_byte_for_byte(tmp_path):

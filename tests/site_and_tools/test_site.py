@@ -15,18 +15,22 @@ skip into a failure (as tests/site_and_tools/test_browser.py).
 
 import base64
 import hashlib
+import html
 import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.parse
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from signal_support import default_signals
 from test_browser import _require_browser  # the same skip/require rule as the widget tests
 
 from tools import badges, screenshots, site
@@ -303,7 +307,7 @@ def test_sigterm_mid_build_leaves_the_earlier_site_and_no_temporary_folder(tmp_p
     (out / "index.html").write_text("the earlier site")
     proc = subprocess.Popen([sys.executable, "-m", "tools.site", "--out", str(out)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 300
         # the build has started once Sphinx writes into the temporary folder's doctrees
@@ -347,6 +351,173 @@ def test_site_screenshots_cli_needs_a_built_site(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------------------------
+# What a page loads from another site; a small site built from a made-up notebook
+# --------------------------------------------------------------------------------------------
+
+# Attributes whose URL a browser loads by itself, on any element (href only where it loads).
+_LOADING_ATTRIBUTES = {"src", "data", "poster", "background", "lowsrc", "dynsrc", "srcset",
+                       "imagesrcset"}
+_LOADING_HREF = {"link", "base", "image", "use", "feimage", "script"}  # SVG's too
+_NAVIGATION_RELS = {"index", "search", "next", "prev", "canonical", "alternate", "author",
+                    "help", "license"}
+_CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)|@import\s+(['"])(.*?)\3""", re.I | re.S)
+
+
+def _is_remote(url: str) -> bool:
+    """Whether a browser would fetch ``url`` from another host: read as a browser reads it
+    (spaces and control characters dropped, backslashes as slashes)."""
+    u = re.sub(r"[\x00-\x20]", "", url).replace("\\", "/")
+    return bool(re.match(r"(?:[a-z][a-z0-9+.-]*:)?//|(?:https?|ftp|wss?):", u, re.I))
+
+
+def _css_urls(css: str) -> list[str]:
+    return [m.group(2) if m.group(2) is not None else m.group(4) for m in _CSS_URL.finditer(css)]
+
+
+class _Loads(HTMLParser):
+    """Every URL an HTML document makes a browser load (its own and its frames' srcdoc)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.urls: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = [(name.lower(), value or "") for name, value in attrs]
+        names = dict(attrs)
+        for name, value in attrs:
+            if name in ("srcset", "imagesrcset"):
+                self.urls += [c.strip().split()[0] for c in value.split(",") if c.strip()]
+            elif name in _LOADING_ATTRIBUTES or name == "xlink:href" or (
+                    name == "href" and tag in _LOADING_HREF):
+                if tag == "link" and name == "href" and \
+                        set(names.get("rel", "").lower().split()) <= _NAVIGATION_RELS:
+                    continue  # a link to another page, not something loaded
+                self.urls.append(value)
+            elif name == "style":
+                self.urls += _css_urls(value)
+            elif name == "srcdoc":
+                inner = _Loads()
+                inner.feed(value)
+                self.urls += inner.urls
+            elif name == "content" and names.get("http-equiv", "").lower() == "refresh":
+                self.urls += re.findall(r"url\s*=\s*['\"]?([^'\";]+)", value, re.I)
+        self._in_style = tag == "style"
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag):
+        self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.urls += _css_urls(data)
+
+
+def remote_loads(site_dir: Path) -> list[str]:
+    """"page: url" for everything a page or style sheet of the site loads from another site."""
+    found = []
+    for page in sorted(site_dir.rglob("*.html")):
+        parser = _Loads()
+        parser.feed(page.read_text(encoding="utf-8", errors="replace"))
+        found += [f"{page.relative_to(site_dir)}: {u}" for u in parser.urls if _is_remote(u)]
+    for css in sorted(site_dir.rglob("*.css")):
+        found += [f"{css.relative_to(site_dir)}: {u}"
+                  for u in _css_urls(css.read_text(encoding="utf-8", errors="replace"))
+                  if _is_remote(u)]
+    return found
+
+
+# Raw HTML in a notebook's markdown and in a stored HTML output, each loading from elsewhere.
+RAW_REMOTE = {
+    "img": "<img src='https://example.org/img.png' alt='x'>",
+    "iframe": "<iframe src=https://example.org/frame></iframe>",
+    "srcset": '<img src="images/ok.png" srcset="https://example.org/srcset.png 2x">',
+    "style": '<div style="background: url(//example.org/style.png)">x</div>',
+    "video": '<video poster="https://example.org/poster.png"></video>',
+    "object": '<object data="https://example.org/object.svg"></object>',
+    "svg": '<svg><image href="https://example.org/svg.png"/></svg>',
+    "css": "<style>@import 'https://example.org/import.css';</style>",
+    "backslash": '<img src="https:\\\\example.org\\backslash.png">',
+    "entity": '<img src="&#104;ttps://example.org/entity.png">',
+}
+RAW_REMOTE_OUTPUT = {"link": '<link rel="stylesheet" href="https://example.org/output.css">',
+                     "script": '<script src="https://example.org/output.js"></script>'}
+HOSTILE_TITLE = "01 · A <script>alert(1)</script> & <b>bold</b> *title*"
+
+
+def _small_site_notebook(title: str, cells: list[dict]) -> dict:
+    first = (f"# {title}\n\n**What you will learn**\n- a thing\n\n"
+             "**Estimated time:** 5 minutes.\n")
+    return _notebook([_md(first), *cells])
+
+
+@pytest.fixture(scope="module")
+def small_site(tmp_path_factory):
+    """The folder of a site of two made-up notebooks (seconds to build): 01's title holds
+    HTML, and its cells raw HTML that loads from another site. Built by ``python -m tools.site``
+    in its own process: a second Sphinx in this one would warn about the first one's nodes."""
+    root = tmp_path_factory.mktemp("small")
+    (root / "notebooks").mkdir()
+    (root / "images").mkdir()
+    (root / "images" / "architecture.png").write_bytes(base64.b64decode(PNG_1x1))
+    (root / "pyproject.toml").write_text('[project.urls]\nRepository = "https://github.com/a/b"\n')
+    (root / "README.md").write_text("# The small course\n\nIntro.\n")
+    raw = "\n\n".join(RAW_REMOTE.values())
+    html_output = {"output_type": "display_data", "metadata": {}, "data": {
+        "text/html": "".join(RAW_REMOTE_OUTPUT.values()), "text/plain": "<the html>"}}
+    notebooks = {"00_first": _small_site_notebook("00 · First", []),
+                 "01_hostile": _small_site_notebook(HOSTILE_TITLE, [
+                     _md(f"Raw HTML:\n\n{raw}\n"), _code("show()", [html_output])])}
+    for name, nb in notebooks.items():
+        (root / "notebooks" / f"{name}.ipynb").write_text(json.dumps(nb))
+    done = subprocess.run([sys.executable, "-m", "tools.site", "--out", str(root / "site")],
+                          cwd=root, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root / "site"
+
+
+def test_the_offline_check_finds_every_remote_resource_in_raw_html(small_site):
+    """The negative control of test_no_page_loads_anything_from_another_site: raw HTML from a
+    notebook reaches the page as written (notebooks are trusted input), and every form of it
+    that loads from another site is found."""
+    found = {line.split(": ", 1)[1] for line in remote_loads(small_site)
+             if line.startswith("01_hostile.html: ")}
+    wanted = {re.search(r"example\.org[\\/]+([\w.]+)", h).group(1)
+              for h in [*RAW_REMOTE.values(), *RAW_REMOTE_OUTPUT.values()]}
+    assert {re.search(r"example\.org[\\/]+([\w.]+)", u).group(1) for u in found} == wanted, found
+    assert not any(line.startswith("00_first.html") for line in remote_loads(small_site))
+
+
+def test_a_title_is_plain_text_on_every_page_that_repeats_it(small_site):
+    """A notebook's title reaches every page's navigation, the landing page and the page's own
+    heading as the characters it holds: no tag, no emphasis."""
+    shown = html.escape(HOSTILE_TITLE, quote=False)
+    for page in ("index.html", "00_first.html", "01_hostile.html"):
+        text = (small_site / page).read_text(encoding="utf-8")
+        assert "<script>alert" not in text and "<b>bold" not in text, page
+        assert "<em>title</em>" not in text, page
+        assert shown in text, page
+
+
+def test_a_readme_title_with_html_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """The README's title is the site's name on every page, written by the theme as it is."""
+    root = tmp_path / "course"
+    shutil.copytree(ROOT / "notebooks", root / "notebooks",
+                    ignore=shutil.ignore_patterns("runs", "data", ".ipynb_checkpoints"))
+    (root / "images").mkdir()
+    (root / "images" / "architecture.png").write_bytes(base64.b64decode(PNG_1x1))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    (root / "README.md").write_text('# The <i>course</i>\n\nIntro.\n')
+    monkeypatch.chdir(root)
+    assert site.main(["--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "README.md's title holds < and >" in err, err
+    assert not (tmp_path / "site").exists()
+
+
+# --------------------------------------------------------------------------------------------
 # The real site, built once for the tests below
 # --------------------------------------------------------------------------------------------
 
@@ -377,19 +548,9 @@ def test_the_site_builds_with_every_notebook_and_no_warning(built):
 
 @pytest.mark.slow
 def test_no_page_loads_anything_from_another_site(built):
-    """Scripts, styles, fonts and images all come from the site itself (links may leave it)."""
-    loads = re.compile(r"<(script|img|source|iframe)\b[^>]*\bsrc=\"([^\"]+)\"|"
-                       r"<link\b[^>]*\bhref=\"([^\"]+)\"[^>]*>", re.I)
-    for page in _pages(built.out):
-        html = page.read_text(encoding="utf-8")
-        for m in loads.finditer(html):
-            url = m.group(2) or m.group(3)
-            if m.group(3) and re.search(r'rel="(index|search|next|prev)"', m.group(0)):
-                continue
-            assert not re.match(r"^(https?:)?//", url), f"{page.name} loads {url}"
-    for css in built.out.glob("_static/**/*.css"):
-        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css.read_text(errors="replace")):
-            assert not re.match(r"^(https?:)?//", url), f"{css.name} loads {url}"
+    """Scripts, styles, fonts, images and frames all come from the site itself (links may leave
+    it), in the HTML that Sphinx writes and in the raw HTML that notebooks hold."""
+    assert remote_loads(built.out) == []
 
 
 # --------------------------------------------------------------------------------------------

@@ -70,3 +70,26 @@ def test_device_forced_garbage_is_clear(monkeypatch):
 
 def test_describe_device_cpu():
     assert environment.describe_device("cpu").startswith("CPU, ")
+
+
+@pytest.mark.parametrize("where", ["two links", "a link to itself, inside the path"])
+def test_a_data_dir_on_a_symlink_loop_is_one_line(monkeypatch, tmp_path, where):
+    a, b = tmp_path / "a", tmp_path / "b"
+    if where == "two links":
+        a.symlink_to(b)
+        b.symlink_to(a)
+        value = str(a)
+    else:
+        a.symlink_to(a)
+        value = str(a / "multi30k")
+    monkeypatch.setenv("CONVS2S_DATA_DIR", value)
+    with pytest.raises(ValueError) as e:
+        environment.data_dir()
+    assert str(e.value) == (f"CONVS2S_DATA_DIR={value!r} is a symbolic link loop (following "
+                            "its links leads back to one of them); set it to a folder.")
+
+
+def test_a_data_dir_that_does_not_exist_yet_is_named_absolute(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", "later/multi30k")
+    assert environment.data_dir() == tmp_path.resolve() / "later" / "multi30k"

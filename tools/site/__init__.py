@@ -26,6 +26,15 @@ The landing page is made from the README's introduction (its text before the fir
 heading), the architecture diagram, and each notebook's title, "Estimated time" and "What you
 will learn", read from its first cell, so the site follows the notebooks as they change.
 
+Notebooks are trusted input: their markdown, raw HTML and stored outputs (HTML and JavaScript
+included) are rendered as Jupyter renders them, on their own page. Titles are the exception:
+Sphinx repeats a page's title in every page's navigation, and the landing page lists them, so a
+notebook's title (its first ``# `` heading) is made plain text in the site copy
+(:func:`plain_markdown`: markup and HTML in it show as the characters typed), and the README's
+title, the site's name on every page, must hold no ``<``, ``>`` or ``"``. Nothing rewrites an
+``<img>`` or ``<iframe>`` written in raw HTML: the site's offline test fails on any page that
+loads something from another site.
+
 The site is built in a temporary folder beside ``--out`` and moved into place only when the
 build succeeded. ``--out`` is replaced only if an earlier build made it (it holds the marker
 file ``.convs2s-site``); any other folder there is refused, with one line.
@@ -134,14 +143,14 @@ def read_lesson(path: Path, nb: dict | None = None) -> Lesson:
 
 
 def load_notebook(path: Path, data: bytes | None = None) -> dict:
-    """The notebook at ``path`` (or its bytes ``data``, read once); SiteError if it is none."""
+    """The notebook at ``path`` (or its bytes ``data``, read once), with the shape the site
+    reads (``tools.notebook_format``); SiteError, one line, if it is none."""
+    from tools.notebook_format import NotebookFormatError, read_notebook
+
     try:
-        nb = json.loads(path.read_bytes() if data is None else data)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise SiteError(f"{path}: cannot read it as a notebook ({e})") from None
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise SiteError(f"{path}: not a Jupyter notebook (no list of cells)")
-    return nb
+        return read_notebook(path, data)
+    except NotebookFormatError as e:
+        raise SiteError(str(e)) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,6 +169,17 @@ _REMOTE_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)\)")
 _COLAB_BADGE = re.compile(r"[ \t]*\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", re.I)
 # ](../path): a link from notebooks/ to another part of the repository
 _UP_LINK = re.compile(r"\]\(\.\./([^)\s#]+)(#[^)\s]*)?\)")
+
+
+# ASCII punctuation: every character Markdown, MyST or HTML may read as markup
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` as Markdown that shows exactly these characters: every ASCII punctuation
+    character backslash-escaped (CommonMark), so no emphasis, link, role, maths or HTML tag
+    comes of it. Pure."""
+    return _PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
 
 
 def offline_markdown(text: str, repo_url: str, base: str) -> str:
@@ -350,13 +370,15 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
 
 
 def _title_cell(text: str, lesson: Lesson, repo_url: str) -> str:
-    """The first cell without its Colab badge, with the source links under the title."""
+    """The first cell without its Colab badge, its title as plain text (Sphinx repeats it in
+    every page's navigation), with the source links under the title."""
     text = _COLAB_BADGE.sub("", text)
     m = _HEADING.search(text)
     links = source_links(lesson, repo_url)
     if not m:
         return f"{links}\n\n{text}"
-    return f"{text[:m.end()]}\n\n{links}\n\n{text[m.end():].lstrip()}"
+    title = f"# {plain_markdown(m.group(1))}"
+    return f"{text[:m.start()]}{title}\n\n{links}\n\n{text[m.end():].lstrip()}"
 
 
 def readme_intro(readme: str) -> tuple[str, str]:
@@ -375,7 +397,7 @@ def landing_page(readme: str, lessons: list[Lesson], repo_url: str) -> str:
     from tools.badges import colab_url
 
     title, intro = readme_intro(readme)
-    out = [f"# {title}", "", offline_markdown(intro, repo_url, "."), "",
+    out = [f"# {plain_markdown(title)}", "", offline_markdown(intro, repo_url, "."), "",
            "Read the course here, with every output as the notebooks store it. To run the code, "
            "use the notebooks: in JupyterLab (`make lab`, see the "
            f"[README]({github_blob(repo_url, 'README.md')})) or "
@@ -384,7 +406,7 @@ def landing_page(readme: str, lessons: list[Lesson], repo_url: str) -> str:
            "![ConvS2S architecture: encoder, decoder and multi-step attention]"
            "(images/architecture.png)", "", "## The notebooks", ""]
     for lesson in lessons:
-        out += [f"### [{lesson.heading}]({lesson.name}.ipynb)", "",
+        out += [f"### [{plain_markdown(lesson.heading)}]({lesson.name}.ipynb)", "",
                 f"**Estimated time:** {lesson.time}", "", "**What you will learn**", "",
                 *(f"- {item}" for item in lesson.learn), ""]
     out += ["```{toctree}", ":hidden:", ":maxdepth: 1", "",
@@ -419,6 +441,10 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str) -> Staged:
         readme = (root / "README.md").read_text(encoding="utf-8")
     except OSError as e:
         raise SiteError(f"cannot read the README for the landing page: {e}") from None
+    odd = sorted(set(readme_intro(readme)[0]) & set('<>"'))
+    if odd:
+        raise SiteError(f"README.md's title holds {' and '.join(odd)}: it is the site's name on "
+                        "every page, written there as it is: make it plain text")
     # each file read once: the page and its download come from the same bytes, even while
     # someone saves the notebook
     raw = {p: _read_bytes(p) for p in paths}

@@ -6,6 +6,7 @@ the theme's assets come with ``sphinx-book-theme`` (and ``pydata-sphinx-theme``)
 library with ``sphinx-mathjax-offline``, and no notebook is executed.
 """
 
+import html
 import sys
 from pathlib import Path
 
@@ -55,3 +56,17 @@ html_theme_options = {
 }
 # light unless the reader switches: the notebooks' figures are drawn for a white page
 html_context = {"default_mode": "light"}
+
+
+def _escape_theme_titles(app, pagename, templatename, context, doctree):
+    """sphinx-book-theme writes the page's title and the landing page's into every page as the
+    text of the heading (``astext()``), without escaping it: escaped here, after the theme set
+    them, so a title shows as the characters it holds (tools/site/__init__.py makes titles
+    plain text)."""
+    for key in ("pagetitle", "root_title"):
+        if isinstance(context.get(key), str):
+            context[key] = html.escape(context[key], quote=False)
+
+
+def setup(app):
+    app.connect("html-page-context", _escape_theme_titles, priority=900)

@@ -1,5 +1,14 @@
-"""The course layer: what serves the notebooks and nothing else.
+"""The course layer: what serves the notebooks and nothing else, one module per idea.
 
-Figures and diagrams, the probes that measure the paper's arguments, the side-by-side baselines,
-the analysis helpers of notebooks 05-08, and ``checks`` (the exercises' checks).
+- ``diagrams``: the architecture pictures every notebook opens with.
+- ``stacks``: small conv + GLU stacks, and the one loop that runs them layer by layer.
+- ``receptive_field``: how far a stack sees, path lengths between words, sequential steps.
+- ``dependency``: what each output can see, measured with autograd; perturbations.
+- ``gates``: GLU against GTU through a deep stack.
+- ``normalisation``: §3.4-3.5 (variance through stacks, scaled gradients, initialisation) and
+  weight normalisation, measured.
+- ``readout``, ``worked_attention``, ``attention_maps``: the encoder's keys and values, attention
+  by hand, and a model's attention per layer.
+- ``analysis``, ``baselines``: measuring trained translators, and the recurrent baseline.
+- ``checks``: the exercises' checks.
 """

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from convs2s.course.probe import plot_attention_grid
+from convs2s.course.attention_maps import plot_attention_grid
 
 __all__ = [
     "PARAMETER_GROUPS",
@@ -95,7 +95,8 @@ def find_best_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> 
 def find_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> Path | None:
     """The model the first run in :func:`checkpoint_search_order` ended with: its ``final.pt``
     (the last epochs averaged and the length penalty chosen on validation, see
-    :mod:`convs2s.run.final_choices`) where it made one, else its ``best.pt``; None if there is no run.
+    :mod:`convs2s.run.final_choices`) where it made one, else its ``best.pt``; None if there is
+    no run.
 
     ``CONVS2S_CHECKPOINT`` names a checkpoint file to use instead of searching (your own run,
     or a trained model for a quick-mode notebook); ``ValueError`` if it is not a file."""

@@ -45,7 +45,7 @@ from convs2s.model.rnn import (
     RNNEncoderOut,
 )
 from convs2s.model.search import beam_search, greedy_decode
-from convs2s.run.precision import mixed_precision
+from convs2s.run.precision import mixed_precision, optimizer_step
 
 __all__ = [
     "AdditiveAttention",
@@ -191,8 +191,9 @@ def train_side_by_side(
     Every model sees the same sequence of ``(src, trg)`` batches (``batches``: a list that is
     cycled, or ``epoch -> list``; a dict ``{name: batches}`` gives each model its own stream,
     e.g. to compare data augmentations), with the same optimizer and settings as
-    :mod:`convs2s.run.train` (AdamW, betas (0.9, 0.98), linear warm-up then constant ``lr``, gradient
-    clipping at ``clip_norm``, label smoothing). Each step is timed on its own; the next step
+    :mod:`convs2s.run.train` (AdamW, betas (0.9, 0.98), linear warm-up then constant ``lr``,
+    gradient clipping at ``clip_norm``, label smoothing) and its optimizer step
+    (:func:`convs2s.run.precision.optimizer_step`). Each step is timed on its own; the next step
     always goes to the model that has used the *least* training time so far, so the models'
     clocks advance together and a slow-down of the machine hits all of them alike.
 
@@ -276,16 +277,9 @@ def train_side_by_side(
         _sync(device)
         t0 = time.perf_counter()
         src, trg = src.to(device), trg.to(device)
-        for group in optimizer.param_groups:
-            group["lr"] = lr * min(1.0, (run.steps + 1) / max(warmup_steps, 1))
         loss = next_token_loss(model, src, trg, pad_idx, label_smoothing, precision.autocast())
-        optimizer.zero_grad(set_to_none=True)
-        scaler = scalers[name]  # float16 on a GPU without bfloat16: scale the loss
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)  # clip the true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        scaler.step(optimizer)
-        scaler.update()
+        optimizer_step(loss, optimizer, scalers[name], model.parameters(), clip_norm,
+                       lr * min(1.0, (run.steps + 1) / max(warmup_steps, 1)))
         loss_value = loss.item()  # also waits for the GPU
         _sync(device)
         run.seconds += time.perf_counter() - t0

@@ -21,8 +21,8 @@ In the architecture and attention pictures the target embeddings g feed every la
 
 Each function draws a new pyplot figure (so a notebook shows it) and returns the
 :class:`~matplotlib.figure.Figure`. All figures are made at 100 dpi with fonts of at least
-9 pt, so they are readable at 100% zoom. ``python -m convs2s.course.diagrams --out images`` writes the
-four PNGs (``make images``).
+9 pt, so they are readable at 100% zoom. ``python -m convs2s.course.diagrams --out images``
+writes the four PNGs (``make images``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The paper's §3.4-3.5 (normalisation, initialisation) and weight normalisation, measured.
 
-Notebook 02 draws its figures from these functions. Each builds small, seeded models from the
-package's own layers, measures one thing and returns numbers; nothing here changes what the
-model computes (switching the encoder's gradient scaling off sets ``grad_scale`` on one
-instance, as a reader would).
+Notebook 02 draws its figures from these functions (notebook 01 takes the encoder's input
+scale, :data:`ENCODER_INPUT_STD`). Each builds small, seeded models from the package's own
+layers, measures one thing and returns numbers; nothing here changes what the model computes
+(switching the encoder's gradient scaling off sets ``grad_scale`` on one instance, as a reader
+would). Every measurement through a stack runs it with one loop,
+:func:`convs2s.course.stacks.stack_activations`.
 
 - :func:`encoder_gradient`: one backward pass of a small :class:`~convs2s.model.convs2s.ConvS2S` at
   initialisation; how much gradient reaches the encoder's output z, through the keys and through
@@ -12,7 +14,10 @@ instance, as a reader would).
 - :func:`glu_variance_ratio`: Var(A ⊗ σ(B)) / Var(A) for Gaussian halves, the 1/4 of the
   paper's Appendix A that the "factor 4" of the initialisation undoes.
 - :func:`glu_stack_variances`: the activation variance through a stack of conv + GLU layers,
-  with the paper's N(0, 4/n) convolutions, without the factor 4, or with PyTorch's default.
+  with the paper's N(0, 4/n) convolutions, without the factor 4, or with PyTorch's default;
+  with residual connections scaled by √0.5 (§3.4), unscaled, or none.
+- :func:`residual_stack_activations`: every block's output of given conv + GLU blocks with
+  residual connections, scaled by √0.5 or not (e.g. an encoder's blocks without the scale).
 - :func:`encoder_depth_profile`: activation scale and gradient through a
   :class:`~convs2s.model.encoder.Encoder` built with ``init="paper"`` or ``init="pytorch"``.
 - :func:`weight_norm_parts`, :func:`weight_from_parts`, :func:`weight_norm_gradients`: what
@@ -27,22 +32,30 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from convs2s.course.viz import ENCODER_INPUT_STD
+from convs2s.course.stacks import pad_sequence, stack_activations
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.encoder import Encoder, EncoderOut
-from convs2s.model.layers import RESIDUAL_SCALE, make_conv1d
+from convs2s.model.layers import RESIDUAL_SCALE, ConvGLUBlock, make_conv1d
+
+ENCODER_INPUT_STD = 0.14
+"""The scale the encoder's first block sees at initialisation: token and position embeddings are
+both drawn from N(0, 0.1²) (paper §3.5), so e = w + p has variance 0.02 (std ≈ 0.14), and the
+emb->hid projection is initialised to keep it. GLU is not scale-invariant (σ(B) ≈ 0.5 only for
+small B), so the measurements of stacks (here and in :mod:`convs2s.course.gates`) default to
+this scale."""
 
 CONV_INITS = ("paper", "paper without the 4", "pytorch")
 """Initialisations of a convolution that feeds a GLU, for :func:`glu_stack_variances`:
 ``"paper"`` N(0, 4/n_l) (§3.5, what ``make_conv1d(glu=True)`` draws), ``"paper without the 4"``
 N(0, 1/n_l) (the rule for layers *not* followed by a GLU), ``"pytorch"`` PyTorch's default
 (Kaiming-uniform weights, uniform biases). n_l = kernel_size · in_channels."""
+
 
 @contextlib.contextmanager
 def _seeded(seed: int) -> Iterator[None]:
@@ -101,6 +114,8 @@ def encoder_gradient(
         and of the decoder's, convolutional blocks;
         ``source_embeddings``: ‖gradient‖ of the source token embeddings (they also get
         gradient through e in the values, which is never scaled).
+
+    Used in notebook 02.
     """
     _positive_int(dec_layers, "dec_layers")
     _positive_int(enc_layers, "enc_layers")
@@ -167,6 +182,8 @@ def glu_variance_ratio(input_std: float, *, n: int = 200_000, seed: int = 0) -> 
     The paper's Appendix A: for inputs of mean 0 and "sufficiently small variance" the GLU's
     output has about 1/4 of its input's variance (σ(B) ≈ 1/2 + B/4). For larger inputs the
     gate saturates towards 0 or 1 and more than 1/4 passes.
+
+    Used in notebook 02.
     """
     if not input_std > 0:
         raise ValueError(f"input_std={input_std!r} must be > 0.")
@@ -190,6 +207,7 @@ def glu_stack_variances(
     *,
     n_layers: int = 10,
     residual: bool = True,
+    scale: bool = True,
     input_std: float = ENCODER_INPUT_STD,
     hid_dim: int = 64,
     kernel_size: int = 3,
@@ -201,11 +219,15 @@ def glu_stack_variances(
 
     Each layer is ``GLU(conv(pad(x)))`` ("same" padding, no weight norm: it does not change the
     initial weights), with the convolution initialised as ``conv_init`` (:data:`CONV_INITS`);
-    with ``residual=True`` the layer returns ``(GLU(conv(x)) + x)·√0.5``, the encoder's block.
-    The input is random with standard deviation ``input_std``.
+    with ``residual=True`` the layer returns ``(GLU(conv(x)) + x)·√0.5``, the encoder's block,
+    or ``GLU(conv(x)) + x`` with ``scale=False`` (the block without §3.4's scale). The input is
+    random with standard deviation ``input_std``.
 
     Returns float ``[n_layers + 1]``: entry l is Var(output of layer l) / Var(input); entry 0
-    is 1. The same seed draws the same input for every ``conv_init``.
+    is 1. The same seed draws the same input for every ``conv_init``, and with
+    ``conv_init="paper"`` the same weights as :func:`convs2s.course.stacks.conv_glu_stack`.
+
+    Used in notebook 02.
     """
     if conv_init not in CONV_INITS:
         raise ValueError(f"conv_init={conv_init!r} is not known; choose one of {CONV_INITS}.")
@@ -217,14 +239,39 @@ def glu_stack_variances(
     g = torch.Generator().manual_seed(seed + 1)
     x = input_std * torch.randn(batch, hid_dim, length, generator=g, dtype=torch.float64)
     pad = (kernel_size - 1) // 2
-    variances = [x.var()]
+    layers = [lambda h, c=conv: F.glu(c(F.pad(h, (pad, pad))), dim=1) for conv in convs]
+    residual_scale = (RESIDUAL_SCALE if scale else 1.0) if residual else None
     with torch.no_grad():
-        for conv in convs:
-            h = F.glu(conv(F.pad(x, (pad, pad))), dim=1)  # h = [batch, hid_dim, length]
-            x = (h + x) * RESIDUAL_SCALE if residual else h  # x = [batch, hid_dim, length]
-            variances.append(x.var())
-    v = torch.stack(variances)
+        activations = stack_activations(layers, x, residual_scale=residual_scale)
+    v = torch.stack([h.var() for h in activations])
     return (v / v[0]).float()
+
+
+def residual_stack_activations(
+    blocks: Sequence[ConvGLUBlock],
+    x: Tensor,
+    *,
+    scale: bool = True,
+    mask: Tensor | None = None,
+) -> list[Tensor]:
+    """``x`` and the output of every block of ``x_{l+1} = (GLU(conv(x_l)) + x_l)·s``.
+
+    ``s`` is √0.5 with ``scale=True`` (the paper; then this is exactly what blocks built with
+    ``residual=True`` compute) and 1 with ``scale=False``. The blocks' own ``residual`` flag is
+    ignored: their padding, dropout and convolution are used, the residual is added here.
+    ``mask`` (bool ``[batch, length]``, True on real tokens) zeroes padding before each block,
+    as :class:`~convs2s.model.layers.ConvGLUBlock` does.
+
+    Used in notebook 02 (and by its checks).
+    """
+    layers = [
+        lambda h, b=block: F.glu(
+            b.conv(pad_sequence(b.dropout(h), b.kernel_size, b.padding)), dim=1
+        )  # [batch, hid_dim, length]
+        for block in blocks
+    ]
+    residual_scale = RESIDUAL_SCALE if scale else 1.0
+    return stack_activations(layers, x, residual_scale=residual_scale, mask=mask)
 
 
 def encoder_depth_profile(
@@ -253,6 +300,8 @@ def encoder_depth_profile(
         last block's output (entry ``n_layers`` is 1);
         ``z_std``: std of z;
         ``z``: z itself, ``[batch, src_len, emb_dim]`` (detached).
+
+    Used in notebook 02.
     """
     _positive_int(n_layers, "n_layers", minimum=0)
     with _seeded(seed):
@@ -263,11 +312,8 @@ def encoder_depth_profile(
     src = torch.randint(4, vocab, (batch, src_len), generator=g)  # src = [batch, src_len]
     e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(src_len))  # [batch, len, emb]
     x = enc.emb2hid(e).transpose(1, 2)  # x = [batch, hid_dim, src_len]
-    xs = [x]
-    for block in enc.blocks:
-        x = block(x)  # x = [batch, hid_dim, src_len]
-        xs.append(x)
-    z = enc.hid2emb(x.transpose(1, 2))  # z = [batch, src_len, emb_dim]
+    xs = stack_activations(list(enc.blocks), x)  # each [batch, hid_dim, src_len]
+    z = enc.hid2emb(xs[-1].transpose(1, 2))  # z = [batch, src_len, emb_dim]
     proj = torch.randn(z.shape, generator=g)
     grads = torch.autograd.grad((z * proj).sum(), xs)
     norms = torch.stack([gr.norm() for gr in grads])
@@ -290,6 +336,8 @@ def weight_norm_parts(module: nn.Module) -> tuple[Tensor, Tensor]:
 
     g has one entry per output unit (shape ``[out, 1]`` or ``[out, 1, 1]``), v the weight's
     shape; the module's ``weight`` is recomputed from them as g·v/‖v‖ at every use.
+
+    Used in notebook 02.
     """
     try:
         parts = module.parametrizations.weight
@@ -302,7 +350,10 @@ def weight_norm_parts(module: nn.Module) -> tuple[Tensor, Tensor]:
 
 
 def weight_from_parts(g: Tensor, v: Tensor) -> Tensor:
-    """w = g·v/‖v‖, the norm of each output unit's row of v (every dimension but the first)."""
+    """w = g·v/‖v‖, the norm of each output unit's row of v (every dimension but the first).
+
+    Used in notebook 02.
+    """
     dims = tuple(range(1, v.dim()))
     return g * v / v.norm(dim=dims, keepdim=True)
 
@@ -320,6 +371,8 @@ def weight_norm_gradients(
         ``grad_w``: ∂loss/∂w of the same layer without weight norm (the plain gradient);
         ``cosine``: per output unit, the cosine between its rows of ∂loss/∂v and v (0: the
         gradient only turns v, it cannot lengthen it).
+
+    Used in notebook 02.
     """
     if not v_scale > 0:
         raise ValueError(f"v_scale={v_scale!r} must be > 0.")

@@ -26,8 +26,9 @@ Typical use::
         ...
 
 Its modules: :mod:`~convs2s.data.multi30k` (files, download, reading),
-:mod:`~convs2s.data.tokenizers` (spaCy word tokenizers, ``detokenize``), :mod:`~convs2s.data.vocab`, :mod:`~convs2s.data.batching`
-(datasets, bucketed batches) and :mod:`~convs2s.data.subword` (the cased sentencepiece pipeline).
+:mod:`~convs2s.data.tokenizers` (spaCy word tokenizers, ``detokenize``),
+:mod:`~convs2s.data.vocab`, :mod:`~convs2s.data.batching` (datasets, bucketed batches) and
+:mod:`~convs2s.data.subword` (the cased sentencepiece pipeline).
 """
 
 from convs2s.data.batching import (

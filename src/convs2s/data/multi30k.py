@@ -8,11 +8,14 @@ string pairs. :func:`load_pairs` reads any parallel pair of files.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zlib
@@ -58,6 +61,15 @@ MULTI30K_SHA256 = {
     "val.cs.gz": "b63226e05c4bd5dd6a42897d74b86a1b9d2c31498252c572b1ea7f7996927fcc",
     "test_2016_flickr.cs.gz": "200a4a74cc9560f051924abb9803be008d1908d77f747e9141aeb86dfd2797f1",
 }
+
+
+#: The largest file a download may bring: each Multi30k file is under 1 MB, so a server sending
+#: more is not sending the file.
+MAX_DOWNLOAD_BYTES = 32 << 20
+#: A download that receives nothing for this long has stalled (urllib's socket timeout) ...
+DOWNLOAD_STALL_SECONDS = 60.0
+#: ... and one that takes longer than this in all is given up (a server dripping bytes).
+DOWNLOAD_DEADLINE_SECONDS = 600.0
 
 
 def _offline_hint(names) -> str:
@@ -116,28 +128,46 @@ def _download(name: str, root: Path, expected: str, names: list[str]) -> None:
     from tqdm.auto import tqdm
 
     url = data_url() + name
+
+    def failed(reason) -> DataError:
+        return DataError(f"Could not download Multi30k file {name} from {url} into {root}: "
+                         f"{reason}. {_offline_hint(names)}")
+
+    too_big = (f"the server sends more than {MAX_DOWNLOAD_BYTES:,} bytes, far more than the "
+               "file has (each Multi30k file is under 1 MB); nothing was saved")
     with tempfile.TemporaryFile() as spool:
         h = hashlib.sha256()
+        start, size = time.monotonic(), 0
         try:
-            with urllib.request.urlopen(url, timeout=60) as resp:
+            with urllib.request.urlopen(url, timeout=DOWNLOAD_STALL_SECONDS) as resp:
                 total = resp.headers.get("Content-Length")
+                total = int(total) if total and total.isdigit() else None
+                if total is not None and total > MAX_DOWNLOAD_BYTES:
+                    raise failed(too_big)
                 with tqdm(
-                    total=int(total) if total and total.isdigit() else None,
+                    total=total,
                     unit="B",
                     unit_scale=True,
                     desc=f"downloading {name}",
                     leave=False,
                 ) as bar:
-                    for block in iter(lambda: resp.read(1 << 16), b""):
+                    read = getattr(resp, "read1", resp.read)  # what has come, so far
+                    for block in iter(lambda: read(1 << 16), b""):
+                        size += len(block)
+                        if size > MAX_DOWNLOAD_BYTES:
+                            raise failed(too_big)
+                        if time.monotonic() - start > DOWNLOAD_DEADLINE_SECONDS:
+                            raise failed(f"it took more than {DOWNLOAD_DEADLINE_SECONDS:g} s "
+                                         "(a very slow connection?)")
                         spool.write(block)
                         h.update(block)
                         bar.update(len(block))
         except (urllib.error.URLError, OSError, ValueError) as e:
             reason = getattr(e, "reason", None) or e
-            raise DataError(
-                f"Could not download Multi30k file {name} from {url} into {root}: {reason}. "
-                f"{_offline_hint(names)}"
-            ) from e
+            if isinstance(reason, TimeoutError):
+                reason = (f"nothing arrived for {DOWNLOAD_STALL_SECONDS:g} s (the download "
+                          "stalled)")
+            raise failed(reason) from e
         actual = h.hexdigest()
         if actual != expected:
             raise DataError(
@@ -156,9 +186,29 @@ def _download(name: str, root: Path, expected: str, names: list[str]) -> None:
             ) from e
 
 
+def _not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it exists but is no readable regular file ("a folder", ...)."""
+    try:
+        mode = path.stat().st_mode  # follows symbolic links
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop (following its links leads back to one of them)"
+        return None  # not there (a dangling link too): a download replaces it
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a device, FIFO or socket)"
+    return None
+
+
 def _ensure_file(name: str, root: Path, download: bool, names: list[str] | None = None) -> Path:
     path = root / name
     expected = MULTI30K_SHA256[name]
+    odd = _not_a_file(path)
+    if odd is not None:
+        raise DataError(f"{path} is {odd}, not the Multi30k file {name}. Remove it (the loader "
+                        "then downloads the file), or set CONVS2S_DATA_DIR to a folder that has "
+                        "the files.")
     if not path.is_file():
         if not download:
             raise DataError(
@@ -241,13 +291,24 @@ def fetch_multi30k(
 
 
 def _absolute(path: str | os.PathLike) -> Path:
-    """``path`` made absolute (``~`` expanded, ``..`` resolved), so messages name one folder."""
-    return Path(path).expanduser().resolve()
+    """``path`` made absolute (``~`` expanded, ``..`` resolved), so messages name one folder;
+    :class:`DataError` for a symbolic link loop."""
+    path = Path(path).expanduser()
+    try:
+        return path.resolve(strict=True)
+    except (RuntimeError, OSError) as e:  # RuntimeError: a link loop, before Python 3.13
+        if isinstance(e, RuntimeError) or e.errno == errno.ELOOP:
+            raise DataError(f"{path.absolute()} is a symbolic link loop (following its links "
+                            "leads back to one of them).") from None
+    return path.resolve()  # not there (yet)
 
 
 def _read_lines(path: str | os.PathLike) -> list[str]:
     """The lines of a UTF-8 text file (plain or gzip), without their line endings."""
     path = _absolute(path)
+    odd = _not_a_file(path)
+    if odd is not None:
+        raise DataError(f"Cannot read {path}: it is {odd}, not a text file.")
     try:
         raw = path.read_bytes()
     except OSError as e:

@@ -1,4 +1,5 @@
-"""Vocabularies: :class:`Vocab` maps tokens to ids (``<unk>``, ``<pad>``, ``<bos>``, ``<eos>`` first)."""
+"""Vocabularies: :class:`Vocab` maps tokens to ids (``<unk>``, ``<pad>``, ``<bos>``, ``<eos>``
+first)."""
 
 from __future__ import annotations
 

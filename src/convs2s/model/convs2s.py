@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, asdict, dataclass, replace
+
 from torch import Tensor, nn
 
 from convs2s.model.decoder import Decoder, IncrementalState
@@ -53,20 +55,28 @@ def check_choice(name: str, value, choices: tuple) -> None:
         raise ValueError(f"{name}={value!r} is not known; choose one of {choices}.")
 
 
-def check_pad_idx(name: str, value, vocab_size: int) -> None:
+def check_pad_idx(name: str, value, vocab_size: int | None) -> None:
     """``TypeError`` unless ``value`` is an int (not a bool), ``ValueError`` unless it is an id
-    of the vocabulary (``0 <= value < vocab_size``)."""
+    of the vocabulary (``0 <= value < vocab_size``; without a size, ``0 <= value``)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name}={value!r} must be a token id (an int), not a "
                         f"{type(value).__name__}.")
-    if not 0 <= value < vocab_size:
+    if vocab_size is None and value < 0:
+        raise ValueError(f"{name}={value} is not a token id (an id is 0 or more).")
+    if vocab_size is not None and not 0 <= value < vocab_size:
         raise ValueError(f"{name}={value} is not a token id below {vocab_size}.")
 
 
-class ConvS2S(nn.Module):
-    """Convolutional sequence-to-sequence model.
+#: The fields a configuration takes from the vocabularies: None in a preset, filled by
+#: :meth:`ConvS2SConfig.with_vocabularies` before a model is built.
+VOCABULARY_FIELDS = ("src_vocab_size", "trg_vocab_size", "src_pad_idx", "trg_pad_idx")
 
-    Args:
+
+@dataclass(frozen=True)
+class ConvS2SConfig:
+    """Every option of a :class:`ConvS2S` model, checked when the configuration is made.
+
+    Fields:
         src_vocab_size, trg_vocab_size: vocabulary sizes.
         emb_dim: embedding size (also the space of attention and of z).
         hid_dim: channels of the convolutions.
@@ -91,7 +101,80 @@ class ConvS2S(nn.Module):
             gradient". Forward outputs are identical either way.
         share_input_output_embed: use the decoder's token embedding as its output layer's
             weight (fairseq's option of the same name; not in the paper, off by default). See
-            :class:`convs2s.model.decoder.Decoder` ``share_embed``.
+            :class:`convs2s.model.decoder.Decoder`.
+
+    The vocabulary fields (:data:`VOCABULARY_FIELDS`) may be None: a training preset cannot
+    know them before the data is read. ``config.with_vocabularies(src_vocab, trg_vocab)``
+    fills them; :class:`ConvS2S` refuses a configuration that still lacks one.
+
+    Every field is checked in one line naming it: a wrong type is a ``TypeError``
+    (``weight_norm="no"``, ``dropout="0.1"``, ``emb_dim=8.0``; bools must be
+    ``True``/``False``), a value out of range or not among the choices a ``ValueError``.
+    """
+
+    src_vocab_size: int | None = None
+    trg_vocab_size: int | None = None
+    _: KW_ONLY
+    emb_dim: int = 256
+    hid_dim: int = 512
+    enc_layers: int = 10
+    dec_layers: int = 10
+    kernel_size: int = 3
+    dropout: float = 0.25
+    max_positions: int = 128
+    src_pad_idx: int | None = None
+    trg_pad_idx: int | None = None
+    decoder_padding: str = "causal"
+    weight_norm: bool = True
+    init: str = "paper"
+    encoder_grad_scale: bool = True
+    share_input_output_embed: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers",
+                     "dec_layers", "kernel_size", "max_positions"):
+            value = getattr(self, name)
+            if value is not None or name not in VOCABULARY_FIELDS:
+                check_positive_int(name, value)
+        check_dropout(self.dropout)
+        for name in ("weight_norm", "encoder_grad_scale", "share_input_output_embed"):
+            check_bool(name, getattr(self, name))
+        check_choice("decoder_padding", self.decoder_padding, PADDINGS)
+        check_choice("init", self.init, INITS)
+        for side in ("src", "trg"):
+            pad_idx = getattr(self, f"{side}_pad_idx")
+            if pad_idx is not None:
+                check_pad_idx(f"{side}_pad_idx", pad_idx, getattr(self, f"{side}_vocab_size"))
+
+    def with_vocabularies(self, src_vocab, trg_vocab) -> ConvS2SConfig:
+        """This configuration for these vocabularies: their sizes (``len``) and padding ids
+        (``pad_idx``; e.g. two :class:`convs2s.data.Vocab`)."""
+        return replace(self, src_vocab_size=len(src_vocab), trg_vocab_size=len(trg_vocab),
+                       src_pad_idx=src_vocab.pad_idx, trg_pad_idx=trg_vocab.pad_idx)
+
+    def missing(self) -> list[str]:
+        """The vocabulary fields still None (empty for a configuration a model can use)."""
+        return [name for name in VOCABULARY_FIELDS if getattr(self, name) is None]
+
+    def as_dict(self) -> dict:
+        """The fields as a plain dict: what ``ConvS2S.config`` holds and checkpoints store."""
+        return asdict(self)
+
+
+class ConvS2S(nn.Module):
+    """Convolutional sequence-to-sequence model.
+
+    ``ConvS2S(config)`` builds the model a :class:`ConvS2SConfig` describes;
+    ``ConvS2S(src_vocab_size, trg_vocab_size, src_pad_idx=..., trg_pad_idx=..., emb_dim=...)``
+    (the configuration's fields as arguments) is the same. A configuration without its
+    vocabulary fields (a preset's) is refused in one line.
+
+    Every layer has the same width: the embeddings and z have ``emb_dim`` channels, every
+    convolution ``hid_dim`` channels and the same ``kernel_size``, so each residual connection
+    adds tensors of one size. fairseq's ``fconv`` also allows a width and a kernel size per
+    layer, with a linear projection on the residual where the width changes; the paper's WMT
+    models use that (fairseq's ``fconv_wmt_en_de``: nine layers of 512 channels, four of 1,024,
+    then two of 2,048 with kernel width 1). This model does not.
 
     The defaults ``weight_norm=True, init="paper", encoder_grad_scale=True`` are fairseq's
     ``fconv`` settings, i.e. the paper's. They were not tuned on Multi30k. In a small CPU check
@@ -116,85 +199,38 @@ class ConvS2S(nn.Module):
     exactly 9 more pairs of 262,912. Weight norm's gains add 35,589 and the 28 extra
     positions 14,336 (``tests/model/test_convs2s_model.py`` derives the count layer by layer).
 
-    ``config`` holds every constructor argument, so ``ConvS2S(**model.config)`` rebuilds the
-    architecture (e.g. from a checkpoint that stores ``config`` next to the ``state_dict``).
-    Every option is checked before anything is built, in one line naming it: a wrong type is a
-    ``TypeError`` (``weight_norm="no"``, ``dropout="0.1"``, ``emb_dim=8.0``; bools must be
-    ``True``/``False``), a value out of range or not among the choices a ``ValueError``.
+    ``config`` is the configuration as a plain dict (:meth:`ConvS2SConfig.as_dict`), so
+    ``ConvS2S(**model.config)`` rebuilds the architecture (e.g. from a checkpoint that stores
+    ``config`` next to the ``state_dict``).
     """
 
-    def __init__(
-        self,
-        src_vocab_size: int,
-        trg_vocab_size: int,
-        *,
-        emb_dim: int = 256,
-        hid_dim: int = 512,
-        enc_layers: int = 10,
-        dec_layers: int = 10,
-        kernel_size: int = 3,
-        dropout: float = 0.25,
-        max_positions: int = 128,
-        src_pad_idx: int,
-        trg_pad_idx: int,
-        decoder_padding: str = "causal",
-        weight_norm: bool = True,
-        init: str = "paper",
-        encoder_grad_scale: bool = True,
-        share_input_output_embed: bool = False,
-    ) -> None:
+    def __init__(self, config: ConvS2SConfig | int | None = None,
+                 trg_vocab_size: int | None = None, /, **fields) -> None:
         super().__init__()
-        self.config = dict(
-            src_vocab_size=src_vocab_size,
-            trg_vocab_size=trg_vocab_size,
-            emb_dim=emb_dim,
-            hid_dim=hid_dim,
-            enc_layers=enc_layers,
-            dec_layers=dec_layers,
-            kernel_size=kernel_size,
-            dropout=dropout,
-            max_positions=max_positions,
-            src_pad_idx=src_pad_idx,
-            trg_pad_idx=trg_pad_idx,
-            decoder_padding=decoder_padding,
-            weight_norm=weight_norm,
-            init=init,
-            encoder_grad_scale=encoder_grad_scale,
-            share_input_output_embed=share_input_output_embed,
-        )
-        for name in ("src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers",
-                     "dec_layers", "kernel_size", "max_positions"):
-            check_positive_int(name, self.config[name])
-        check_dropout(dropout)
-        for name in ("weight_norm", "encoder_grad_scale", "share_input_output_embed"):
-            check_bool(name, self.config[name])
-        check_choice("decoder_padding", decoder_padding, PADDINGS)
-        check_choice("init", init, INITS)
-        check_pad_idx("src_pad_idx", src_pad_idx, src_vocab_size)
-        check_pad_idx("trg_pad_idx", trg_pad_idx, trg_vocab_size)
-
+        c = _configuration(config, trg_vocab_size, fields)
+        self.config = c.as_dict()  # a plain dict: what checkpoints store
         shared = dict(
-            emb_dim=emb_dim,
-            hid_dim=hid_dim,
-            kernel_size=kernel_size,
-            dropout=dropout,
-            max_positions=max_positions,
-            weight_norm=weight_norm,
-            init=init,
+            emb_dim=c.emb_dim,
+            hid_dim=c.hid_dim,
+            kernel_size=c.kernel_size,
+            dropout=c.dropout,
+            max_positions=c.max_positions,
+            weight_norm=c.weight_norm,
+            init=c.init,
         )
         self.encoder = Encoder(
-            src_vocab_size,
-            n_layers=enc_layers,
-            pad_idx=src_pad_idx,
-            grad_scale=1.0 / (2.0 * dec_layers) if encoder_grad_scale else 1.0,
+            c.src_vocab_size,
+            n_layers=c.enc_layers,
+            pad_idx=c.src_pad_idx,
+            grad_scale=1.0 / (2.0 * c.dec_layers) if c.encoder_grad_scale else 1.0,
             **shared,
         )
         self.decoder = Decoder(
-            trg_vocab_size,
-            n_layers=dec_layers,
-            pad_idx=trg_pad_idx,
-            padding=decoder_padding,
-            share_embed=share_input_output_embed,
+            c.trg_vocab_size,
+            n_layers=c.dec_layers,
+            pad_idx=c.trg_pad_idx,
+            padding=c.decoder_padding,
+            share_input_output_embed=c.share_input_output_embed,
             **shared,
         )
 
@@ -221,6 +257,23 @@ class ConvS2S(nn.Module):
         where it is True: ``[n_true, trg_vocab]`` (what training uses; see
         :func:`convs2s.model.loss.next_token_loss`)."""
         return self.decode(trg_in, self.encode(src), output_mask=output_mask)
+
+
+def _configuration(config, trg_vocab_size, fields: dict) -> ConvS2SConfig:
+    """The complete :class:`ConvS2SConfig` that ``ConvS2S(...)``'s arguments describe."""
+    if isinstance(config, ConvS2SConfig):
+        if trg_vocab_size is not None or fields:
+            raise TypeError("ConvS2S takes a ConvS2SConfig or its fields, not both: change a "
+                            "configuration with dataclasses.replace(config, ...).")
+    else:
+        sizes = (config, trg_vocab_size) if trg_vocab_size is not None else \
+            (config,) if config is not None else ()
+        config = ConvS2SConfig(*sizes, **fields)
+    missing = config.missing()
+    if missing:
+        raise ValueError(f"The model configuration lacks {', '.join(missing)}: complete it with "
+                         "config.with_vocabularies(src_vocab, trg_vocab).")
+    return config
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:

@@ -48,8 +48,8 @@ class Decoder(nn.Module):
             the very tokens it must predict. This decoder *cheats*: it is here only to show
             what goes wrong (near-zero training loss, useless translations). It cannot decode
             incrementally.
-        share_embed: tie the output layer to the token embedding (fairseq's
-            ``--share-input-output-embed``; not in the paper). The logit of token i is then the
+        share_input_output_embed: tie the output layer to the token embedding (fairseq's
+            option of the same name; not in the paper). The logit of token i is then the
             dot product of the output vector with token i's own input embedding (plus a bias):
             one ``[vocab, emb_dim]`` matrix instead of two, which matters on a small corpus.
             As in fairseq, the tied layer is a plain linear layer: no weight norm, PyTorch's
@@ -88,7 +88,7 @@ class Decoder(nn.Module):
         padding: str = "causal",
         weight_norm: bool = True,
         init: str = "paper",
-        share_embed: bool = False,
+        share_input_output_embed: bool = False,
     ) -> None:
         super().__init__()
         if padding not in PADDINGS:
@@ -119,9 +119,9 @@ class Decoder(nn.Module):
             Attention(hid_dim, emb_dim, weight_norm=weight_norm, init=init) for _ in range(n_layers)
         )
         self.hid2emb = make_linear(hid_dim, emb_dim, weight_norm=weight_norm, init=init)
-        if share_embed:
+        if share_input_output_embed:
             # nn.Linear(emb_dim, vocab) keeps its weight as [vocab, emb_dim]: the embedding's
-            # shape, so the very same Parameter serves both (fairseq's share_embed).
+            # shape, so the very same Parameter serves both (as in fairseq).
             self.fc_out = nn.Linear(emb_dim, vocab_size)
             self.fc_out.weight = self.tok_embedding.weight
         else:
@@ -137,22 +137,10 @@ class Decoder(nn.Module):
         incremental_state: IncrementalState | None = None,
         output_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        check_tokens(trg_in, "trg_in", self.vocab_size)
-        if trg_in.size(0) != encoder_out.src_mask.size(0):
-            raise ValueError(
-                f"trg_in has batch size {trg_in.size(0)} but the encoder output has "
-                f"{encoder_out.src_mask.size(0)}."
-            )
+        self._check_inputs(trg_in, encoder_out, incremental_state)
         incremental = incremental_state is not None
-        if incremental and self.padding != "causal":
-            raise ValueError(
-                "Incremental decoding needs padding='causal': with padding='same' every "
-                "position depends on future tokens, which do not exist yet when decoding."
-            )
         start = incremental_state.get("steps", 0) if incremental else 0
         n_new = trg_in.size(1)
-        check_length(start + n_new, self.max_positions, "target sequence")
-
         positions = torch.arange(start, start + n_new, device=trg_in.device)  # [n_new]
         g = self.tok_embedding(trg_in) + self.pos_embedding(positions)  # [batch, n_new, emb]
         g = self.dropout(g)
@@ -184,6 +172,26 @@ class Decoder(nn.Module):
             incremental_state["steps"] = start + n_new
             incremental_state["conv_inputs"] = new_histories
         return logits, torch.stack(attentions, dim=1)  # [batch, n_layers, n_new, src_len]
+
+    def _check_inputs(self, trg_in: Tensor, encoder_out: EncoderOut,
+                      incremental_state: IncrementalState | None) -> None:
+        """One clear error for a decoder input the decoder cannot use: not token ids, not 2-D,
+        ids outside the vocabulary, another batch size than the encoder output's, incremental
+        decoding with ``padding="same"``, or more positions than ``max_positions``."""
+        check_tokens(trg_in, "trg_in", self.vocab_size)
+        if trg_in.size(0) != encoder_out.src_mask.size(0):
+            raise ValueError(
+                f"trg_in has batch size {trg_in.size(0)} but the encoder output has "
+                f"{encoder_out.src_mask.size(0)}."
+            )
+        incremental = incremental_state is not None
+        if incremental and self.padding != "causal":
+            raise ValueError(
+                "Incremental decoding needs padding='causal': with padding='same' every "
+                "position depends on future tokens, which do not exist yet when decoding."
+            )
+        start = incremental_state.get("steps", 0) if incremental else 0
+        check_length(start + trg_in.size(1), self.max_positions, "target sequence")
 
     def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor):
         """Make row ``b`` of the cache that of row ``new_order[b]``, in place.

@@ -18,8 +18,7 @@ from torch import Tensor, nn
 from convs2s.model.layers import (
     RESIDUAL_SCALE,
     ConvGLUBlock,
-    check_length,
-    check_tokens,
+    check_source,
     grad_multiply,
     make_embedding,
     make_linear,
@@ -106,16 +105,9 @@ class Encoder(nn.Module):
         self.hid2emb = make_linear(hid_dim, emb_dim, weight_norm=weight_norm, init=init)
 
     def forward(self, src: Tensor) -> EncoderOut:
-        check_tokens(src, "src", self.vocab_size)
+        self._check_inputs(src)
         src_len = src.size(1)
-        check_length(src_len, self.max_positions, "source sentence")
         src_mask = src != self.pad_idx  # [batch, src_len], True = real token
-        if not bool(src_mask.any(dim=1).all()):
-            raise ValueError(
-                "Every source sentence needs at least one non-pad token: attention over an "
-                "all-padding source is undefined."
-            )
-
         positions = torch.arange(src_len, device=src.device)  # [src_len], 0..len-1
         e = self.tok_embedding(src) + self.pos_embedding(positions)  # [batch, src_len, emb]
         e = self.dropout(e)
@@ -132,3 +124,7 @@ class Encoder(nn.Module):
         z = grad_multiply(z, self.grad_scale)
         combined = (z + e) * RESIDUAL_SCALE  # [batch, src_len, emb_dim]
         return EncoderOut(conved=z, combined=combined, src_mask=src_mask)
+
+    def _check_inputs(self, src: Tensor) -> None:
+        """See :func:`convs2s.model.layers.check_source`."""
+        check_source(src, self.vocab_size, self.max_positions, self.pad_idx)

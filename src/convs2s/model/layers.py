@@ -360,6 +360,19 @@ def check_length(length: int, max_positions: int, what: str) -> None:
         )
 
 
+def check_source(src: Tensor, vocab_size: int, max_positions: int, pad_idx: int) -> None:
+    """One clear error for a source an encoder cannot encode: not token ids, not 2-D, ids outside
+    the vocabulary, longer than ``max_positions``, or a sentence of padding only (attention over
+    it would be undefined). Shared by the convolutional and the recurrent encoder."""
+    check_tokens(src, "src", vocab_size)
+    check_length(src.size(1), max_positions, "source sentence")
+    if not bool((src != pad_idx).any(dim=1).all()):
+        raise ValueError(
+            "Every source sentence needs at least one non-pad token: attention over an "
+            "all-padding source is undefined."
+        )
+
+
 def select_outputs(x: Tensor, output_mask: Tensor | None, tokens: Tensor) -> Tensor:
     """``x = [batch, n, dim]`` at the positions ``output_mask`` marks, as ``[n_marked, dim]``
     (in row order); all of ``x`` when the mask is None.

@@ -5,8 +5,9 @@ Bahdanau, Cho & Bengio (2015, "Neural Machine Translation by Jointly Learning to
 Translate"). :class:`RNNAttentionSeq2Seq` is such a model, with ConvS2S's call contract
 (``logits, attention = model(src, trg_in)``, ``encode``, ``decode`` with an incremental state,
 ``decoder.reorder_incremental_state``, ``config``), so that decoding, translating, training and
-checkpoints work for it unchanged. It sits in the model layer beside :mod:`convs2s.model.convs2s`; the
-tools that compare it with ConvS2S are in :mod:`convs2s.course.baselines` (notebook 07).
+checkpoints work for it unchanged. It sits in the model layer beside
+:mod:`convs2s.model.convs2s`; the tools that compare it with ConvS2S are in
+:mod:`convs2s.course.baselines` (notebook 07).
 
 The equations (Bahdanau et al., 2015, Appendix A; ``i`` is the output step, ``j`` the source
 position):
@@ -33,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from convs2s.model.convs2s import check_dropout, check_pad_idx, check_positive_int
-from convs2s.model.layers import check_length, check_tokens, select_outputs
+from convs2s.model.layers import check_length, check_source, check_tokens, select_outputs
 
 __all__ = ["AdditiveAttention", "RNNDecoder", "RNNEncoder", "RNNEncoderOut",
            "RNNAttentionSeq2Seq"]
@@ -125,16 +126,10 @@ class RNNEncoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, src: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        check_tokens(src, "src", self.vocab_size)
+        self._check_inputs(src)
         src_len = src.size(1)
-        check_length(src_len, self.max_positions, "source sentence")
         src_mask = src != self.pad_idx  # [batch, src_len], True = real token
         lengths = src_mask.sum(dim=1)
-        if not bool((lengths > 0).all()):
-            raise ValueError(
-                "Every source sentence needs at least one non-pad token: attention over an "
-                "all-padding source is undefined."
-            )
         embedded = self.dropout(self.embedding(src))  # [batch, src_len, emb_dim]
         packed = nn.utils.rnn.pack_padded_sequence(
             embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
@@ -145,6 +140,10 @@ class RNNEncoder(nn.Module):
         )  # annotations = [batch, src_len, 2 * enc_hid], zeros at pads
         s0 = torch.tanh(self.fc_init(torch.cat([h_n[0], h_n[1]], dim=1)))  # [batch, dec_hid]
         return annotations, src_mask, s0
+
+    def _check_inputs(self, src: Tensor) -> None:
+        """See :func:`convs2s.model.layers.check_source`."""
+        check_source(src, self.vocab_size, self.max_positions, self.pad_idx)
 
 
 class RNNDecoder(nn.Module):
@@ -192,16 +191,10 @@ class RNNDecoder(nn.Module):
         incremental_state: dict | None = None,
         output_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        check_tokens(trg_in, "trg_in", self.vocab_size)
-        if trg_in.size(0) != encoded.src_mask.size(0):
-            raise ValueError(
-                f"trg_in has batch size {trg_in.size(0)} but the encoder output has "
-                f"{encoded.src_mask.size(0)}."
-            )
+        self._check_inputs(trg_in, encoded, incremental_state)
         incremental = incremental_state is not None
         start = incremental_state.get("steps", 0) if incremental else 0
         n_new = trg_in.size(1)
-        check_length(start + n_new, self.max_positions, "target sequence")
         hidden = encoded.hidden  # s_0 = [batch, dec_hid]
         if incremental and "hidden" in incremental_state:
             hidden = incremental_state["hidden"]
@@ -224,6 +217,19 @@ class RNNDecoder(nn.Module):
             incremental_state["hidden"] = hidden
             incremental_state["steps"] = start + n_new
         return logits, torch.stack(weights, dim=1).unsqueeze(1)  # [batch, 1, n_new, src_len]
+
+    def _check_inputs(self, trg_in: Tensor, encoded: RNNEncoderOut,
+                      incremental_state: dict | None) -> None:
+        """As :class:`convs2s.model.decoder.Decoder`'s: token ids, 2-D, in the vocabulary, the
+        encoder output's batch size, at most ``max_positions`` positions in all."""
+        check_tokens(trg_in, "trg_in", self.vocab_size)
+        if trg_in.size(0) != encoded.src_mask.size(0):
+            raise ValueError(
+                f"trg_in has batch size {trg_in.size(0)} but the encoder output has "
+                f"{encoded.src_mask.size(0)}."
+            )
+        start = incremental_state.get("steps", 0) if incremental_state is not None else 0
+        check_length(start + trg_in.size(1), self.max_positions, "target sequence")
 
     def reorder_incremental_state(self, incremental_state: dict, new_order: Tensor) -> dict:
         """Make row ``b`` of the cache that of row ``new_order[b]`` (beam search), in place."""
@@ -317,5 +323,6 @@ class RNNAttentionSeq2Seq(nn.Module):
     def forward(self, src: Tensor, trg_in: Tensor, *,
                 output_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``(logits [batch, trg_len, trg_vocab], attention [batch, 1, trg_len, src_len])``;
-        with ``output_mask``, logits ``[n_true, trg_vocab]`` (as :class:`convs2s.model.convs2s.ConvS2S`)."""
+        with ``output_mask``, logits ``[n_true, trg_vocab]`` (as
+        :class:`convs2s.model.convs2s.ConvS2S`)."""
         return self.decode(trg_in, self.encode(src), output_mask=output_mask)

@@ -120,7 +120,8 @@ class DepthwiseSeparableConv1d(nn.Module):
             ``nn.Conv1d`` inside :class:`convs2s.model.layers.ConvGLUBlock` (so this module can
             replace ``block.conv``). ``"same"``: (k-1)/2 zeros on each side (odd k).
             ``"causal"``: k-1 zeros on the left, so output t depends on inputs <= t only.
-        dropout, glu, init: the paper's initialisation (see :func:`convs2s.model.layers.make_conv1d`)
+        dropout, glu, init: the paper's initialisation (see
+            :func:`convs2s.model.layers.make_conv1d`)
             split over the two factors: the depthwise weights ~ N(0, (1 - dropout)/k) (each
             output sums k inputs of one channel), the pointwise ones ~ N(0, g/in) with
             g = 4 when the output feeds a GLU; biases 0. ``init="pytorch"`` keeps PyTorch's.

@@ -31,7 +31,13 @@ from pathlib import Path
 from convs2s.data import TranslationDataset, load_multi30k, make_loader
 from convs2s.model.loss import evaluate_loss
 from convs2s.run.metrics import corpus_bleu
-from convs2s.run.translate import OneLineParser, device_arg, positive_int_arg
+from convs2s.run.translate import (
+    MAX_BEAM_SIZE,
+    OneLineParser,
+    bounded_int_arg,
+    device_arg,
+    positive_int_arg,
+)
 from convs2s.run.translator import Translator
 from convs2s.system import environment
 from convs2s.system.atomic_files import write_json_atomic
@@ -115,7 +121,8 @@ def score_alphas(translator: Translator, pairs, alphas, *, beam_size: int = 5) -
 
     The same figures as ``evaluate(..., beam_sizes=[beam_size], length_penalty=alpha)`` for
     each α (too-long sources skipped alike), for the cost of one beam search instead of one per
-    α (see :func:`convs2s.model.search.beam_search_alphas`); no perplexity. One dict per α, in order:
+    α (see :func:`convs2s.model.search.beam_search_alphas`); no perplexity. One dict per α, in
+    order:
     ``{"alpha", "sacrebleu", "chrf", "sentences"}``.
     """
     alphas = list(alphas)
@@ -208,7 +215,8 @@ def _main(argv: list[str] | None) -> int:
                            "checkpoint's direction): perplexity, BLEU and chrF (greedy and beam).")
     parser.add_argument("--checkpoint", required=True, type=Path)
     parser.add_argument("--split", choices=SPLITS, default="test")
-    parser.add_argument("--beam-sizes", type=positive_int_arg, nargs="+", default=[1, 5])
+    parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
+                        default=[1, 5])
     parser.add_argument("--limit", type=positive_int_arg,
                         help="only the first N sentences (N >= 1)")
     parser.add_argument("--data-dir", type=Path)

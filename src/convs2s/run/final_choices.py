@@ -1,5 +1,5 @@
 """The model a training run ends with: the last epochs' weights averaged, and beam search's
-length penalty chosen, both on the validation split (issue 27).
+length penalty chosen, both on the validation split.
 
 Neither choice is the paper's. Averaging the weights of the last few checkpoints is a standard
 trick of later systems (fairseq's ``scripts/average_checkpoints.py``; Vaswani et al., 2017,
@@ -20,13 +20,14 @@ looked at here.
 
 The snapshots (``snapshots/epochNN.pt``, the last ``max_k`` epochs' weights) are checkpoints
 of their run: each names the run that wrote it (``run_id``), and one from another run is
-refused.
+refused; only those of epochs in the run's history count.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,11 +38,13 @@ from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.evaluate import evaluate, score_alphas
 from convs2s.run.translator import Translator
 
-__all__ = ["ALPHAS", "FINAL", "SNAPSHOTS", "average", "choose", "estimate_costs", "finalize",
-           "load_snapshots", "reserve_seconds", "snapshot_path"]
+__all__ = ["ALPHAS", "FINAL", "SNAPSHOTS", "SNAPSHOT_NAME", "average", "choose",
+           "estimate_costs", "finalize", "load_snapshots", "measure_reserve", "reserve_seconds",
+           "seconds_to_keep", "snapshot_path"]
 
 ALPHAS = (0.0, 0.5, 1.0, 1.5, 2.0)
 SNAPSHOTS = "snapshots"
+SNAPSHOT_NAME = re.compile(r"epoch[0-9]{2,}\.pt")  # a snapshot's file name in SNAPSHOTS
 FINAL = "final.pt"
 
 
@@ -68,11 +71,13 @@ def best_of(rows: list[dict], key: str, prefer: Callable[[dict], float]) -> dict
 
 
 def load_snapshots(folder: Path, run_id: str | None) -> list[tuple[dict, dict]]:
-    """The run's snapshots as ``(history row, weights)``, oldest first.
+    """The run's snapshots (``snapshots/epochNN.pt``) as ``(history row, weights)``, oldest
+    first.
 
     ``CheckpointError`` (one line) for a snapshot of another run than ``run_id``."""
     out = []
-    for f in sorted((Path(folder) / SNAPSHOTS).glob("epoch[0-9][0-9]*.pt")):
+    found = (Path(folder) / SNAPSHOTS).glob("epoch[0-9][0-9]*.pt")
+    for f in sorted(f for f in found if SNAPSHOT_NAME.fullmatch(f.name)):
         snap = Checkpoint.load(f)
         if run_id is None or snap.run_id != run_id:
             raise CheckpointError(
@@ -130,13 +135,36 @@ def choose(best: Checkpoint, snapshots: list[tuple[dict, dict]], valid_pairs, *,
     return weights, choices
 
 
+def _epoch_and_step(row) -> tuple[int, int] | None:
+    """A history row's ``(epoch, step)``, which name the epoch's end (None if not numbers)."""
+    if not isinstance(row, dict):
+        return None
+    epoch, step = row.get("epoch"), row.get("step")
+    return (epoch, step) if isinstance(epoch, int) and isinstance(step, int) else None
+
+
 def finalize(folder: Path, valid_pairs, *, device=None, beam: int = 5,
              alphas: Sequence[float] = ALPHAS, max_k: int = 5,
-             log: Callable[[str], None] = print) -> Path:
-    """Make ``folder/final.pt`` from ``best.pt`` and the snapshots (see the module's text)."""
+             log: Callable[[str], None] = print, history: list[dict] | None = None) -> Path:
+    """Make ``folder/final.pt`` from ``best.pt`` and the snapshots (see the module's text).
+
+    Only the snapshots of epochs in the run's ``history`` (default: ``last.pt``'s) count: a
+    run stopped between writing an epoch's snapshot and its ``last.pt`` (an older convs2s wrote
+    them in that order) leaves the snapshot of an epoch the run never recorded."""
     folder = Path(folder)
     best = Checkpoint.load(folder / "best.pt")
-    snapshots = load_snapshots(folder, best.run_id)
+    if history is None:
+        last = folder / "last.pt"
+        history = Checkpoint.load(last).history if last.is_file() else best.history
+    recorded = {_epoch_and_step(r) for r in history} - {None}
+    snapshots = []
+    for row, weights in load_snapshots(folder, best.run_id):
+        if _epoch_and_step(row) in recorded:
+            snapshots.append((row, weights))
+        else:
+            epoch = row.get("epoch") if isinstance(row, dict) else None
+            log(f"  left out the snapshot of epoch {epoch!r}: the run's history does not record "
+                "that epoch (the snapshot was written as the run was stopped)")
     weights, choices = choose(best, snapshots, valid_pairs, device=device, beam=beam,
                               alphas=alphas, max_k=max_k, log=log)
     state = best.train_state or {}
@@ -156,8 +184,8 @@ def estimate_costs(translator: Translator, valid_pairs, *, beam: int = 5,
     """What :func:`choose` will cost, in seconds for the whole validation split, from timing
     greedy and beam decoding of a few of its sentences: ``{"greedy": one candidate's scoring,
     "beam": the length-penalty sweep}`` (one beam search serves every α). A training run
-    measures it after every epoch and keeps :func:`reserve_seconds` of its time budget for the
-    choices."""
+    measures it after every epoch (:func:`measure_reserve`) and keeps :func:`seconds_to_keep`
+    of its time budget for the choices."""
     pairs = list(valid_pairs)
     part = pairs[:sample]
     if not part:
@@ -176,3 +204,37 @@ def reserve_seconds(costs: dict, candidates: int) -> float:
     """Seconds :func:`choose` needs with ``candidates`` weight candidates (best.pt and the
     averages of the last 2 … k epochs), from :func:`estimate_costs`, plus 5 s of loading."""
     return math.ceil(max(1, candidates) * costs["greedy"] + costs["beam"] + 5)
+
+
+def seconds_to_keep(costs: dict | None, finished_epochs: int, max_k: int,
+                    recorded: float = 0.0) -> float:
+    """Seconds of a run's time budget to keep for the final choices if it stopped now: one
+    weight candidate per finished epoch, up to ``max_k`` (the snapshots that exist then), at the
+    ``costs`` last measured; without costs, the reserve a checkpoint ``recorded``."""
+    if not costs:
+        return recorded
+    return reserve_seconds(costs, min(max(finished_epochs, 1), max(max_k, 1)))
+
+
+def measure_reserve(model: torch.nn.Module, src_vocab, trg_vocab, pipeline, valid_pairs, *,
+                    device=None, beam: int = 5, max_k: int = 5, before: dict | None = None,
+                    log: Callable[[str], None] = print) -> tuple[dict, float]:
+    """Time decoding a few validation sentences with ``model`` as it is now (left in training
+    mode): :func:`estimate_costs`, and the seconds the choices take with ``max_k`` candidates.
+
+    A training run calls this after every epoch, because decoding time follows the model: an
+    early model's greedy outputs often run on to the length limit, so a measurement taken once,
+    early, overstates what the choices will cost and stops the run with its budget unused. The
+    log says the costs when they are new or the greedy cost moved by more than a quarter from
+    ``before``."""
+    translator = Translator(model, src_vocab, trg_vocab, pipeline=pipeline, device=device)
+    try:
+        costs = estimate_costs(translator, valid_pairs, beam=beam)
+    finally:
+        model.train()
+    if before is None or abs(costs["greedy"] - before["greedy"]) > 0.25 * before["greedy"]:
+        log(f"keeping time for the final model's choices: {costs['greedy']:.0f} s per "
+            f"weight candidate (up to {max_k}, one per finished epoch) "
+            f"and {costs['beam']:.0f} s for the length-penalty sweep"
+            + ("" if before is None else " (measured again with this epoch's model)"))
+    return costs, reserve_seconds(costs, max_k)

@@ -1,34 +1,48 @@
 """Presets: every value one training run needs, as one frozen dataclass each (:class:`Preset`),
 and the course's named presets (:data:`PRESETS`): ``quick`` for tests and quick mode, ``cpu`` and
 ``cpu_subword`` for a laptop, ``gpu`` and ``gpu_subword`` for one GPU.
+
+A preset's model is a :class:`convs2s.model.convs2s.ConvS2SConfig` without its vocabulary
+fields (the vocabularies are made from the data when the run starts):
+``preset.model.with_vocabularies(src_vocab, trg_vocab)`` completes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
 
 from convs2s.data import check_direction
 from convs2s.data.subword import KINDS, MODEL_TYPES, SubwordSettings
+from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig
+
+#: The model fields a preset sets (every ConvS2SConfig field but the vocabulary ones).
+MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(ConvS2SConfig)
+                     if f.name not in VOCABULARY_FIELDS)
+
+#: A preset's model unless it says otherwise: ConvS2S's defaults, but 100 positions (not 128).
+DEFAULT_MODEL = ConvS2SConfig(max_positions=100)
+
+#: The model fields a preset's record always holds, in its order (those a preset had before the
+#: model had a configuration); the others are recorded only where they differ from the default.
+RECORDED_MODEL_FIELDS = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kernel_size",
+                         "dropout", "max_positions", "init", "weight_norm",
+                         "share_input_output_embed")
 
 
 @dataclass(frozen=True)
 class Preset:
-    """Every value one training run needs. Copy one with ``dataclasses.replace`` to change it."""
+    """Every value one training run needs. Copy one with :meth:`replace` to change it.
+
+    ``as_dict()`` is its flat form, what a checkpoint records (the model's fields beside the
+    others, as before the model had a configuration of its own); ``Preset.from_dict`` reads it
+    back.
+    """
 
     name: str
-    # model (the keyword arguments of ConvS2S)
-    emb_dim: int = 256
-    hid_dim: int = 512
-    enc_layers: int = 10
-    dec_layers: int = 10
-    kernel_size: int = 3
-    dropout: float = 0.25
-    max_positions: int = 100
-    init: str = "paper"  # "paper" (fairseq's fconv) or "pytorch" (PyTorch's defaults)
-    weight_norm: bool = True
-    share_input_output_embed: bool = False  # fairseq's option: output layer = token embedding
+    model: ConvS2SConfig = DEFAULT_MODEL  # the model, without its vocabularies
     # data
     src_lang: str = "de"
     trg_lang: str = "en"
@@ -57,14 +71,22 @@ class Preset:
     patience: int = 4  # epochs without improvement before stopping early
     seed: int = 1234
     amp: bool = True  # mixed precision on CUDA (convs2s.run.precision): bf16, or fp16 on a T4
-    # the final model (convs2s.run.final_choices): keep the last average_last epochs' weights, then choose
-    # on validation between best.pt and their averages, and beam search's length penalty; the
-    # time budget keeps room for it. 0: no final.pt (this course's choice, not the paper's)
+    # the final model (convs2s.run.final_choices): keep the last average_last epochs' weights,
+    # then choose on validation between best.pt and their averages, and beam search's length
+    # penalty; the time budget keeps room for it. 0: no final.pt (this course's choice, not the
+    # paper's)
     average_last: int = 0
     final_beam: int = 5
     final_pairs: int | None = None  # the first n validation pairs decide (None: all of them)
 
     def __post_init__(self):
+        if not isinstance(self.model, ConvS2SConfig):
+            raise TypeError(f"model must be a ConvS2SConfig, not a {type(self.model).__name__}; "
+                            "Preset.from_dict reads a recorded (flat) preset.")
+        given = [name for name in VOCABULARY_FIELDS if getattr(self.model, name) is not None]
+        if given:
+            raise ValueError(f"A preset's model leaves {', '.join(given)} to the vocabularies: "
+                             "set them to None (the run fills them from its data).")
         check_direction(self.src_lang, self.trg_lang)
         if self.tokenizer not in KINDS:
             raise ValueError(f"tokenizer must be one of {', '.join(KINDS)}, not "
@@ -98,58 +120,105 @@ class Preset:
         return SubwordSettings(vocab_size=self.vocab_size, joint=self.joint_vocab,
                                model_type=self.subword_model)
 
-    def model_kwargs(self) -> dict:
-        keys = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kernel_size", "dropout",
-                "max_positions", "init", "weight_norm", "share_input_output_embed")
-        return {k: getattr(self, k) for k in keys}
+    def as_dict(self) -> dict:
+        """The flat form a checkpoint records: ``name``, the model's fields (not the vocabulary
+        ones; those of :data:`RECORDED_MODEL_FIELDS`, then any other not at its default), then
+        the other fields. For every preset that could be written before the model had a
+        configuration, this is the dict checkpoints recorded then."""
+        out = {"name": self.name}
+        out.update((name, getattr(self.model, name)) for name in RECORDED_MODEL_FIELDS)
+        out.update((name, getattr(self.model, name)) for name in MODEL_FIELDS
+                   if name not in out and getattr(self.model, name) != getattr(DEFAULT_MODEL, name))
+        out.update((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+                   if f.name not in ("name", "model"))
+        return out
+
+    @classmethod
+    def from_dict(cls, record: dict) -> Preset:
+        """The preset a checkpoint recorded: the flat form of :meth:`as_dict` (also one from
+        before the model had a configuration, which may lack fields added later: they take
+        their defaults), or ``dataclasses.asdict``'s, with the model as a dict under
+        ``"model"``. ``ValueError`` for a field no preset has."""
+        record = dict(record)
+        if isinstance(record.get("model"), dict):
+            record["model"] = ConvS2SConfig(**record["model"])
+        return cls(**_split(record, DEFAULT_MODEL))
+
+    def replace(self, **changes) -> Preset:
+        """A copy with ``changes``, which may name the model's fields too
+        (``preset.replace(hid_dim=128, epochs=3)``)."""
+        return dataclasses.replace(self, **_split(changes, self.model))
+
+
+def _split(changes: dict, model: ConvS2SConfig) -> dict:
+    """``changes`` with the model's fields among them moved into a copy of ``model``."""
+    known = {f.name for f in dataclasses.fields(Preset)}
+    unknown = sorted(k for k in changes if k not in known and k not in MODEL_FIELDS)
+    if unknown:
+        raise ValueError(f"A preset has no field {', '.join(unknown)}.")
+    model_changes = {k: changes.pop(k) for k in MODEL_FIELDS if k in changes}
+    if model_changes:
+        if "model" in changes:
+            raise ValueError(f"Give model=... or the model's fields ({', '.join(model_changes)}), "
+                             "not both.")
+        changes["model"] = dataclasses.replace(model, **model_changes)
+    return changes
 
 
 PRESETS: dict[str, Preset] = {
     # CI and quick mode: a tiny model on a slice of the data, seconds on a laptop CPU.
     "quick": Preset(
-        name="quick", emb_dim=64, hid_dim=64, enc_layers=2, dec_layers=2, dropout=0.1,
+        name="quick",
+        model=ConvS2SConfig(emb_dim=64, hid_dim=64, enc_layers=2, dec_layers=2, dropout=0.1,
+                            max_positions=100),
         train_pairs=2000, valid_pairs=200, max_tokens=1500, lr=3e-3, warmup_steps=10,
         epochs=3, patience=2,
     ),
     # The quick preset with cased subwords (a 1,000-piece joint vocabulary): tests and quick
     # mode of the subword sections. Not tuned.
     "quick_subword": Preset(
-        name="quick_subword", emb_dim=64, hid_dim=64, enc_layers=2, dec_layers=2, dropout=0.1,
+        name="quick_subword",
+        model=ConvS2SConfig(emb_dim=64, hid_dim=64, enc_layers=2, dec_layers=2, dropout=0.1,
+                            max_positions=100, share_input_output_embed=True),
         train_pairs=2000, valid_pairs=200, max_tokens=1500, lr=3e-3, warmup_steps=10,
-        epochs=3, patience=2, tokenizer="subword", vocab_size=1000,
-        share_input_output_embed=True, average_last=3, final_pairs=60,
+        epochs=3, patience=2, tokenizer="subword", vocab_size=1000, average_last=3,
+        final_pairs=60,
     ),
-    # A laptop without a GPU: a 5M-parameter model, 25 minutes on 2 cores. A 20-minute pilot on
-    # ONE core already reached test perplexity 5.5 and tutorial-comparable BLEU 37.9 (greedy).
+    # A laptop without a GPU: a 5M-parameter model with a 25-minute budget.
     "cpu": Preset(
-        name="cpu", emb_dim=256, hid_dim=256, enc_layers=4, dec_layers=4, dropout=0.2,
+        name="cpu",
+        model=ConvS2SConfig(emb_dim=256, hid_dim=256, enc_layers=4, dec_layers=4, dropout=0.2,
+                            max_positions=100),
         max_tokens=3000, lr=2e-3, warmup_steps=200, epochs=15, max_minutes=25, patience=3,
     ),
     # The cpu preset on cased subwords (one joint 8,000-piece sentencepiece BPE vocabulary
     # learned on the training split): the quality benchmark's preset for every direction, with
-    # the issue's 30-minute budget on 2 cores. Notebook 05 trains it; 06 evaluates it.
+    # a 30-minute budget. Notebook 05 trains it; 06 evaluates it.
     "cpu_subword": Preset(
-        name="cpu_subword", emb_dim=256, hid_dim=256, enc_layers=4, dec_layers=4, dropout=0.2,
+        name="cpu_subword",
+        model=ConvS2SConfig(emb_dim=256, hid_dim=256, enc_layers=4, dec_layers=4, dropout=0.2,
+                            max_positions=100, share_input_output_embed=True),
         max_tokens=3000, lr=2e-3, warmup_steps=200, epochs=30, max_minutes=30, patience=3,
-        tokenizer="subword", vocab_size=8000, joint_vocab=True, share_input_output_embed=True,
-        average_last=5,
+        tokenizer="subword", vocab_size=8000, joint_vocab=True, average_last=5,
     ),
     # One GPU (a free Colab T4 fits it): the classic tutorial's size, 10+10 layers. A 30-minute
     # budget, like the CPU runs: a free Colab session disconnects after about 90 minutes without
     # interaction and its GPU time is rationed, so notebook 05 on Colab must not train for hours
-    # (the budget also makes the GPU and CPU figures comparable). Not yet measured on a GPU.
+    # (the budget also makes the GPU and CPU figures comparable).
     "gpu": Preset(
-        name="gpu", emb_dim=256, hid_dim=512, enc_layers=10, dec_layers=10, dropout=0.25,
+        name="gpu",
+        model=ConvS2SConfig(emb_dim=256, hid_dim=512, enc_layers=10, dec_layers=10,
+                            dropout=0.25, max_positions=100),
         max_tokens=8000, lr=1e-3, warmup_steps=400, epochs=40, patience=5, max_minutes=30,
     ),
     # The gpu preset on cpu_subword's vocabulary (what notebook 05 trains on a GPU), with the
-    # same 30-minute budget. Not yet measured on a GPU: no GPU was lent to the sessions so far.
+    # same 30-minute budget.
     "gpu_subword": Preset(
-        name="gpu_subword", emb_dim=256, hid_dim=512, enc_layers=10, dec_layers=10,
-        dropout=0.25, max_tokens=8000, lr=1e-3, warmup_steps=400, epochs=40, patience=5,
-        max_minutes=30,
-        tokenizer="subword", vocab_size=8000, joint_vocab=True, share_input_output_embed=True,
-        average_last=5,
+        name="gpu_subword",
+        model=ConvS2SConfig(emb_dim=256, hid_dim=512, enc_layers=10, dec_layers=10,
+                            dropout=0.25, max_positions=100, share_input_output_embed=True),
+        max_tokens=8000, lr=1e-3, warmup_steps=400, epochs=40, patience=5, max_minutes=30,
+        tokenizer="subword", vocab_size=8000, joint_vocab=True, average_last=5,
     ),
 }
 

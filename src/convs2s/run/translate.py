@@ -1,15 +1,20 @@
-"""The ``python -m convs2s.translate`` command line (``convs2s-translate``): a :class:`~convs2s.run.translator.Translator` over
-arguments or a document.
+"""The ``python -m convs2s.translate`` command line (``convs2s-translate``): a
+:class:`~convs2s.run.translator.Translator` over arguments or a document.
 The command line translates sentences given as arguments, or a document line by line::
 
     python -m convs2s.translate --checkpoint runs/cpu/best.pt "Ein Mann fährt Fahrrad."
     python -m convs2s.translate --checkpoint runs/cpu/best.pt < in.de > out.en
 
 One line in, one line out, in batches (each batch is written and flushed as soon as it is
-translated). A line that cannot be translated (empty, not UTF-8, too long) gets an empty output
-line and a warning on stderr naming its line number; the other lines are translated anyway. A
-line longer than :data:`MAX_LINE_BYTES` is not even held in memory (``--input /dev/zero`` is one
-endless line): it is reported as soon as it passes the limit and the rest of it is skipped.
+translated). A line ends at ``\n``, ``\r\n`` or a lone ``\r`` (a classic Mac OS file). A line
+that cannot be translated (empty, not UTF-8, too long) gets an empty output line and a warning
+on stderr naming its line number; the other lines are translated anyway. A line longer than
+:data:`MAX_LINE_BYTES` is not even held in memory (``--input /dev/zero`` is one endless line):
+it is reported as soon as it passes the limit and the rest of it is skipped. Input that is
+UTF-16 or UTF-32 (a byte order mark, or NUL bytes) is refused in one line that names the
+encoding and the ``iconv`` command that converts it. Control characters in a translation (a
+newline or an ANSI escape inside a vocabulary token) are written as spaces, so that the output
+stays one line per input line.
 
 Every mistake is one line on stderr and a non-zero exit status, never a traceback: a closed
 stdin or stdout (``<&-``, ``>&-``) included. Ctrl-C stops with one line and status 130, SIGTERM
@@ -20,8 +25,11 @@ with one line and 143 (128 + the signal's number, what a shell reports for a kil
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
+import re
+import shlex
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -37,12 +45,71 @@ from convs2s.run.translator import Translator, positive_int
 from convs2s.system.environment import check_device
 from convs2s.system.signals import run_command, say
 
-__all__ = ["LineTooLong", "MAX_LINE_BYTES", "main", "read_lines", "translate_lines"]
+__all__ = ["LineTooLong", "MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "NotUTF8",
+           "main", "read_lines", "translate_lines"]
 
 #: The longest input line the command line reads (1 MiB): far more than any sentence a model
 #: with a few hundred positions can take, and a bound on the memory one line can use.
 MAX_LINE_BYTES = 1 << 20
+#: The largest ``--beam-size`` (beam search keeps this many hypotheses per sentence and step).
+MAX_BEAM_SIZE = 1000
+#: The largest ``--batch-size`` (the lines of one batch are held in memory together).
+MAX_BATCH_SIZE = 10_000
 
+_CHUNK = 1 << 16  # bytes read at a time
+_LINE_END = re.compile(rb"\r\n?|\n")
+#: Byte order marks of encodings other than UTF-8 (UTF-32's first: UTF-16's is its prefix).
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32", "little-endian"),
+         (b"\x00\x00\xfe\xff", "UTF-32", "big-endian"),
+         (b"\xff\xfe", "UTF-16", "little-endian"), (b"\xfe\xff", "UTF-16", "big-endian"))
+
+
+class NotUTF8(ValueError):
+    """The input is UTF-16 or UTF-32 (a byte order mark, or NUL bytes), not UTF-8 text.
+
+    ``encoding`` is what the bytes look like ("UTF-16"), ``iconv`` the name ``iconv -f`` needs
+    for them ("UTF-16" with a byte order mark, "UTF-16LE" without), ``evidence`` what gave it
+    away.
+    """
+
+    def __init__(self, encoding: str, iconv: str, evidence: str):
+        self.encoding, self.iconv, self.evidence = encoding, iconv, evidence
+        super().__init__(self.message("the input"))
+
+    def message(self, what: str, path: str | None = None) -> str:
+        """One line: what the input ``what`` is, and the command that converts it."""
+        if path is None:
+            convert = f"iconv -f {self.iconv} -t UTF-8 FILE | python -m convs2s.translate ..."
+        else:
+            convert = (f"iconv -f {self.iconv} -t UTF-8 {shlex.quote(path)} > "
+                       f"{shlex.quote(path + '.utf8')}")
+        return (f"{what} is {self.encoding} ({self.evidence}), not UTF-8 text: convert it "
+                f"first, e.g. {convert}")
+
+
+def _bom(start: bytes) -> NotUTF8 | None:
+    for bom, encoding, order in _BOMS:
+        if start.startswith(bom):
+            return NotUTF8(encoding, encoding,
+                           f"{order}: it starts with a {encoding} byte order mark")
+    return None
+
+
+def _nul_bytes(line: bytes, offset: int, lineno: int) -> NotUTF8:
+    """What a line holding NUL bytes (at byte ``offset`` of the input) looks like: in UTF-16,
+    every ASCII character has a NUL byte beside it; in UTF-32, three."""
+    sample = line[:4096]
+    where = [(offset + i) % 4 for i, byte in enumerate(sample) if byte == 0]
+    share = len(where) / len(sample)
+    evidence = f"line {lineno} holds NUL bytes"
+    if share >= 0.6:  # UTF-32: little-endian puts the character first, then three NULs
+        order = "LE" if where.count(0) < where.count(3) else "BE"
+        return NotUTF8(f"UTF-32{order}", f"UTF-32{order}", f"{evidence}, as UTF-32 text does")
+    if share >= 0.2:  # UTF-16: little-endian puts the NUL after the character
+        order = "LE" if sum(p % 2 for p in where) > len(where) / 2 else "BE"
+        return NotUTF8(f"UTF-16{order}", f"UTF-16{order}", f"{evidence}, as UTF-16 text does")
+    return NotUTF8("UTF-16 or binary data", "UTF-16",
+                   f"{evidence}, which UTF-8 text does not have")
 
 
 
@@ -58,32 +125,111 @@ class LineTooLong:
 
 
 def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | LineTooLong]:
-    """The lines of ``f`` (with their endings), holding at most ``max_bytes + 1`` bytes of one.
+    """The lines of ``f`` (with their endings: ``\n``, ``\r\n`` or a lone ``\r``), holding at
+    most ``max_bytes`` + 64 KiB bytes of the input at a time.
 
     A longer line (``/dev/zero`` is one endless line) is given as a :class:`LineTooLong` as soon
     as it passes the limit; when the next line is asked for, its rest is read and dropped in
-    pieces of 64 KiB, so memory stays bounded however long it is.
+    pieces of 64 KiB, so memory stays bounded however long it is. :class:`NotUTF8` is raised
+    when the input starts with a UTF-16 or UTF-32 byte order mark, or a line holds NUL bytes.
+    A text stream (``str`` lines) is read with its own line endings.
     """
     positive_int(max_bytes, "max_bytes")
+    if isinstance(f, io.TextIOBase):
+        yield from _read_text_lines(f, max_bytes)
+        return
+    read = getattr(f, "read1", None) or f.readline  # read1: what has come, without waiting
+    buf, pos, offset, eof, lineno = b"", 0, 0, False, 0  # offset: where buf[pos] is in f
+    while not eof and len(buf) < 4 and _LINE_END.search(buf) is None:  # room for a BOM
+        chunk = read(_CHUNK)
+        eof = not chunk
+        buf += chunk
+    wide = _bom(buf)
+    if wide is not None:
+        raise wide
+    while True:
+        end = _LINE_END.search(buf, pos)
+        if end is not None and (end.end() < len(buf) or end.group() != b"\r" or eof):
+            lineno += 1  # a whole line (a \r at the end of buf may be half of a \r\n)
+            line = buf[pos:end.end()]
+            if end.start() - pos > max_bytes:
+                yield LineTooLong(max_bytes)
+            elif b"\x00" in line:
+                raise _nul_bytes(line, offset, lineno)
+            else:
+                yield line
+            offset += end.end() - pos
+            pos = end.end()
+            continue
+        if end is None and len(buf) - pos > max_bytes:  # too long, and no end in sight
+            lineno += 1
+            yield LineTooLong(max_bytes)
+            buf, pos, offset, eof = _skip_line(read, offset + len(buf) - pos)
+            continue
+        if eof:
+            if pos < len(buf):  # the last line, without an ending
+                lineno += 1
+                line = buf[pos:]
+                if b"\x00" in line:
+                    raise _nul_bytes(line, offset, lineno)
+                yield line
+            return
+        chunk = read(_CHUNK)
+        eof = not chunk
+        buf, pos = buf[pos:] + chunk, 0
+
+
+def _skip_line(read, offset: int) -> tuple[bytes, int, int, bool]:
+    """Read and drop the rest of a line, 64 KiB at a time: ``(what follows it, 0, its offset,
+    end of input)``."""
+    while True:
+        chunk = read(_CHUNK)
+        if not chunk:
+            return b"", 0, offset, True
+        end = _LINE_END.search(chunk)
+        if end is None:
+            offset += len(chunk)
+            continue
+        rest = chunk[end.end():]
+        offset += end.end()
+        if end.group() == b"\r" and not rest:  # a \r at the end of a chunk: is \n next?
+            rest = read(_CHUNK)
+            if not rest:
+                return b"", 0, offset, True
+            if rest.startswith(b"\n"):
+                rest, offset = rest[1:], offset + 1
+        return rest, 0, offset, False
+
+
+def _read_text_lines(f: TextIO, max_bytes: int) -> Iterator[str | LineTooLong]:
+    """:func:`read_lines` for a text stream (its own newline handling): at most ``max_bytes
+    + 1`` characters of a line are held."""
+    lineno = 0
     while True:
         line = f.readline(max_bytes + 1)
         if not line:
             return
-        newline = "\n" if isinstance(line, str) else b"\n"
-        if len(line) <= max_bytes or line.endswith(newline):
+        lineno += 1
+        if len(line) <= max_bytes or line.endswith("\n"):
+            if "\x00" in line:
+                raise NotUTF8("UTF-16 or binary data", "UTF-16",
+                              f"line {lineno} holds NUL characters")
             yield line
             continue
         yield LineTooLong(max_bytes)
-        while line and not line.endswith(newline):  # the rest of the line, a piece at a time
+        while line and not line.endswith("\n"):  # the rest of the line, a piece at a time
             line = f.readline(1 << 16)
 
 
-def _reading(lines: Iterable, what: str) -> Iterator:
-    """``lines``, with a read error said in words (not "[Errno 9] Bad file descriptor")."""
+def _reading(lines: Iterable, what: str, path: str | None = None) -> Iterator:
+    """``lines``, with a read error said in words (not "[Errno 9] Bad file descriptor"), and
+    input that is not UTF-8 named (``what``: "standard input" or the file ``path``)."""
     try:
         yield from lines
     except OSError as e:
         raise OSError(f"cannot read {what} ({e.strerror or e})") from e
+    except NotUTF8 as e:
+        raise ValueError(e.message(what, path)) from None
 
 
 def _too_long(limit: int, unread: bool) -> ValueError:
@@ -171,7 +317,7 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTo
                     results.append(None)
         for (i, _), tokens in zip(todo, results, strict=True):
             if tokens is not None:
-                outputs[i] = translator.detokenize(tokens)
+                outputs[i] = one_line(translator.detokenize(tokens))
         try:
             out.write("".join(f"{o}\n" for o in outputs))
             out.flush()
@@ -192,6 +338,16 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTo
     return n, failed
 
 
+#: C0 and C1 control characters (newline, carriage return, the ESC of ANSI colour codes, ...),
+#: DEL, and Unicode's line and paragraph separators: each becomes a space in an output line.
+_CONTROLS = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029], " ")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character, line break included, written as a space."""
+    return text.translate(_CONTROLS)
+
+
 def positive_int_arg(text: str) -> int:
     """argparse ``type``: a whole number >= 1 (0, negatives and fractions are refused)."""
     try:
@@ -201,6 +357,18 @@ def positive_int_arg(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def bounded_int_arg(limit: int):
+    """argparse ``type``: a whole number from 1 to ``limit``."""
+
+    def parse(text: str) -> int:
+        value = positive_int_arg(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:,}, got {text}")
+        return value
+
+    return parse
 
 
 def length_penalty_arg(text: str) -> float:
@@ -268,9 +436,11 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("sentences", nargs="*", help="source sentences (none: read lines)")
     parser.add_argument("--input", "-i", help="a UTF-8 text file, one sentence per line "
                         "('-' or none: stdin)")
-    parser.add_argument("--beam-size", type=positive_int_arg, default=5)
-    parser.add_argument("--batch-size", type=positive_int_arg, default=64,
-                        help="sentences translated (and written) together (default 64)")
+    parser.add_argument("--beam-size", type=bounded_int_arg(MAX_BEAM_SIZE), default=5,
+                        help=f"hypotheses kept per sentence, 1 to {MAX_BEAM_SIZE} (default 5)")
+    parser.add_argument("--batch-size", type=bounded_int_arg(MAX_BATCH_SIZE), default=64,
+                        help="sentences translated (and written) together, 1 to "
+                        f"{MAX_BATCH_SIZE:,} (default 64)")
     parser.add_argument("--length-penalty", type=length_penalty_arg, default=None,
                         help="beam search ranks finished outputs by (sum of log p) / "
                         "length ** this, 0 to 10 (default: the one a final.pt records, chosen "
@@ -301,7 +471,7 @@ def _main(argv: list[str] | None) -> int:
         if args.sentences:
             lines: Iterable[bytes | str | LineTooLong] = args.sentences
         elif source is not None:
-            lines = _reading(read_lines(source), args.input)
+            lines = _reading(read_lines(source), args.input, args.input)
         else:
             if sys.stdin.isatty():
                 name = LANGUAGE_NAMES.get(translator.src_lang, translator.src_lang)

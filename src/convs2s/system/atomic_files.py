@@ -16,9 +16,11 @@ writer (another notebook, a second training run) and is left alone.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -110,6 +112,33 @@ class FolderInUse(RuntimeError):
     """Another live process holds the folder (a run writing its checkpoints there)."""
 
 
+class UnsafeLock(FolderInUse):
+    """The lock file's place holds something other than a plain file (a symbolic link, a
+    folder, a pipe): a run folder from elsewhere may plant one, and following it would
+    overwrite a file outside the folder."""
+
+
+def _open_lock_file(path: Path) -> int:
+    """The lock file opened for reading and writing (created if missing), never through a
+    symbolic link and only if it is a plain file; ``UnsafeLock`` (one line) otherwise."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    refuse = UnsafeLock(f"{path} is not a plain file (a symbolic link, a folder or a device): "
+                        "this run will not write through it; remove it or choose another --out "
+                        "folder.")
+    if path.is_symlink():  # where O_NOFOLLOW does not exist
+        raise refuse
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EMLINK):
+            raise refuse from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise refuse
+    return fd
+
+
 @contextmanager
 def folder_lock(folder: str | os.PathLike) -> Iterator[None]:
     """Hold ``folder`` for this process while the block runs; another process is refused.
@@ -118,7 +147,8 @@ def folder_lock(folder: str | os.PathLike) -> Iterator[None]:
     killed run leaves no stale lock), and the file names the holder's process id for the
     message. Re-entrant within a process (a benchmark that holds the folder may call ``train``,
     which takes it again). ``FolderInUse`` (one line) while another process holds it. Where the
-    system has no ``flock`` (Windows) it does nothing.
+    system has no ``flock`` (Windows) it does nothing. The lock file is never opened through a
+    symbolic link, and must be a plain file (``UnsafeLock``, one line, otherwise).
     """
     key = os.path.realpath(folder)
     if fcntl is None:
@@ -131,7 +161,7 @@ def folder_lock(folder: str | os.PathLike) -> Iterator[None]:
         finally:
             _held[key][1] -= 1
         return
-    fd = os.open(Path(folder) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = _open_lock_file(Path(folder) / LOCK_NAME)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -12,6 +12,7 @@ Three environment variables steer the whole course:
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -37,10 +38,19 @@ def data_dir() -> Path:
     ``CONVS2S_DATA_DIR`` wins when set; otherwise the XDG cache,
     ``$XDG_CACHE_HOME/convs2s/multi30k`` (``~/.cache/convs2s/multi30k`` by default).
     The folder is not created here: the loader creates it only when it downloads.
+    ``ValueError`` (one line) when ``CONVS2S_DATA_DIR`` is a symbolic link loop.
     """
     env = os.environ.get("CONVS2S_DATA_DIR", "").strip()
     if env:
-        return Path(env).expanduser().resolve()
+        path = Path(env).expanduser()
+        try:
+            return path.resolve(strict=True)
+        except (RuntimeError, OSError) as e:  # RuntimeError: a link loop, before Python 3.13
+            if isinstance(e, RuntimeError) or e.errno == errno.ELOOP:
+                raise ValueError(
+                    f"CONVS2S_DATA_DIR={env!r} is a symbolic link loop (following its links "
+                    "leads back to one of them); set it to a folder.") from None
+        return path.resolve()  # not there yet: the first download creates it
     cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
     return Path(cache).expanduser() / "convs2s" / "multi30k"
 

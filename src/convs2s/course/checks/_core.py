@@ -5,24 +5,32 @@ take well under a second each, and leave PyTorch's global random state as they f
 
 Hints come in two steps (:class:`Hint`): the first wrong try of a check prints a *nudge* that
 points at the idea; the second and later wrong tries of the same check in this Python session
-print a *closer* hint too; ``convs2s.course.checks.hint("<exercise>")`` prints both on request, before
-any try. Neither ever holds a solution's code (tests/coursework/test_hints.py holds every hint against
-every solution cell of the notebooks).
+print a *closer* hint too; ``convs2s.course.checks.hint("<exercise>")`` prints both on request,
+before any try. Neither ever holds a solution's code (tests/coursework/test_hints.py holds every
+hint against every solution cell of the notebooks).
+
+Every answer is read through :func:`_answer` before it is compared: a value of the wrong kind (a
+NaN, a number written as a string, a bool where a count is asked, an object with its own
+``__eq__``, an iterator that does not end) fails its case with one line saying what kind of
+value is expected. A ``sys.exit()`` in the learner's code fails the check with one line too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
+import numbers
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from unittest import mock
 
+import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 _PAD = 1  # the padding id of every made-up batch
 _WORDS = [f"w{i}" for i in range(30)]  # the made-up vocabulary
@@ -98,7 +106,8 @@ def check(fn: Callable) -> Callable[..., bool]:
     A wrong answer still raises ``AssertionError`` (with the hint already printed). An answer
     that is ``None``, or a function that raises ``NotImplementedError`` (a stub), is "not
     answered yet": the check says what to do and returns False, so a notebook still runs top to
-    bottom, while a grade cell (``assert checks.<id>(...)``) scores it 0.
+    bottom, while a grade cell (``assert checks.<id>(...)``) scores it 0. ``SystemExit``
+    raised by the answer's code is a failed check (one line), not the end of the program.
     """
 
     @functools.wraps(fn)
@@ -111,9 +120,18 @@ def check(fn: Callable) -> Callable[..., bool]:
             fn(*answers)
         except NotAnswered:
             return False
+        except SystemExit:  # raised by the learner's code outside a case
+            line = f"{fn.__name__}: {_EXITED}"
+            print(f"✗ {line}")
+            raise AssertionError(line) from None
         return True
 
     return wrapper
+
+
+#: What a check says when the learner's code calls ``sys.exit()`` (or raises SystemExit).
+_EXITED = ("the answer called sys.exit() (SystemExit): a function should return its answer, "
+           "not end the program")
 
 
 class _Run:
@@ -138,6 +156,10 @@ class _Run:
                               "your code, run the cell, then run this check again")
         except NotAnswered:
             raise
+        except SystemExit:
+            line = f"{self.name}: {what}: {_EXITED}"
+            print(f"✗ {line}")
+            raise AssertionError(line) from None
         except AssertionError as e:
             detail = f": {e}" if str(e) else ""
             self._fail(f"{what}{detail}", hint, cause=None)
@@ -176,9 +198,134 @@ def _shape(t: Tensor) -> list[int]:
     return list(t.shape)
 
 
-def _assert_tensor(actual, name: str = "the result") -> None:
-    if not isinstance(actual, Tensor):
-        raise AssertionError(f"{name} should be a torch.Tensor, got {type(actual).__name__}")
+# --------------------------------------------------------------------------------------------
+# The kind of an answer: checked before any comparison
+# --------------------------------------------------------------------------------------------
+
+#: At most this many items of an answer that is a collection are read (an iterator may not end).
+MAX_ITEMS = 10_000
+
+
+def _type_name(value) -> str:
+    return type(value).__name__[:40]
+
+
+def _is_bool(value) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def _wrong_kind(name: str, expected: str, got: str) -> AssertionError:
+    return AssertionError(f"{name} should be {expected}, got {got}")
+
+
+def _plain_tensor(value, name: str, expected: str = "a torch.Tensor") -> Tensor:
+    """``value`` if it is a dense tensor with values (not a subclass, a sparse or a meta one)."""
+    if type(value) is not Tensor and type(value) is not nn.Parameter:
+        raise _wrong_kind(name, expected, _type_name(value))
+    if value.layout != torch.strided or value.is_meta:
+        raise _wrong_kind(name, expected, "a tensor without values in memory (sparse or meta)")
+    return value
+
+
+def _scalar_tensor(value: Tensor, name: str, expected: str):
+    """The Python number (or bool) held by a one-element tensor."""
+    _plain_tensor(value, name, expected)
+    if value.numel() != 1:
+        raise _wrong_kind(name, expected, f"a tensor of shape {_shape(value)}")
+    return value.item()
+
+
+def _answer(value, kind: str, name: str = "the result", *, limit: int = MAX_ITEMS,
+            expected: str | None = None):
+    """``value`` as a plain Python value of ``kind``, or AssertionError with one line.
+
+    Every check reads an answer through this before comparing it, so that a NaN, a string or an
+    object with its own ``__eq__`` cannot pass a comparison. The line says what kind of value is
+    expected and the type that came, never the value itself. ``kind`` is one of:
+
+    - ``"int"``: a whole number (``int``, a NumPy integer or a one-element integer tensor; a bool
+      is not one);
+    - ``"number"``: a finite real number (``int``, ``float``, a NumPy number or a one-element
+      real tensor; a bool or a str is not one), returned as a ``float``;
+    - ``"bool"``: ``True`` or ``False`` (also a NumPy bool or a one-element bool tensor);
+    - ``"tensor"``: a dense real-valued ``torch.Tensor`` of finite values, returned as it is;
+    - ``"items"``: a collection (list, tuple, set, iterator, ...; not a str, bytes or dict) of
+      at most ``limit`` items, returned as a list; only ``limit + 1`` items are ever read.
+
+    ``expected`` replaces the kind's own description in the line (``"a list of positions"``).
+    """
+    if kind == "int":
+        expected = expected or "a whole number (an int)"
+        if isinstance(value, Tensor):
+            if _is_bool(_scalar_tensor(value, name, expected)) or value.dtype.is_floating_point \
+                    or value.dtype.is_complex:
+                raise _wrong_kind(name, expected, f"a {value.dtype} tensor")
+            return int(value.item())
+        if _is_bool(value):
+            raise _wrong_kind(name, expected, "a bool")
+        try:
+            return int.__index__(operator.index(value))  # an exact int, also from a subclass
+        except TypeError:
+            raise _wrong_kind(name, expected, _type_name(value)) from None
+    if kind == "number":
+        expected = expected or "a number (an int or a float)"
+        if isinstance(value, Tensor):
+            item = _scalar_tensor(value, name, expected)
+            if _is_bool(item) or isinstance(item, complex):
+                raise _wrong_kind(name, expected, f"a {value.dtype} tensor")
+        elif _is_bool(value) or not isinstance(value, numbers.Real):
+            raise _wrong_kind(name, expected, "a bool" if _is_bool(value) else _type_name(value))
+        else:
+            item = value
+        try:
+            number = float(item)
+        except OverflowError:  # an int too large for a float
+            number = math.inf
+        if not math.isfinite(number):
+            raise _wrong_kind(name, "a finite number",
+                              "NaN" if math.isnan(number) else "an infinite number")
+        return number
+    if kind == "bool":
+        expected = expected or "True or False (a bool)"
+        if isinstance(value, Tensor):
+            item = _scalar_tensor(value, name, expected)
+            if not _is_bool(item):
+                raise _wrong_kind(name, expected, f"a {value.dtype} tensor")
+            return bool(item)
+        if not _is_bool(value):
+            raise _wrong_kind(name, expected, _type_name(value))
+        return bool(value)
+    if kind == "tensor":
+        _plain_tensor(value, name, expected or "a torch.Tensor")
+        if value.dtype.is_complex or value.dtype == torch.bool:
+            raise _wrong_kind(name, "a tensor of real numbers", f"a {value.dtype} tensor")
+        if not bool(torch.isfinite(value).all()):
+            raise _wrong_kind(name, "a tensor of finite numbers", "a tensor holding NaN or "
+                              "infinite values")
+        return value
+    if kind == "items":
+        expected = expected or "a list"
+        if isinstance(value, str | bytes | dict) or not hasattr(type(value), "__iter__"):
+            raise _wrong_kind(name, expected, _type_name(value))
+        if isinstance(value, Tensor) and _plain_tensor(value, name, expected).dim() == 0:
+            raise _wrong_kind(name, expected, "a tensor of shape []")
+        items = list(itertools.islice(value, limit + 1))
+        if len(items) > limit:
+            raise _wrong_kind(name, f"a list of at most {limit:,} items", "more")
+        return items
+    raise ValueError(f"unknown kind of answer: {kind!r}")
+
+
+def _assert_tensor(actual, name: str = "the result") -> Tensor:
+    return _answer(actual, "tensor", name)
+
+
+def _assert_int(value, name: str = "the result") -> int:
+    return _answer(value, "int", name)
+
+
+def _float(value, name: str = "the result") -> float:
+    return _answer(value, "number", name)
 
 
 def _assert_close(actual, expected: Tensor, *, name: str = "the result", ref: str = "expected",
@@ -196,18 +343,43 @@ def _assert_close(actual, expected: Tensor, *, name: str = "the result", ref: st
                              f"{int((~ok).sum())} of {ok.numel()} values off)")
 
 
+_KINDS = {bool: "True or False (a bool)", int: "a whole number (an int)", float: "a float",
+          str: "a str", list: "a list", tuple: "a tuple", type(None): "None"}
+
+
+def _kind_problem(actual, expected, name: str) -> str | None:
+    """Why ``actual`` is not the same kind of value as ``expected`` (exact types, the items of a
+    list or tuple too), or None. Then ``actual`` holds only plain Python values."""
+    if type(actual) is not type(expected):
+        kind = _KINDS.get(type(expected), f"a {type(expected).__name__}")
+        return str(_wrong_kind(name, kind, _type_name(actual)))
+    if isinstance(expected, list | tuple):
+        item_name = f"each item of {name}"
+        for item in actual:
+            if expected:
+                problem = _kind_problem(item, expected[0], item_name)
+            elif type(item) not in (bool, int, float, str):
+                problem = str(_wrong_kind(item_name, "a bool, int, float or str",
+                                          _type_name(item)))
+            else:
+                problem = None
+            if problem:
+                return problem
+    return None
+
+
+def _short_repr(value, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def _assert_equal(actual, expected, *, name: str = "the result") -> None:
+    """``actual == expected`` with exact types (a bool is not an int, a str not a number)."""
+    problem = _kind_problem(actual, expected, name)
+    if problem:
+        raise AssertionError(problem)
     if actual != expected:
-        raise AssertionError(f"{name} is {actual!r}, expected {expected!r}")
-
-
-def _assert_int(value, name: str = "the result") -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise AssertionError(
-            f"{name} should be a whole number (int), got {type(value).__name__} {value!r}"
-        ) from None
+        raise AssertionError(f"{name} is {_short_repr(actual)}, expected {expected!r}")
 
 
 def _assert_raises(error: type[BaseException], fn: Callable, *args) -> None:
@@ -227,25 +399,14 @@ def _forbidden(module, name: str, instead: str) -> Iterator[None]:
         yield
 
 
-def _float(value, name: str = "the result") -> float:
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise AssertionError(f"{name} should be one number, got a tensor of shape "
-                                 f"{_shape(value)}")
-        return float(value.item())
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise AssertionError(f"{name} should be a number, got {type(value).__name__}") from None
-
-
 def _check_causal(run: _Run, conv: Callable[[Tensor], Tensor], x: Tensor, what: str,
                   hint: Hint | str, cut: int) -> None:
     """Changing inputs from ``cut`` on must not change outputs before ``cut``."""
     with run.case(f"{what}: outputs before position {cut} when later inputs change", hint):
         future = x.clone()
         future[:, :, cut:] += torch.randn(future[:, :, cut:].shape, generator=_gen(cut))
-        _assert_close(conv(future)[:, :, :cut], conv(x)[:, :, :cut], name="the earlier outputs",
+        changed, unchanged = _assert_tensor(conv(future)), _assert_tensor(conv(x))
+        _assert_close(changed[:, :, :cut], unchanged[:, :, :cut], name="the earlier outputs",
                       ref="the outputs before the change")
 
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from convs2s.course.checks._core import (
     Hint,
+    _answer,
     _assert_close,
     _assert_equal,
     _assert_int,
@@ -73,10 +74,10 @@ SAME_PADDING_MOVES = register_hint("same_padding_moves", Hint(
 
 def _measured_moves(changed: int = SAME_CHANGED) -> list[int]:
     """The outputs of a real "same"-padded ConvGLUBlock stack that move when input ``changed``
-    changes, measured with autograd (viz.dependency_map)."""
-    from convs2s.course import viz
+    changes, measured with autograd (dependency.dependency_map)."""
+    from convs2s.course import dependency
 
-    dep = viz.dependency_map(SAME_K, SAME_LAYERS, "same", length=SAME_LENGTH)  # [out, in]
+    dep = dependency.dependency_map(SAME_K, SAME_LAYERS, "same", length=SAME_LENGTH)  # [out, in]
     return dep[:, changed].nonzero().flatten().tolist()
 
 
@@ -88,10 +89,9 @@ def same_padding_moves(prediction) -> None:
     measured = _measured_moves()
     with run.case(f"your prediction for input {SAME_CHANGED} of {SAME_LENGTH} "
                   f"(k={SAME_K}, {SAME_LAYERS} blocks)", hint):
-        if isinstance(prediction, int | str) or not hasattr(prediction, "__iter__"):
-            raise AssertionError("write the prediction as a list of output positions, e.g. "
-                                 "[2, 3, 4]")
-        guess = sorted({_assert_int(p, "each position") for p in prediction})
+        positions = _answer(prediction, "items", "the prediction",
+                            expected="a list of output positions, e.g. [2, 3, 4]")
+        guess = sorted({_assert_int(p, "each position") for p in positions})
         if guess != measured:
             raise AssertionError(f"you predicted {guess}, the measured outputs that move are "
                                  f"{measured}")
@@ -111,14 +111,14 @@ MY_RECEPTIVE_FIELD = register_hint("my_receptive_field", Hint(
 @check
 def my_receptive_field(fn: Callable) -> None:
     """Exercise "the receptive field formula": compared with the measured field."""
-    from convs2s.course import viz
+    from convs2s.course import dependency
 
     run = _Run("my_receptive_field")
     hint = MY_RECEPTIVE_FIELD
     for k, n_layers in [(3, 1), (3, 4), (5, 2), (2, 3), (1, 5), (7, 3)]:
-        dep = viz.dependency_map(k, n_layers, "causal", length=40)
-        measured = viz.dependency_summary(dep)["receptive_field"]
+        dep = dependency.dependency_map(k, n_layers, "causal", length=40)
+        measured = dependency.dependency_summary(dep)["receptive_field"]
         with run.case(f"my_receptive_field(k={k}, n_layers={n_layers}) vs the measured field",
                       hint):
-            _assert_equal(fn(k, n_layers), measured)
+            _assert_equal(_assert_int(fn(k, n_layers)), measured)
     run.done()

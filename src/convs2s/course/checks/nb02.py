@@ -61,7 +61,7 @@ def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
                                seeds: int = VARIANCE_SEEDS) -> float:
     """Var(after ``n_blocks`` blocks) / Var(input) of a ``convs2s.Encoder``'s blocks, run
     without the √0.5 (median over ``seeds`` initialisations; the notebook's toy sizes)."""
-    from convs2s.course import viz
+    from convs2s.course import normalisation
 
     ratios = []
     for seed in range(seeds):
@@ -70,7 +70,7 @@ def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
         with torch.no_grad():
             e = enc.tok_embedding(tokens) + enc.pos_embedding(torch.arange(20))
             x0 = enc.emb2hid(e).transpose(1, 2)  # x0 = [batch, hid_dim, src_len]
-            out = viz.residual_stack_activations(enc.blocks, x0, scale=False)[-1]
+            out = normalisation.residual_stack_activations(enc.blocks, x0, scale=False)[-1]
         ratios.append(float(out.var() / x0.var()))
     return float(torch.tensor(ratios).median())
 
@@ -160,7 +160,7 @@ def mask_source_padding(fn: Callable) -> None:
 
         def z_of(src: Tensor) -> Tensor:
             e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(src.size(1)))
-            return fn(e, src != _PAD, *args)  # [1, src_len, emb_dim]
+            return _assert_tensor(fn(e, src != _PAD, *args), "z")  # [1, src_len, emb_dim]
 
         _assert_close(z_of(padded)[:, :5], z_of(alone), name="z at the real positions",
                       ref="z of the sentence alone")

@@ -82,9 +82,9 @@ def masked_softmax(fn: Callable) -> None:
 def _measured_scaled_variance(weights: Tensor, samples: int = 200_000, seed: int = 11) -> float:
     """The variance of the package's context ``c·√m`` for fixed weights and unit-variance values.
 
-    An :class:`convs2s.model.attention.Attention` with ``emb_dim = hid_dim = 1`` whose query is 1 and
-    whose keys are ``log(weights)`` attends with exactly ``weights``; its output projection is
-    the identity, so its output is the scaled context itself.
+    An :class:`convs2s.model.attention.Attention` with ``emb_dim = hid_dim = 1`` whose query is
+    1 and whose keys are ``log(weights)`` attends with exactly ``weights``; its output
+    projection is the identity, so its output is the scaled context itself.
     """
     from convs2s.model.attention import Attention
     from convs2s.model.encoder import EncoderOut
@@ -193,7 +193,7 @@ ROW_ENTROPY = register_hint("row_entropy", Hint(
 @check
 def row_entropy(fn: Callable) -> None:
     """Exercise "attention entropy": mean row entropy in nats, 0·log 0 = 0."""
-    from convs2s.course import probe
+    from convs2s.course import attention_maps
 
     run = _Run("row_entropy")
     hint = ROW_ENTROPY
@@ -212,7 +212,7 @@ def row_entropy(fn: Callable) -> None:
         a = torch.softmax(energy, dim=-1)  # a = [trg_len, src_len]
         with run.case(f"row_entropy(attention [{trg_len}, {src_len}], {n_real} real positions)",
                       hint):
-            expected = probe.attention_entropy(a).item()
+            expected = attention_maps.attention_entropy(a).item()
             value = _float(fn(a))
             if not abs(value - expected) <= 1e-6 * max(1.0, abs(expected)):
                 raise AssertionError(f"got {value:.6f}, expected {expected:.6f}")

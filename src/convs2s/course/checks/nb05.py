@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from convs2s.course.checks._core import (
     _PAD,
     Hint,
+    _answer,
     _assert_equal,
     _assert_tensor,
     _float,
@@ -138,7 +139,7 @@ def token_loss(fn: Callable) -> None:
                                      f"{results[n_pad]:.4f} with {n_pad} extra pad columns")
     with run.case("token_loss with pad_idx=0", hint):
         logits, trg = _padded_logits(5, 0, sure_of_pad=False)
-        value = float(fn(logits, trg, 0))
+        value = _float(fn(logits, trg, 0), "the loss")
         expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1),
                                          ignore_index=0))
         if not math.isclose(value, expected, rel_tol=1e-5, abs_tol=1e-6):
@@ -147,7 +148,7 @@ def token_loss(fn: Callable) -> None:
     with run.case("gradients reach the logits of real tokens only", hint):
         logits, trg = _padded_logits(3, pad, sure_of_pad=False)
         logits.requires_grad_(True)
-        fn(logits, trg, pad).backward()
+        _assert_tensor(fn(logits, trg, pad), "the loss").backward()
         if logits.grad is None:
             raise AssertionError("no gradient reached the logits")
         if bool(logits.grad[trg == pad].abs().sum() > 0):
@@ -165,12 +166,12 @@ def build_itos(fn: Callable) -> None:
     token_lists = [s.split() for s in _made_up_sentences(200, seed=12)]
     for min_freq in (1, 2, 5, 40):
         with run.case(f"build_itos(200 sentences, min_freq={min_freq})", hint):
-            _assert_equal(list(fn(token_lists, min_freq)),
+            _assert_equal(_answer(fn(token_lists, min_freq), "items", "the token list"),
                           Vocab.build(token_lists, min_freq=min_freq).itos,
                           name="the token list")
     specials = ("<u>", "<p>", "<s>", "</s>", "w3")
     with run.case(f"build_itos(..., min_freq=2, specials={specials})", SPECIALS):
-        _assert_equal(list(fn(token_lists, 2, specials)),
+        _assert_equal(_answer(fn(token_lists, 2, specials), "items", "the token list"),
                       Vocab.build(token_lists, min_freq=2, specials=specials).itos,
                       name="the token list")
     run.done()

@@ -8,7 +8,9 @@ import torch
 
 from convs2s.course.checks._core import (
     Hint,
+    _answer,
     _assert_equal,
+    _assert_int,
     _float,
     _gen,
     _made_up_sentences,
@@ -61,7 +63,10 @@ def rerank(fn: Callable) -> None:
             expected = sorted(hyps, key=lambda h: h[1] * (len(h[0]) + 1) / (len(h[0]) + 1)
                               ** alpha, reverse=True)
             with run.case(f"rerank(6 hypotheses, alpha={alpha}) (set {seed})", hint):
-                result = [list(t) for t in fn(hyps, alpha)]
+                result = [[_assert_int(token, "each token") for token in
+                           _answer(tokens, "items", "each hypothesis", limit=1_000)]
+                          for tokens in _answer(fn(hyps, alpha), "items", "the order",
+                                                limit=1_000)]
                 _assert_equal(result, [t for t, _ in expected], name="the order")
     run.done()
 
@@ -130,7 +135,7 @@ def repeats(fn: Callable) -> None:
     answers = []
     with run.case(f"repeats(...) on {len(cases)} token lists", hint):
         for (tokens, n), _ in cases:
-            answers.append(bool(fn(list(tokens), n)))
+            answers.append(_answer(fn(list(tokens), n), "bool"))
     if answers == [_planted_repeats(list(t), n) for (t, n), _ in cases]:
         run.not_answered("the planted bug is still there: repeats(['two', 'men', 'play', "
                          "'play'], 1) is still False. Find why, fix it, then run this check "

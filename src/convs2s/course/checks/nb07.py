@@ -14,6 +14,9 @@ from convs2s.course.checks._core import (
     _gen,
     _Run,
     _seeded,
+    _short_repr,
+    _type_name,
+    _wrong_kind,
     check,
     register_hint,
 )
@@ -70,7 +73,7 @@ def _measured_training_steps() -> dict[str, list[int]]:
     """Forward + backward calls of the decoder's GRUCell / convolutional blocks (one
     convolution each) in one training step."""
     from convs2s.course.baselines import RNNAttentionSeq2Seq
-    from convs2s.course.path_length import count_calls
+    from convs2s.course.receptive_field import count_calls
     from convs2s.model.convs2s import ConvS2S
     from convs2s.model.layers import ConvGLUBlock  # one convolution each
     from convs2s.model.loss import sequence_loss
@@ -97,6 +100,17 @@ def _measured_training_steps() -> dict[str, list[int]]:
     return measured
 
 
+def _shown(values: list | tuple) -> str:
+    """``[20, 40, 80]``, with the type in place of a value that is not a whole number."""
+    shown = []
+    for value in values:
+        try:
+            shown.append(str(_assert_int(value)))
+        except Exception:  # its own case reports it, with the hint
+            shown.append(f"<{_type_name(value)}>")
+    return f"[{', '.join(shown)}]"
+
+
 @check
 def training_steps(prediction) -> None:
     """Exercise "sequential steps of one training step" (predict, then measure).
@@ -108,19 +122,26 @@ def training_steps(prediction) -> None:
     run = _Run("training_steps")
     lengths = list(TRAINING_STEP_LENGTHS)
     with run.case("the prediction's form", STEPS_FORM):
-        if not isinstance(prediction, dict) or set(prediction) != set(_MODELS):
-            raise AssertionError(f"got {prediction!r}")
+        if type(prediction) is not dict:
+            raise _wrong_kind("prediction", "a dict with one list per model",
+                              _type_name(prediction))
+        if not all(type(key) is str for key in prediction) or set(prediction) != set(_MODELS):
+            keys = (f"the keys {_short_repr(sorted(prediction))}"
+                    if all(type(key) is str for key in prediction) else "keys that are not str")
+            raise _wrong_kind("prediction", f"a dict with the keys {list(_MODELS)}", keys)
         for name in _MODELS:
             values = prediction[name]
-            if not isinstance(values, list | tuple) or len(values) != len(lengths):
-                raise AssertionError(f"prediction[{name!r}] is {values!r}, expected a list of "
-                                     f"{len(lengths)} numbers")
+            if type(values) not in (list, tuple) or len(values) != len(lengths):
+                got = (f"a {type(values).__name__} of {len(values)}"
+                       if type(values) in (list, tuple) else _type_name(values))
+                raise _wrong_kind(f"prediction[{name!r}]", f"a list of {len(lengths)} numbers",
+                                  got)
     if any(v is None for name in _MODELS for v in prediction[name]):
         run.not_answered("replace every None in `prediction` by your predicted count, run "
                          "the cell, then run this check again")
     measured = _measured_training_steps()
     for name in _MODELS:
-        print(f"  {name:<16} predicted {list(prediction[name])}, measured {measured[name]} "
+        print(f"  {name:<16} predicted {_shown(prediction[name])}, measured {measured[name]} "
               f"(decoder lengths {lengths})")
     hints = {"GRU + attention": STEPS_GRU, "ConvS2S": STEPS_CONV}
     for name in _MODELS:
@@ -135,21 +156,24 @@ def training_steps(prediction) -> None:
 def path_length(conv_fn: Callable, rnn_fn: Callable) -> None:
     """Exercise "path length between two words" (derive): ``conv_path_length(n, k)``,
     ``rnn_path_length(n)``."""
-    from convs2s.course import path_length
+    from convs2s.course import receptive_field
 
     run = _Run("path_length")
     conv_hint = PATH_CONV
+    answers = {}
     for k in (2, 3, 4, 5, 7):
         for n in (1, 2, 3, 4, 5, 6, 9, 10, 11, 20, 49, 50):
             with run.case(f"conv_path_length({n}, {k})", conv_hint):
-                _assert_equal(_assert_int(conv_fn(n, k)), path_length.conv_path_length(n, k))
+                answers["conv", n, k] = _assert_int(conv_fn(n, k))
+                _assert_equal(answers["conv", n, k], receptive_field.conv_path_length(n, k))
     rnn_hint = PATH_RNN
     for n in (1, 2, 7, 50):
         with run.case(f"rnn_path_length({n})", rnn_hint):
-            _assert_equal(_assert_int(rnn_fn(n)), path_length.rnn_path_length(n))
+            answers["rnn", n] = _assert_int(rnn_fn(n))
+            _assert_equal(answers["rnn", n], receptive_field.rnn_path_length(n))
     print("  two words 50 apart: "
-          f"conv k=3 {conv_fn(50, 3)} layers, k=5 {conv_fn(50, 5)} layers; "
-          f"RNN {rnn_fn(50)} steps")
+          f"conv k=3 {answers['conv', 50, 3]} layers, k=5 {answers['conv', 50, 5]} layers; "
+          f"RNN {answers['rnn', 50]} steps")
     run.done()
 
 

@@ -111,7 +111,8 @@ def lightweight_conv(fn: Callable) -> None:
                       ref="each channel's head's softmax-weighted sum of inputs 6..10")
     with run.case("lightweight_conv(a constant input 3.0, ...)", AVERAGE):
         ones = torch.full((1, 16, 11), 3.0)
-        _assert_close(fn(ones, w)[:, :, 4:], ones[:, :, 4:], ref="3.0 (a weighted average)")
+        _assert_close(_assert_tensor(fn(ones, w))[:, :, 4:], ones[:, :, 4:],
+                      ref="3.0 (a weighted average)")
     _check_causal(run, lambda t: fn(t, w), x, what, CAUSAL, cut=7)
     run.done()
 

@@ -1,4 +1,5 @@
-"""The path-length formulas agree with what autograd measures on real stacks; call counting."""
+"""The receptive-field and path-length formulas, and their agreement with what autograd measures
+on real stacks and decoders; sequential steps and call counting."""
 
 from __future__ import annotations
 
@@ -8,25 +9,32 @@ import pytest
 import torch
 
 from convs2s.course.baselines import RNNAttentionSeq2Seq
-from convs2s.course.path_length import (
+from convs2s.course.dependency import dependency_map, dependency_summary, visible_positions
+from convs2s.course.receptive_field import (
     conv_path_length,
     count_calls,
-    covered_positions,
     path_lengths,
+    receptive_field,
     rnn_path_length,
     sequential_steps,
 )
-from convs2s.course.probe import visible_positions
+from convs2s.course.stacks import PADDINGS
 from convs2s.model import ConvS2S
 from convs2s.model.encoder import Encoder
 from convs2s.model.layers import ConvGLUBlock
 from convs2s.model.loss import sequence_loss
 
 
-def test_formulas_on_small_cases():
-    assert covered_positions(0, 3) == 1
-    assert covered_positions(4, 3) == 9
-    assert covered_positions(2, 5) == 9
+@pytest.mark.parametrize(
+    ("k", "n_layers", "expected"),
+    [(3, 1, 3), (3, 2, 5), (5, 3, 13), (2, 4, 5), (1, 7, 1), (3, 0, 1), (3, 4, 9), (5, 2, 9)],
+)
+def test_receptive_field_formula(k, n_layers, expected):
+    assert receptive_field(k, n_layers) == expected
+    assert receptive_field(n_layers=n_layers, kernel_size=k) == expected
+
+
+def test_path_length_formulas_on_small_cases():
     assert conv_path_length(0, 3) == 0
     assert [conv_path_length(n, 3) for n in range(1, 7)] == [1, 1, 2, 2, 3, 3]
     assert [conv_path_length(n, 5) for n in range(1, 10)] == [1, 1, 1, 1, 2, 2, 2, 2, 3]
@@ -34,12 +42,27 @@ def test_formulas_on_small_cases():
     assert rnn_path_length(17) == 17
 
 
+STACKS = [(1, 3), (3, 1), (3, 2), (3, 4), (5, 2), (2, 3), (4, 2)]
+CASES = [(p, k, n) for p in PADDINGS for k, n in STACKS if not (p == "same" and k % 2 == 0)]
+
+
+@pytest.mark.parametrize(("padding", "k", "n_layers"), CASES)
+def test_measured_receptive_field_equals_formula(padding, k, n_layers):
+    r = receptive_field(k, n_layers)
+    dep = dependency_map(k, n_layers, padding, length=r + 5)
+    assert dependency_summary(dep)["receptive_field"] == r
+    # Every output's dependencies are one contiguous run of inputs.
+    for row in dep:
+        cols = row.nonzero().flatten()
+        assert cols.numel() and int(cols[-1] - cols[0]) + 1 == cols.numel()
+
+
 @pytest.mark.parametrize("k", [2, 3, 4, 5, 7])
 def test_conv_path_length_is_the_fewest_layers_whose_window_holds_both_words(k):
     for n in range(1, 40):
         layers = conv_path_length(n, k)
-        assert covered_positions(layers, k) >= n + 1  # both words inside the window
-        assert covered_positions(layers - 1, k) < n + 1  # one layer fewer is not enough
+        assert receptive_field(k, layers) >= n + 1  # both words inside the window
+        assert receptive_field(k, layers - 1) < n + 1  # one layer fewer is not enough
         assert layers == math.ceil(n / (k - 1))
 
 
@@ -51,7 +74,7 @@ def test_causal_decoder_reach_measured_with_autograd(k):
         visible = visible_positions(k, layers, "causal", length)  # [length, length]
         i = length - 1
         farthest = max(i - j for j in range(length) if visible[i, j])
-        reach = covered_positions(layers, k) - 1
+        reach = receptive_field(k, layers) - 1
         assert farthest == min(reach, i)
         for n in range(1, i + 1):  # words n apart are connected exactly when L >= path length
             assert bool(visible[i, i - n]) == (layers >= conv_path_length(n, k))
@@ -113,7 +136,8 @@ def test_sequential_steps():
     [
         (lambda: conv_path_length(5, 1), "kernel_size=1 never connects"),
         (lambda: conv_path_length(-1, 3), "distance=-1 must be at least 0"),
-        (lambda: covered_positions(2, 0), "kernel_size=0 must be at least 1"),
+        (lambda: receptive_field(0, 2), "kernel_size=0 must be at least 1"),
+        (lambda: receptive_field(3, -1), "n_layers=-1 must be at least 0"),
         (lambda: path_lengths(0), "max_distance=0 must be at least 1"),
         (lambda: sequential_steps("lstm", 3, 3), "architecture='lstm' is not known"),
         (lambda: sequential_steps("conv", 3, 3, enc_layers=0), "enc_layers=0 must be at least"),
@@ -128,7 +152,11 @@ def test_non_integers_are_refused():
     with pytest.raises(TypeError, match="distance must be a whole number, got float 2.5"):
         conv_path_length(2.5, 3)
     with pytest.raises(TypeError, match="kernel_size must be a whole number"):
-        covered_positions(2, "3")
+        receptive_field("3", 2)
+    with pytest.raises(TypeError, match="kernel_size must be a whole number, got float 2.0"):
+        receptive_field(2.0, 1)
+    with pytest.raises(TypeError, match="kernel_size must be a whole number, got bool True"):
+        receptive_field(True, 1)  # a bool is an int to Python, not a kernel size
 
 
 def _training_step(model, trg_len: int):

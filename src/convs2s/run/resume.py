@@ -1,0 +1,230 @@
+"""Resuming a training run from its ``last.pt``: exactly where it stopped, or a clear refusal.
+
+A resumed run continues as if never stopped: the weights, the optimizer, the random-number
+states and the position inside the epoch come back, so it draws the same batches and dropout
+masks. It refuses a checkpoint trained with other settings, data, direction or tokenizer (only
+the run's length may change), and one whose training state is not what a run writes (a
+``last.pt`` may come from elsewhere: its contents are data, checked before they are used).
+``best.pt`` is always the checkpoint the history calls best: a run killed between writing
+``last.pt`` and copying it to ``best.pt`` is repaired here.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from convs2s.data import Vocab
+from convs2s.data.subword import TextPipeline
+from convs2s.run.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    check_compatible,
+    check_same_run,
+    copy_checkpoint,
+)
+from convs2s.run.final_choices import SNAPSHOT_NAME
+from convs2s.run.presets import Preset
+
+__all__ = ["check_train_state", "reconcile_best", "restore", "rng_state", "set_rng_state"]
+
+#: What a resumed run may change: its length and its name.
+MAY_CHANGE = ("name", "epochs", "max_steps", "max_minutes")
+
+
+def rng_state() -> dict:
+    """The random-number states a step draws from (torch, Python, and CUDA's if present)."""
+    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore(ckpt: Checkpoint, *, preset: Preset, data_record: dict, pipeline: TextPipeline,
+            model: torch.nn.Module, optimizer: torch.optim.Optimizer, src_vocab: Vocab,
+            trg_vocab: Vocab) -> dict:
+    """Continue the run in ``ckpt``: check it is this run (settings, data, text, model), load
+    its weights, optimizer and random-number states; returns its train state (the rest)."""
+    train_state = ckpt.resumable()
+    check_same_run(ckpt, {**preset.as_dict(), "data": data_record}, ckpt.path,
+                   ignore=MAY_CHANGE)
+    check_same_text(pipeline, preset, ckpt.path)
+    check_compatible(ckpt, model.config, src_vocab, trg_vocab, ckpt.path)
+    model.load_state_dict(ckpt.state_dict)  # Checkpoint.load checked them
+    load_optimizer_state(optimizer, train_state["optimizer"], ckpt.path)
+    try:
+        set_rng_state(train_state["rng"])
+    except (RuntimeError, TypeError, ValueError, KeyError, IndexError) as e:
+        raise _unusable(ckpt.path, "its random-number state is malformed", e) from None
+    return {k: v for k, v in train_state.items() if k not in ("optimizer", "rng")}
+
+
+def _unusable(path: Path | None, what: str, e: BaseException | None = None) -> CheckpointError:
+    """One line: ``path`` cannot be resumed because of ``what`` (and the error ``e``)."""
+    first = (str(e).splitlines() or [""])[0][:200] if e is not None else ""
+    cause = f" ({type(e).__name__}: {first})" if e is not None else ""
+    return CheckpointError(f"{path or 'the checkpoint'} cannot be resumed: {what}{cause}. "
+                           "Resume from a last.pt that convs2s wrote, or start a new --out "
+                           "folder.")
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, stored: object,
+                         path: Path | None) -> None:
+    """Load a checkpoint's optimizer state into ``optimizer`` (made from the preset), checked:
+    every state tensor has its parameter's shape (or is a scalar, e.g. Adam's step count), and
+    the hyperparameters stay the preset's (the learning rate is the schedule's, set every step;
+    the checkpoint's is kept for the history row of an epoch resumed at its validation)."""
+    settings = [{k: v for k, v in g.items() if k not in ("params", "lr")}
+                for g in optimizer.param_groups]
+    try:
+        optimizer.load_state_dict(stored)
+    except (RuntimeError, NotImplementedError, TypeError, ValueError, KeyError,
+            IndexError, AttributeError) as e:
+        raise _unusable(path, "its optimizer state does not fit the model", e) from None
+    params = {id(p): p for g in optimizer.param_groups for p in g["params"]}
+    for group, preset in zip(optimizer.param_groups, settings, strict=True):
+        group.update(preset)
+        if not _number(group.get("lr")) or not 0 <= group["lr"] < math.inf:
+            raise _unusable(path, f"its optimizer's learning rate {_brief(group.get('lr'))} "
+                            "is not a number >= 0")
+    for p, state in optimizer.state.items():
+        if id(p) not in params or not isinstance(state, dict):
+            raise _unusable(path, "its optimizer state names parameters the model lacks")
+        for name, value in state.items():
+            if value is None or _number(value) and math.isfinite(value):
+                continue
+            if not isinstance(value, torch.Tensor) or value.is_meta or value.dim() and (
+                    value.shape != p.shape or not value.is_floating_point()):
+                shape = tuple(value.shape) if isinstance(value, torch.Tensor) else value
+                raise _unusable(path, f"its optimizer state {_brief(name)} {_brief(shape)} "
+                                f"does not fit a parameter of shape {tuple(p.shape)}")
+
+
+def _brief(value: object) -> str:
+    """``repr(value)``, cut short: a crafted checkpoint's values may be huge."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _count(x: object) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 0
+
+
+def _amount(x: object) -> bool:
+    return _number(x) and 0 <= x < math.inf
+
+
+_COUNTS = ("step", "epoch", "batch_in_epoch", "bad_epochs", "ep_tokens")
+_AMOUNTS = ("seconds", "ep_loss", "final_reserve")  # finite, >= 0
+_ROW_NUMBERS = ("train_loss", "valid_loss", "valid_ppl", "lr", "seconds", "tokens_per_s")
+
+
+def _is_row(row: object, epoch: int, last_step: int) -> bool:
+    """Whether ``row`` is a history row of ``epoch``, ended by ``last_step`` at the latest."""
+    if not isinstance(row, dict) or row.get("epoch") != epoch or "valid_loss" not in row:
+        return False
+    if not _count(row.get("step")) or row["step"] > last_step:
+        return False
+    return all(_number(row[k]) and math.isfinite(row[k]) for k in _ROW_NUMBERS if k in row)
+
+
+def check_train_state(stored: dict, path: Path | None = None) -> None:
+    """Refuse, in one ``CheckpointError`` line, a stored train state whose fields are not what
+    a run writes: counts that are not whole numbers >= 0, times and losses that are not finite,
+    a history that is not one row per finished epoch (``epoch`` 1, 2, ... with its ``step`` and
+    numbers), snapshot names other than ``epochNN.pt`` (a run removes the old ones by name).
+    Fields a checkpoint lacks are left to their defaults (older checkpoints lack some)."""
+    def refuse(what: str) -> CheckpointError:
+        return _unusable(path, f"its train_state {what}")
+
+    for key in _COUNTS:
+        if key in stored and not _count(stored[key]):
+            raise refuse(f"{key} {_brief(stored[key])} is not a whole number >= 0")
+    for key in _AMOUNTS:
+        if key in stored and not _amount(stored[key]):
+            raise refuse(f"{key} {_brief(stored[key])} is not a finite number >= 0")
+    if "lr_scale" in stored and not (_amount(stored["lr_scale"]) and stored["lr_scale"] > 0):
+        raise refuse(f"lr_scale {_brief(stored['lr_scale'])} is not a finite number > 0")
+    best = stored.get("best_valid_loss", math.inf)
+    if not _number(best) or math.isnan(best):
+        raise refuse(f"best_valid_loss {_brief(best)} is not a number")
+    history = stored.get("history", [])
+    if not isinstance(history, list) or len(history) != stored.get("epoch", 0):
+        raise refuse("history is not a list of one row per finished epoch")
+    for i, row in enumerate(history):
+        if not _is_row(row, i + 1, stored.get("step", 0)):
+            raise refuse(f"history row {i + 1} is not the record of epoch {i + 1} (its epoch, "
+                         "step and finite losses)")
+    snapshots = stored.get("snapshots", [])
+    if not isinstance(snapshots, list) or not all(
+            isinstance(n, str) and SNAPSHOT_NAME.fullmatch(n) for n in snapshots):
+        raise refuse(f"snapshots {_brief(snapshots)} are not a list of snapshot names "
+                     "(epochNN.pt)")
+    costs = stored.get("final_costs")
+    if costs is not None and not (isinstance(costs, dict) and all(
+            _amount(costs.get(k)) for k in ("greedy", "beam"))):
+        raise refuse(f"final_costs {_brief(costs)} are not seconds (greedy, beam)")
+    if stored.get("final_costs_epoch") is not None and not _count(stored["final_costs_epoch"]):
+        raise refuse(f"final_costs_epoch {_brief(stored['final_costs_epoch'])} is not an epoch")
+    if stored.get("watched") is not None and not isinstance(stored["watched"], dict):
+        raise refuse("watched is not a dictionary")
+
+
+def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path) -> None:
+    """Refuse to resume a run trained in another direction or with another tokenizer.
+
+    The preset's fields say so for checkpoints that recorded them; this also covers older
+    checkpoints (German to English, word-level) and compares what the checkpoint holds."""
+    recorded = pipeline.settings_dict()
+    wanted = {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang, "kind": preset.tokenizer}
+    if preset.tokenizer == "word":
+        wanted["lower"] = preset.lower
+    else:
+        wanted.update(preset.subword_settings().as_dict())
+    diffs = [f"{k}: checkpoint {recorded.get(k)!r}, now {v!r}"
+             for k, v in wanted.items() if recorded.get(k) != v]
+    if diffs:
+        raise CheckpointError(
+            f"{path} was trained with other settings or data (direction or "
+            "tokenizer: " + "; ".join(diffs) + "). Resume with the settings it was trained "
+            "with (--src, --trg, --tokenizer, --vocab-size, --joint-vocab), or start a new "
+            "--out folder.")
+
+
+def reconcile_best(history: list[dict], best_valid_loss: float, step: int,
+                   batch_in_epoch: int, last_path: Path, best_path: Path,
+                   log: Callable[[str], None] = print) -> int | None:
+    """Make ``best.pt`` the checkpoint the history (of ``last.pt``, at ``step``) calls best,
+    after a kill between the two saves; returns ``best.pt``'s step (None: there is none)."""
+    row = next((r for r in history if r["valid_loss"] == best_valid_loss), None)
+    found = Checkpoint.load(best_path).step if best_path.exists() else None
+    if row is None and found is None or row is not None and found == row["step"]:
+        return found
+    if row is not None and step == row["step"] and batch_in_epoch == 0:
+        copy_checkpoint(last_path, best_path)  # last.pt is that epoch's end: best's twin
+        log(f"best.pt was behind last.pt (stopped between the two saves): copied "
+            f"last.pt (epoch {row['epoch']}) to best.pt")
+        return row["step"]
+    wanted = "none" if row is None else f"epoch {row['epoch']}, step {row['step']}"
+    raise CheckpointError(
+        f"{best_path} does not match the history in {last_path} (best.pt: "
+        f"{'missing' if found is None else f'step {found}'}; the history's best: {wanted}) "
+        "and cannot be rebuilt from it. Put back this run's best.pt, or start a new "
+        "--out folder."
+    )
