@@ -12,6 +12,7 @@ import select
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -259,3 +260,24 @@ def test_family_evaluate_stops_on_ctrl_c_or_sigterm_with_one_line_and_no_file(na
     assert proc.returncode == code, err
     assert err.decode().splitlines() == [f"{words}; no metrics written."]
     assert sorted(p.name for p in folder.iterdir()) == ["best.pt"]
+
+
+@pytest.mark.parametrize("name", ["train", "translate", "evaluate"])
+def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(name):
+    """Ctrl-C in the seconds torch takes to import: one line, as Ctrl-C later gives. The
+    KeyboardInterrupt is raised, deterministically, by an import hook at the command's module."""
+    script = textwrap.dedent(f"""
+        import runpy, sys
+
+        class CtrlC:
+            def find_spec(self, fullname, path=None, target=None):
+                if fullname == "convs2s.run.{name}":
+                    raise KeyboardInterrupt
+                return None
+
+        sys.meta_path.insert(0, CtrlC())
+        runpy.run_module("convs2s.{name}", run_name="__main__", alter_sys=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=_env(), timeout=120)
+    assert done.returncode == 130 and done.stderr == "interrupted.\n", done.stderr
