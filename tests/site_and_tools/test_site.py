@@ -4,9 +4,11 @@ The first tests check, without Sphinx, what a notebook's site copy and the landi
 made of (on small notebooks written here). The others build the real site once for the module
 (from notebooks/ as they are, with every network connection refused) and check it: the files
 it holds, then every page in headless Chromium (tools.site_screenshots serves it on localhost
-and refuses any request to another site): no console error, every image loaded and shown at its
-own size, every maths formula typeset, no internal link broken, search, the folded solutions,
-the widgets' pictures, previous/next links and the links to each notebook's source and Colab.
+and refuses any request to another site), at 1280 px and at a phone's 375 px: no console error,
+every image loaded and wholly visible, no page wider than the window, every maths formula
+typeset and no raw TeX in the text, the sidebar menus on a phone, no internal link broken,
+search, the folded solutions, the widgets' pictures, previous/next links and the links to each
+notebook's source and Colab.
 
 The browser tests need Debian's /usr/bin/chromium (or CONVS2S_CHROMIUM) and playwright, and skip
 without them, saying how to enable them; CI sets CONVS2S_REQUIRE_BROWSER=1, which turns that
@@ -588,10 +590,31 @@ _PAGE_FACTS = """() => {
     prev: attr('a.left-prev', 'href'),
     next: attr('a.right-next', 'href'),
     broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
-    scaled: [...(article ? article.querySelectorAll('img') : [])]
-      .filter(i => i.clientWidth !== i.naturalWidth || i.clientHeight !== i.naturalHeight)
-      .map(i => `${i.src}: ${i.naturalWidth}x${i.naturalHeight} shown ` +
-                `${i.clientWidth}x${i.clientHeight}`),
+    cut: (() => {
+      if (!article) return [];
+      const column = article.getBoundingClientRect();
+      const right = Math.min(column.right, window.innerWidth) + 0.5;
+      return [...article.querySelectorAll('img')]
+        .filter(i => i.getClientRects().length > 0)
+        .filter(i => {
+          const box = i.getBoundingClientRect();
+          return box.width === 0 || box.left < column.left - 0.5 || box.right > right;
+        })
+        .map(i => `${i.src}: ${i.naturalWidth}x${i.naturalHeight} shown at ` +
+                  `${JSON.stringify(i.getBoundingClientRect())} in ${JSON.stringify(column)}`);
+    })(),
+    raw_maths: (() => {
+      if (!article) return [];
+      const copy = article.cloneNode(true);
+      copy.querySelectorAll('code, pre, kbd, samp, script, style, .math, mjx-container, ' +
+                            '.MathJax').forEach(e => e.remove());
+      return [...copy.textContent.matchAll(/.{0,40}(\\$|\\\\[A-Za-z]+).{0,40}/g)]
+        .map(m => m[0].replace(/\\s+/g, ' '));
+    })(),
+    width: {page: document.scrollingElement.scrollWidth, window: window.innerWidth},
+    figures: article ? article.querySelectorAll('img').length : 0,
+    figure_links: article ? [...article.querySelectorAll('img')]
+      .filter(i => i.closest('a')?.getAttribute('href') === i.getAttribute('src')).length : 0,
     maths: document.querySelectorAll('.math').length,
     untypeset: [...document.querySelectorAll('.math')]
       .filter(m => !m.querySelector('mjx-container') || m.querySelector('mjx-merror'))
@@ -601,20 +624,38 @@ _PAGE_FACTS = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def visited(built, web):
-    """Every page of the site opened once: {page file: its facts, problems included}."""
+def _visit(built, web, viewport=None):
+    """Every page of the site opened once (in a window of ``viewport``, or the screenshots'
+    1280 x 900): {page file: its facts, problems included}."""
     base, browser = web
     facts = {}
     for page in sorted(p.name for p in built.out.glob("*.html")):
         t = shots.SitePage(browser, base)
         try:
+            if viewport:
+                t.page.set_viewport_size(viewport)
             t.open(page)
             facts[page] = t.page.evaluate(_PAGE_FACTS)
             facts[page]["problems"] = t.problems()
         finally:
             t.close()
     return facts
+
+
+#: A phone's window.
+PHONE = {"width": 375, "height": 812}
+
+
+@pytest.fixture(scope="module")
+def visited(built, web):
+    """Every page at 1280 px."""
+    return _visit(built, web)
+
+
+@pytest.fixture(scope="module")
+def visited_phone(built, web):
+    """Every page at a phone's 375 px."""
+    return _visit(built, web, PHONE)
 
 
 @pytest.mark.browser
@@ -625,9 +666,73 @@ def test_every_page_loads_with_no_error_nothing_from_outside_and_every_image(bui
     for page, f in visited.items():
         assert f["problems"] == [], f"{page}:\n" + "\n".join(f["problems"])
         assert f["broken"] == [], f"{page}: images that did not load: {f['broken']}"
-        assert f["scaled"] == [], f"{page}: figures not at their own size: {f['scaled']}"
         for fallback in ("interactive(children=", "Loading widget", "Error displaying widget"):
             assert fallback not in f["text"], f"{page} shows {fallback!r}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_figure_is_wholly_visible_at_1280_and_375_px(built, visited, visited_phone):
+    """A figure scales to the article's column (a click opens it at full size): no part of it
+    is outside the column or the window."""
+    names = [f"{p.stem}.html" for p in site.course_notebooks(NOTEBOOKS)]
+    for facts, width in ((visited, 1280), (visited_phone, PHONE["width"])):
+        for page in names:
+            assert facts[page]["cut"] == [], f"{page} at {width} px: {facts[page]['cut']}"
+    link = visited["01_glu_and_padding.html"]
+    assert link["figures"] > 0 and link["figures"] == link["figure_links"], \
+        "every figure is a link to its image"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_no_page_is_wider_than_a_phone(visited_phone):
+    """Code blocks scroll inside their cells and long inline code wraps: the page itself never
+    scrolls sideways at 375 px."""
+    wide = {page: f["width"] for page, f in visited_phone.items()
+            if f["width"]["page"] > f["width"]["window"]}
+    assert wide == {}, f"pages wider than the window: {wide}"
+    for page, f in visited_phone.items():
+        assert f["problems"] == [], f"{page}:\n" + "\n".join(f["problems"])
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_no_raw_tex_in_the_text(visited):
+    """Outside code and typeset maths no page shows a ``$`` or a ``\\command``: every formula
+    reached MathJax."""
+    raw = {page: f["raw_maths"] for page, f in visited.items() if f["raw_maths"]}
+    assert raw == {}, f"raw TeX in the page text: {raw}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_sidebar_menus_open_on_a_phone(web):
+    """At 375 px the article header's buttons open the chapter list and the page's contents,
+    and a chapter link in the list goes to that chapter."""
+    base, browser = web
+    t = shots.SitePage(browser, base)
+    try:
+        t.page.set_viewport_size(PHONE)
+        t.open("01_glu_and_padding.html")
+        contents = t.page.locator("#pst-secondary-sidebar-modal")
+        t.page.locator(".secondary-toggle:visible").first.click()
+        contents.locator("a[href^='#']").first.wait_for(state="visible")
+        t.page.keyboard.press("Escape")
+        t.page.wait_for_function(
+            "() => !document.querySelector('#pst-secondary-sidebar-modal').open")
+        menu = t.page.locator("#pst-primary-sidebar-modal")
+        assert not menu.is_visible()
+        t.page.locator(".primary-toggle:visible").first.click()
+        chapter = menu.locator("a[href='03_causal_decoder.html']")
+        chapter.wait_for(state="visible")
+        chapter.click()
+        t.page.wait_for_url(base + "03_causal_decoder.html")
+        t.wait_typeset()
+        assert "03" in t.page.locator(".bd-article h1").first.inner_text()
+        assert t.problems() == []
+    finally:
+        t.close()
 
 
 @pytest.mark.browser

@@ -3,7 +3,9 @@
 Sphinx reads this file with the staged source folder that ``python -m tools.site`` writes: the
 landing page ``index.md`` and a site copy of every notebook. Nothing here fetches anything:
 the theme's assets come with ``sphinx-book-theme`` (and ``pydata-sphinx-theme``), the maths
-library with ``sphinx-mathjax-offline``, and no notebook is executed.
+library with ``sphinx-mathjax-offline``, and no notebook is executed. ``static/site.css`` fits
+figures and code to the column; ``static/site.js`` makes the article header's sidebar buttons work
+and makes each figure a link to its image at full size.
 """
 
 import html
@@ -40,6 +42,7 @@ myst_heading_anchors = 3
 html_theme = "sphinx_book_theme"
 html_static_path = ["static"]
 html_css_files = ["site.css"]
+html_js_files = ["site.js"]  # sidebar buttons that work on a phone, figures open full size
 html_copy_source = False  # the site copies are not the notebooks: each page links to those
 html_show_sourcelink = False
 html_last_updated_fmt = None
