@@ -2,13 +2,13 @@
 
 The first tests check, without Sphinx, what a notebook's site copy and the landing page are
 made of (on small notebooks written here). The others build the real site once for the module
-(from notebooks/ as they are, with every network connection refused) and check it: the files
-it holds, then every page in headless Chromium (tools.site_screenshots serves it on localhost
-and refuses any request to another site), at 1280 px and at a phone's 375 px: no console error,
-every image loaded and wholly visible, no page wider than the window, every maths formula
-typeset and no raw TeX in the text, the sidebar menus on a phone, no internal link broken,
-search, the folded solutions, the widgets' pictures, previous/next links and the links to each
-notebook's source and Colab.
+(from notebooks/ as they are, with every network connection refused) and check it: the files it
+holds, then every page in headless Chromium (tools.site_screenshots serves it on localhost and
+refuses any request to another site), at 1280 px and at a phone's 375 px: no console error,
+every image loaded and wholly visible, with alt text that is no file name, no page wider than
+the window, every maths formula typeset and no raw TeX in the text, the sidebar menus on a
+phone, no internal link broken, search, the folded solutions, the widgets' pictures,
+previous/next links and the links to each notebook's source and Colab.
 
 The browser tests need Debian's /usr/bin/chromium (or CONVS2S_CHROMIUM) and playwright, and skip
 without them, saying how to enable them; CI sets CONVS2S_REQUIRE_BROWSER=1, which turns that
@@ -208,8 +208,13 @@ def test_a_widget_becomes_its_screenshot_with_where_to_run_it():
     assert "widgets" not in out.notebook["metadata"], "no widget state: no widget JavaScript"
     assert cells[1]["outputs"] == []
     note = cells[2]["source"]
-    assert f"![A screenshot of the widget](images/{spec.image})" in note
+    picture = re.search(r"!\[([^\]]+)\]\(images/" + re.escape(spec.image) + r"\)", note)
+    assert picture, note
     assert "JupyterLab" in note and badges.colab_url(REPO, spec.notebook) in note
+    assert "not interactive here" in note
+    assert note.index("JupyterLab") < picture.start(), "the note comes before the picture"
+    alt = picture.group(1).replace("\\", "")
+    assert all(label in alt for label in spec.labels), alt
     assert ":class: widget-static" in note and cells[3]["source"] == "After."
 
 
@@ -219,9 +224,13 @@ def test_a_widget_without_a_screenshot_shows_its_saved_figure():
     out = site.site_notebook(nb, _lesson("08_beyond_convs2s"), REPO, {"widget_01_padding.png"})
     cells = out.notebook["cells"]
     assert out.widgets == 1 and out.images == []
-    assert [o["data"].get("image/png") for o in cells[1]["outputs"]] == [PNG_1x1]
+    # the note, then the code whose output is the figure
+    assert "saved" in cells[1]["source"] and "JupyterLab" in cells[1]["source"]
+    assert "not interactive here" in cells[1]["source"]
+    assert [o["data"].get("image/png") for o in cells[2]["outputs"]] == [PNG_1x1]
+    assert cells[2]["metadata"]["mystnb"]["image"]["alt"] == site.widget_alt(
+        "01 · Gated linear units and padding", {"channels d", "kernel k"})
     assert site.WIDGET_VIEW not in json.dumps(cells)
-    assert "saved" in cells[2]["source"] and "JupyterLab" in cells[2]["source"]
     # the labels of another notebook's widget do not pick its screenshot
     assert site.screenshot_for("08_beyond_convs2s.ipynb", set(WIDGETS["padding"].labels)) is None
 
@@ -612,6 +621,15 @@ _PAGE_FACTS = """() => {
         .map(m => m[0].replace(/\\s+/g, ' '));
     })(),
     width: {page: document.scrollingElement.scrollWidth, window: window.innerWidth},
+    images: imgs.map(i => {
+      // a widget's picture: its note says it is not interactive, and why, before it
+      const note = i.closest('.widget-static');
+      const before = p => p.compareDocumentPosition(i) & Node.DOCUMENT_POSITION_FOLLOWING;
+      return {src: i.getAttribute('src'), alt: i.getAttribute('alt'), widget: !!note,
+              note_first: !!note && /not interactive here/.test(note.textContent) &&
+                [...note.querySelectorAll('p')].some(p =>
+                  /running Python kernel/.test(p.textContent) && before(p))};
+    }),
     figures: article ? article.querySelectorAll('img').length : 0,
     figure_links: article ? [...article.querySelectorAll('img')]
       .filter(i => i.closest('a')?.getAttribute('href') === i.getAttribute('src')).length : 0,
@@ -682,6 +700,47 @@ def test_every_figure_is_wholly_visible_at_1280_and_375_px(built, visited, visit
     link = visited["01_glu_and_padding.html"]
     assert link["figures"] > 0 and link["figures"] == link["figure_links"], \
         "every figure is a link to its image"
+
+
+#: Alt text that names a file instead of saying what the image shows.
+_FILE_NAME_ALT = re.compile(r"\.(png|svg|jpe?g|gif)\b|^\S*/\S*$|[0-9a-f]{16}", re.I)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_image_has_alt_text_from_its_title_not_its_file(built, visited):
+    """An image's alt text says what it shows (a figure: its heading and its title; a widget's
+    picture: its controls), never empty nor a path or a file name; no two widget pictures share
+    one, and each widget picture's note, saying it is not interactive, comes before it."""
+    bad, widget_alts = [], []
+    for page, f in visited.items():
+        for img in f["images"]:
+            alt = (img["alt"] or "").strip()
+            if not alt or _FILE_NAME_ALT.search(alt):
+                bad.append(f"{page}: {img['src']} has alt {img['alt']!r}")
+            if img["widget"]:
+                widget_alts.append(alt)
+                if not img["note_first"]:
+                    bad.append(f"{page}: the note on {img['src']} does not come before it")
+    assert bad == [], "\n".join(bad)
+    assert len(widget_alts) >= len(WIDGETS), "a picture for every widget"
+    assert len(set(widget_alts)) == len(widget_alts), f"widget pictures share alt text: " \
+        f"{widget_alts}"
+
+
+_CODE_OR_SCRIPT = re.compile(r"<(pre|code|script|style|textarea)\b.*?</\1>", re.S | re.I)
+
+
+@pytest.mark.slow
+def test_no_file_of_the_site_holds_raw_jinja(built):
+    """The themes' Jinja templates among their static files (``webpack-macros.html``) are not
+    copied into the site: no HTML file shows ``{%`` or ``{{ `` outside code."""
+    raw = []
+    for page in sorted(built.out.rglob("*.html")):
+        text = _CODE_OR_SCRIPT.sub("", page.read_text(encoding="utf-8", errors="replace"))
+        if "{%" in text or "{{ " in text:
+            raw.append(str(page.relative_to(built.out)))
+    assert raw == [], f"raw Jinja in {raw}"
 
 
 @pytest.mark.browser

@@ -17,8 +17,11 @@ What a site copy changes, and why (the notebooks themselves are never written):
   hidden-source metadata); an *explain* solution is already a closed ``<details>`` block;
 - a widget, which needs a running kernel, is shown as its screenshot from ``images/`` (the one
   ``make images`` takes of it, found by its controls' labels as ``tools.screenshots`` finds the
-  widget) or, for a widget without one, the figure its saved state holds, with one line saying
-  to run the notebook in JupyterLab or Colab;
+  widget) or, for a widget without one, the figure its saved state holds, after a note saying
+  that it is a picture, not interactive here, and to run the notebook in JupyterLab or Colab;
+- every figure gets alt text from what the build knows of it (:func:`figure_alt`: the heading
+  it is under and the title its code gives it; a widget's picture, its controls' labels), where
+  myst-nb would write the image's file name;
 - links to files outside ``notebooks/`` (``../src/...``) point at the repository on GitHub, and
   an image from another site becomes a link to it.
 
@@ -291,13 +294,64 @@ def _markdown_cell(source: str, cell_id: str) -> dict:
     return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": source}
 
 
-def _widget_note(image: str | None, lesson: Lesson, repo_url: str, n: int) -> dict:
-    body = [f"![A screenshot of the widget]({image})", ""] if image else []
-    body.append(run_it_line(lesson, repo_url) if image else
-                "Above: the widget's figure as the notebook was saved. " +
-                run_it_line(lesson, repo_url))
-    return _markdown_cell("\n".join([":::{admonition} Interactive widget", ":class: widget-static",
-                                     "", *body, ":::"]), f"site-widget-{n}")
+#: The title of the note that stands, before it, for a widget's picture.
+WIDGET_NOTE_TITLE = "Interactive widget: a picture, not interactive here"
+
+
+def _widget_note(image: str | None, alt: str, lesson: Lesson, repo_url: str, n: int) -> dict:
+    """The note on a widget, placed before its picture: the screenshot ``image`` (inside the
+    note, after its text) or, without one, the widget's saved figure (the output under the
+    code that follows the note)."""
+    text = run_it_line(lesson, repo_url)
+    if not image:
+        text = "Below the code: the widget's figure as the notebook was saved. " + text
+    body = [text, "", f"![{plain_markdown(alt)}]({image})"] if image else [text]
+    return _markdown_cell("\n".join([f":::{{admonition}} {WIDGET_NOTE_TITLE}",
+                                     ":class: widget-static", "", *body, ":::"]),
+                          f"site-widget-{n}")
+
+
+# A heading of a markdown cell; a figure's title in a plotting call ("suptitle", "set_title",
+# "title=") as a string literal; the course's architecture diagram and the part it highlights.
+_ANY_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_PLOT_TITLE = re.compile(r"""(?:suptitle|set_title|title)\s*[(=]\s*f?(["'])(.+?)(?<!\\)\1""")
+_ARCHITECTURE = re.compile(r"""diagrams\.architecture\((?:[^)]*?highlight\s*=\s*(["'])(.+?)\1)?""")
+
+
+def plain_text(markdown: str) -> str:
+    """A heading or a title as words: no maths dollars, TeX backslashes and braces, emphasis
+    or code marks. Pure."""
+    text = re.sub(r"\\n", " ", markdown)
+    text = re.sub(r"\\sqrt\{([^{}]*)\}", "√\\1", text)
+    text = re.sub(r"\\(?:mathbf|mathrm|mathit|boldsymbol|text|operatorname|left|right)\b",
+                  "", text)
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
+    text = re.sub(r"[$*`{}\\]", "", text)
+    return " ".join(text.split()).strip(" :,;(-")
+
+
+def figure_alt(heading: str | None, source: str) -> str:
+    """The alt text of the figures a code cell draws: what the build knows of the figure, the
+    heading it sits under and the title its code gives it (a literal in a plotting call), or
+    for the course's architecture diagram, what it shows. Pure."""
+    arch = _ARCHITECTURE.search(source)
+    if arch:
+        part = f", with {plain_text(arch.group(2))!r} highlighted" if arch.group(2) else ""
+        return f"The ConvS2S architecture diagram{part}: where this notebook's part sits"
+    words = f"Figure under the heading “{plain_text(heading)}”" if heading else "Figure"
+    title = _PLOT_TITLE.search(source)
+    literal = title.group(2) if title else ""
+    # an f-string's title up to its first placeholder, if that much says something
+    title_text = plain_text(literal.split("{", 1)[0].rstrip("="))
+    title_text = title_text if len(title_text) >= 12 or "{" not in literal else ""
+    return f"{words}: {title_text}" if title_text else words
+
+
+def widget_alt(heading: str | None, labels: set[str]) -> str:
+    """The alt text of a widget's picture: the widget's controls, and the heading it is under."""
+    where = f" under the heading “{plain_text(heading)}”" if heading else ""
+    controls = ", ".join(sorted(labels)) or "none"
+    return f"Picture of the interactive widget{where}, with the controls: {controls}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,12 +374,14 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
     state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
     state = state.get("state", {}) if isinstance(state, dict) else {}
     cells, images, solutions, widgets = [], [], 0, 0
-    titled = False
+    titled, heading = False, None
     for cell in nb["cells"]:
         cells.append(cell)
         kind = cell.get("cell_type")
         if kind == "markdown":
             text = cell_source(cell)
+            headings = _ANY_HEADING.findall(text)
+            heading = headings[-1] if headings else heading
             if not titled:  # the first markdown cell: title, then the source links
                 text, titled = _title_cell(text, lesson, repo_url), True
             if is_solution(cell):
@@ -345,7 +401,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
             # Colab's form title: the toggle already says "solution"
             cell["source"] = re.sub(r"\A\s*#@title\b[^\n]*\n?", "", cell_source(cell))
             continue
-        outputs = []
+        outputs, alt = [], figure_alt(heading, cell_source(cell))
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
@@ -353,18 +409,25 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
                 continue
             widgets += 1
             models = widget_models(state, str(view.get("model_id", "")))
-            image = screenshot_for(f"{lesson.name}.ipynb", widget_labels(models))
+            labels = widget_labels(models)
+            alt = widget_alt(heading, labels)
+            image = screenshot_for(f"{lesson.name}.ipynb", labels)
             if image and image in available_images:
                 images.append(image)
-                cells.append(_widget_note(f"images/{image}", lesson, repo_url, widgets))
+                cells.append(_widget_note(f"images/{image}", alt, lesson, repo_url, widgets))
                 continue
             figure = widget_figure(models)
             if figure:
                 outputs.append({"output_type": "display_data", "metadata": {},
                                 "data": {"image/png": figure,
                                          "text/plain": ["<the widget's figure>"]}})
-            cells.append(_widget_note(None, lesson, repo_url, widgets))
+            # the note before the code whose output shows the figure
+            cells.insert(len(cells) - 1, _widget_note(None, alt, lesson, repo_url, widgets))
         cell["outputs"] = outputs
+        if any(k.startswith("image/") for out in outputs for k in out.get("data", {})):
+            md = cell.setdefault("metadata", {})
+            mystnb = md.setdefault("mystnb", {})
+            mystnb["image"] = {**mystnb.get("image", {}), "alt": alt}
     nb["cells"] = cells
     return SiteNotebook(nb, images, solutions, widgets)
 

@@ -71,5 +71,19 @@ def _escape_theme_titles(app, pagename, templatename, context, doctree):
             context[key] = html.escape(context[key], quote=False)
 
 
+def _drop_theme_templates(app, exception):
+    """The themes keep Jinja templates (``webpack-macros.html``, ``sbt-webpack-macros.html``)
+    among their static files, so Sphinx copies them into ``_static`` as they are: a page of raw
+    ``{% macro %}`` text. They are no page of the site: removed once the build is done."""
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for page in static.rglob("*.html"):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        if "{%" in text or "{{ " in text:
+            page.unlink()
+
+
 def setup(app):
     app.connect("html-page-context", _escape_theme_titles, priority=900)
+    app.connect("build-finished", _drop_theme_templates)
