@@ -2,9 +2,11 @@
 
 ``python -m tools.site_screenshots --site build/site --out images`` serves a built site (``make
 site``) on a free localhost port and captures, in headless Chromium (``tools.screenshots``'s
-browser), the landing page and an exercise of notebook 01 with its solution folded:
-``images/site_home.png`` and ``images/site_exercise.png``. ``tests/site_and_tools/test_site.py``
-uses the same server and the same offline browser page to test the site.
+browser), the landing page and an exercise of notebook 01 with its solution folded, each at
+1280 x 900 and on a 375 x 812 phone: ``images/site_home.png``, ``images/site_exercise.png``,
+``images/site_home_phone.png`` and ``images/site_exercise_phone.png``.
+``tests/site_and_tools/test_site.py`` uses the same server and the same offline browser page to
+test the site.
 
 Pages get nothing from other sites: every request that leaves localhost is refused and
 recorded (:attr:`SitePage.external`), so a page that needs the network shows it.
@@ -26,10 +28,15 @@ from convs2s.system.signals import run_command
 from tools import screenshots
 
 VIEWPORT = {"width": 1280, "height": 900}
-#: (file written into --out, page of the site, the heading to scroll to the top, or None)
+#: A phone's window (the site tests' too).
+PHONE = {"width": 375, "height": 812}
+#: (file written into --out, page of the site, the heading to scroll to the top or None,
+#: the window's size)
 SHOTS = (
-    ("site_home.png", "index.html", r"^The notebooks"),
-    ("site_exercise.png", "01_glu_and_padding.html", r"^Exercise 1\b"),
+    ("site_home.png", "index.html", r"^The notebooks", VIEWPORT),
+    ("site_exercise.png", "01_glu_and_padding.html", r"^Exercise 1\b", VIEWPORT),
+    ("site_home_phone.png", "index.html", None, PHONE),
+    ("site_exercise_phone.png", "01_glu_and_padding.html", r"^Exercise 1\b", PHONE),
 )
 
 
@@ -110,9 +117,10 @@ class SitePage:
 def shoot(browser: screenshots.Browser, base: str, log=print) -> dict[str, bytes]:
     """The README's screenshots of the site served at ``base``: {file name: PNG}."""
     shots: dict[str, bytes] = {}
-    for name, path, heading in SHOTS:
+    for name, path, heading, viewport in SHOTS:
         tab = SitePage(browser, base)
         try:
+            tab.page.set_viewport_size(viewport)
             tab.open(path)
             if heading:
                 tab.page.locator("h1, h2, h3", has_text=re.compile(heading)).first.evaluate(
@@ -140,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.site_screenshots",
         description="Screenshot two pages of the built course website (make site) for the "
-                    "README, in headless Chromium.")
+                    "README, at desktop and phone widths, in headless Chromium.")
     parser.add_argument("--site", default="build/site", help="the built site (make site)")
     parser.add_argument("--out", default="images", help="folder for the PNGs (default: images)")
     args = parser.parse_args(argv)

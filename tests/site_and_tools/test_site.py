@@ -167,22 +167,39 @@ def test_solutions_are_folded_without_outputs_and_the_rest_is_kept():
     ]
     nb = _notebook(cells)
     before = json.dumps(nb)
-    out = site.site_notebook(nb, _lesson(), REPO, set())
+    out = site.site_notebook(nb, _lesson(), REPO, set(), hints={"f": ("NUDGE", "CLOSER")})
     assert json.dumps(nb) == before, "the notebook itself is not changed"
     assert out.solutions == 5
     got = out.notebook["cells"]
+    help_cell = got.pop(4)  # what the site adds under the check: asserted below
     for i in (4, 5, 6):
         assert "hide-input" in got[i]["metadata"]["tags"], i
         assert got[i]["metadata"]["mystnb"]["code_prompt_show"] == "Show the solution"
         assert got[i]["outputs"] == [], "no solution output on the site"
         assert not got[i]["source"].startswith("#@title")
     assert got[4]["source"].startswith("def f():")
-    assert got[3]["outputs"] == cells[3]["outputs"], "a check cell keeps its output"
+    assert got[3]["outputs"] == [], "a check cell shows no output where nothing runs"
     assert got[3]["source"] == "checks.f(f)" and "tags" not in got[3]["metadata"]
     assert "tags" not in got[2]["metadata"], "the task's answer cell stays visible"
     assert got[7]["source"].startswith("<details><summary>Solution</summary>")
     assert "The GLU keeps it." in got[7]["source"]
     assert got[8]["source"] == cells[8]["source"]
+    text = help_cell["source"]
+    assert help_cell["cell_type"] == "markdown" and "run the cell above" in text
+    assert badges.colab_url(REPO, "01_glu_and_padding.ipynb") in text and "make lab" in text
+    assert text.index("<summary>Hint</summary>") < text.index("NUDGE") < \
+        text.index("<summary>A closer hint</summary>") < text.index("CLOSER")
+
+
+def test_every_checked_exercise_has_both_hints_for_the_site():
+    """The site shows the package's hints under each check: every check cell of the course
+    names an exercise that has a nudge and a closer hint."""
+    hints = site.course_hints()
+    for path in site.course_notebooks(NOTEBOOKS):
+        for cell in site.load_notebook(path)["cells"]:
+            exercise = site.check_role(cell)
+            if exercise is not None:
+                assert exercise in hints and all(hints[exercise]), f"{path.name}: {exercise}"
 
 
 def test_the_first_cell_gets_source_links_instead_of_the_badge():
@@ -552,7 +569,10 @@ def test_the_site_builds_with_every_notebook_and_no_warning(built):
         assert (built.out / f"{name}.html").is_file()
     assert (built.out / "index.html").is_file() and (built.out / "search.html").is_file()
     assert (built.out / site.MARKER).is_file()
-    assert (built.out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    # the maths is MathML in the pages: no maths library, no source maps, no translations
+    static = built.out / "_static"
+    assert not (static / "mathjax").exists() and not (static / "locales").exists()
+    assert not list(static.rglob("*.map"))
     # the build's temporary folders are gone
     assert [p.name for p in built.out.parent.iterdir()] == ["site"]
 
@@ -615,8 +635,8 @@ _PAGE_FACTS = """() => {
     raw_maths: (() => {
       if (!article) return [];
       const copy = article.cloneNode(true);
-      copy.querySelectorAll('code, pre, kbd, samp, script, style, .math, mjx-container, ' +
-                            '.MathJax').forEach(e => e.remove());
+      copy.querySelectorAll('code, pre, kbd, samp, script, style, .math, math')
+        .forEach(e => e.remove());
       return [...copy.textContent.matchAll(/.{0,40}(\\$|\\\\[A-Za-z]+).{0,40}/g)]
         .map(m => m[0].replace(/\\s+/g, ' '));
     })(),
@@ -634,11 +654,43 @@ _PAGE_FACTS = """() => {
     figure_links: article ? [...article.querySelectorAll('img')]
       .filter(i => i.closest('a')?.getAttribute('href') === i.getAttribute('src')).length : 0,
     maths: document.querySelectorAll('.math').length,
+    // a formula is MathML that the browser lays out as maths, with no error in it
     untypeset: [...document.querySelectorAll('.math')]
-      .filter(m => !m.querySelector('mjx-container') || m.querySelector('mjx-merror'))
+      .filter(m => { const math = m.querySelector('math');
+                     return !math || m.querySelector('merror, code') ||
+                       !getComputedStyle(math).display.includes('math') ||
+                       (m.checkVisibility() && math.getBoundingClientRect().height === 0); })
       .map(m => m.textContent.slice(0, 80)),
+    // every icon the page shows is drawn: its ::before has a size and a shape
+    blank_icons: [...document.querySelectorAll('[class*="fa-"]')]
+      .filter(e => e.getClientRects().length > 0)
+      .filter(e => { const b = getComputedStyle(e, '::before');
+                     if (e.tagName.toLowerCase() === 'svg')  // drawn by a script as SVG
+                       return e.getBoundingClientRect().width === 0;
+                     return b.content === 'none' || parseFloat(b.width) === 0 ||
+                       !(b.maskImage || b.webkitMaskImage || '').includes('data:image/svg'); })
+      .map(e => e.className),
+    favicon: document.querySelector('link[rel~="icon"]')?.href ?? null,
     text: document.body.innerText,
   };
+}"""
+
+
+# What a reader downloads to read a page to its end: the page and everything it loaded (styles,
+# scripts, fonts, figures), read from the browser's resource timing once every figure is in.
+_PAGE_BYTES = """async () => {
+  performance.setResourceTimingBufferSize(1000);
+  for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
+    window.scrollTo(0, y);
+    await new Promise(r => requestAnimationFrame(r));
+  }
+  await Promise.all([...document.images].map(i => i.decode().catch(() => null)));
+  const nav = performance.getEntriesByType('navigation')[0];
+  const files = [nav, ...performance.getEntriesByType('resource')];
+  return {total: files.reduce((sum, f) => sum + f.decodedBodySize, 0),
+          largest: files.map(f => [f.name.split('/').pop().split('?')[0].slice(0, 40),
+                                   f.decodedBodySize])
+                        .sort((a, b) => b[1] - a[1]).slice(0, 5)};
 }"""
 
 
@@ -654,6 +706,7 @@ def _visit(built, web, viewport=None):
                 t.page.set_viewport_size(viewport)
             t.open(page)
             facts[page] = t.page.evaluate(_PAGE_FACTS)
+            facts[page]["bytes"] = t.page.evaluate(_PAGE_BYTES)
             facts[page]["problems"] = t.problems()
         finally:
             t.close()
@@ -661,7 +714,7 @@ def _visit(built, web, viewport=None):
 
 
 #: A phone's window.
-PHONE = {"width": 375, "height": 812}
+PHONE = shots.PHONE
 
 
 @pytest.fixture(scope="module")
@@ -759,7 +812,7 @@ def test_no_page_is_wider_than_a_phone(visited_phone):
 @pytest.mark.slow
 def test_no_raw_tex_in_the_text(visited):
     """Outside code and typeset maths no page shows a ``$`` or a ``\\command``: every formula
-    reached MathJax."""
+    became MathML."""
     raw = {page: f["raw_maths"] for page, f in visited.items() if f["raw_maths"]}
     assert raw == {}, f"raw TeX in the page text: {raw}"
 
@@ -796,10 +849,47 @@ def test_the_sidebar_menus_open_on_a_phone(web):
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_the_maths_is_typeset(visited):
-    for page, f in visited.items():
-        assert f["untypeset"] == [], f"{page}: maths not typeset: {f['untypeset']}"
+def test_the_maths_is_typeset(visited, visited_phone):
+    """Every formula is MathML that Chromium lays out as maths, at both widths."""
+    for facts in (visited, visited_phone):
+        for page, f in facts.items():
+            assert f["untypeset"] == [], f"{page}: maths not typeset: {f['untypeset']}"
     assert visited["01_glu_and_padding.html"]["maths"] > 10, "notebook 01's equations"
+
+
+#: The most a page may weigh with everything it loads, figures included (issue 35: pages
+#: weighed 3.8-4.3 MB for 0.2-0.65 MB of content), and the whole site.
+PAGE_BYTES = 1_200_000
+SITE_BYTES = 12_000_000
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_weighs_at_most_1_2_mb_and_the_site_12_mb(built, visited, visited_phone):
+    """What a reader downloads to read a page to its end, at 1280 and 375 px: the page, its
+    styles, scripts, fonts and every figure. And the site as a whole, the notebooks offered
+    for download included."""
+    for facts, width in ((visited, 1280), (visited_phone, PHONE["width"])):
+        heavy = {page: f["bytes"] for page, f in facts.items()
+                 if f["bytes"]["total"] > PAGE_BYTES}
+        assert heavy == {}, f"pages over {PAGE_BYTES:,} bytes at {width} px: {heavy}"
+    site_bytes = sum(f.stat().st_size for f in built.out.rglob("*") if f.is_file())
+    assert site_bytes <= SITE_BYTES, f"the site weighs {site_bytes:,} bytes"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_icon_is_drawn_and_every_page_has_a_favicon(built, visited, visited_phone):
+    """The theme's buttons show their icons (drawn from the site's small icon sheet, not Font
+    Awesome's 1.5 MB script) at both widths, and each page names a favicon that the site
+    holds."""
+    for facts, width in ((visited, 1280), (visited_phone, PHONE["width"])):
+        blank = {page: f["blank_icons"] for page, f in facts.items() if f["blank_icons"]}
+        assert blank == {}, f"icons drawn as nothing at {width} px: {blank}"
+    for page, f in visited.items():
+        assert f["favicon"], f"{page} names no favicon"
+        icon = urllib.parse.urlsplit(f["favicon"]).path.lstrip("/")
+        assert (built.out / urllib.parse.unquote(icon)).is_file(), f"{page}: {f['favicon']}"
 
 
 @pytest.mark.browser
@@ -863,6 +953,66 @@ def test_landing_page_lists_every_notebook_with_time_and_what_you_learn(built, t
     assert tab.problems() == []
 
 
+def test_the_course_time_adds_up_the_notebooks_estimates():
+    assert site.lesson_minutes("40 minutes of reading and 30 for the exercises. Running it "
+                               "takes 5 minutes.") == 70
+    assert site.lesson_minutes("50 minutes: about 25 to read and run, 25 for the four.") == 50
+    assert site.lesson_minutes("20 minutes (about 1,600 words to read).") == 20
+    assert site.lesson_minutes("an afternoon.") is None
+    lessons = [site.Lesson(f"0{i}_x", f"0{i} · X", t, ("x",)) for i, t in
+               enumerate(["20 minutes.", "40 minutes of reading and 30 for the exercises.",
+                          "about 55 minutes of reading and 30 for the exercises."])]
+    assert site.course_time(lessons) == ("about 2 h 55 min in all, by the notebooks' own "
+                                         "estimates (20–85 minutes each)")
+    lessons[0] = site.Lesson("00_x", "00 · X", "a while.", ("x",))
+    assert "the estimates of 2 of the 3 notebooks" in site.course_time(lessons)
+
+
+# The landing page's first screen: every line of the glance and the start link inside it.
+_FIRST_SCREEN = """() => {
+  const glance = document.querySelector('.course-glance');
+  if (!glance) return null;
+  const inside = e => { const r = e.getBoundingClientRect();
+                        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; };
+  const start = glance.querySelector('a.start-here');
+  return {
+    lines: [...glance.querySelectorAll('p')].map(p => ({text: p.textContent.slice(0, 30),
+                                                        inside: inside(p)})),
+    start: start && {href: start.getAttribute('href'), text: start.textContent,
+                     inside: inside(start)},
+    paper: [...glance.querySelectorAll('a')].map(a => a.href).filter(h => /arxiv/.test(h)),
+  };
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_landing_page_says_what_for_whom_how_long_and_where_to_start_in_one_screen(
+        built, web, visited):
+    """At 1280 x 900 and on a 375 x 812 phone the first screen of the landing page holds what
+    the course is (with the paper's link), whom it is for, how long it takes, and a "Start with
+    00" link to notebook 00; no page's footer says "Author name not set"."""
+    base, browser = web
+    for viewport in (shots.VIEWPORT, PHONE):
+        t = shots.SitePage(browser, base)
+        try:
+            t.page.set_viewport_size(viewport)
+            t.open("index.html")
+            f = t.page.evaluate(_FIRST_SCREEN)
+        finally:
+            t.close()
+        assert f is not None, "a glance at the top of the landing page"
+        first = {line["text"].split(":")[0]: line["inside"] for line in f["lines"]}
+        for what in ("What", "For", "Time"):
+            assert first.get(what), f"{what} not in the first screen at {viewport}: {f}"
+        assert f["start"] and f["start"]["inside"], f"no start link in the first screen: {f}"
+        assert f["start"]["href"] == "00_start_here.html"
+        assert f["start"]["text"].startswith("Start with 00")
+        assert f["paper"] == ["https://arxiv.org/abs/1705.03122"]
+    for page, facts in visited.items():
+        assert "Author name not set" not in facts["text"], page
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_search_finds_causal_padding(tab):
@@ -903,6 +1053,80 @@ def test_a_solution_stays_hidden_until_its_toggle_is_clicked(tab):
     assert tab.problems() == []
 
 
+# Each check cell of a page, read in the browser: the cell, then what follows it up to the
+# exercise's solution. ``sources``: the check cells' code, from the notebooks.
+_CHECKS = """sources => sources.map(source => {
+  const cell = [...document.querySelectorAll('.bd-article .cell')].find(c =>
+    c.querySelector('.cell_input')?.textContent.trim() === source.trim());
+  if (!cell) return {source, found: false};
+  const after = [];
+  for (let e = cell.nextElementSibling; e; e = e.nextElementSibling) {
+    const solution = e.matches('.cell') ? e.querySelector('details.hide') : null;
+    if (solution) {
+      after.push({kind: 'solution', open: solution.open,
+                  visible: solution.querySelector('.cell_input').checkVisibility()});
+      break;
+    }
+    if (e.matches('.cell')) { after.push({kind: 'other cell'}); break; }
+    if (e.matches('details.exercise-hint'))
+      after.push({kind: 'hint', open: e.open, title: e.querySelector('summary').textContent.trim(),
+                  text: e.textContent.replace(e.querySelector('summary').textContent, '').trim(),
+                  shown: e.querySelector(':scope > :not(summary)')?.checkVisibility() ?? false});
+    else if (e.textContent.trim())
+      after.push({kind: 'text', text: e.textContent.trim(),
+                  links: [...e.querySelectorAll('a')].map(a => a.href)});
+  }
+  return {source, found: true, outputs: cell.querySelectorAll('.cell_output').length, after};
+})"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_check_cells_show_no_output_and_then_where_to_run_hints_and_solution(built, web):
+    """Where nothing runs, a check cell shows no output (no "not implemented yet", no
+    ``False``); under it one line says where to run it, then its two hints, folded, the nudge
+    first, then the folded solution. A hint opens on a click. At 1280 and 375 px."""
+    base, browser = web
+    hints = site.course_hints()
+    seen = 0
+    for viewport in (None, PHONE):
+        for path in site.course_notebooks(NOTEBOOKS):
+            checks_here = [(site.check_role(c), site.cell_source(c))
+                           for c in site.load_notebook(path)["cells"] if site.check_role(c)]
+            if not checks_here:
+                continue
+            t = shots.SitePage(browser, base)
+            try:
+                if viewport:
+                    t.page.set_viewport_size(viewport)
+                t.open(f"{path.stem}.html")
+                found = t.page.evaluate(_CHECKS, [src for _, src in checks_here])
+                assert "not implemented yet" not in t.page.locator(".bd-article").inner_text()
+                for (exercise, _), f in zip(checks_here, found, strict=True):
+                    where = f"{path.stem}: {exercise}"
+                    assert f["found"] and f["outputs"] == 0, where
+                    kinds = [a["kind"] for a in f["after"]]
+                    assert kinds == ["text", "hint", "hint", "solution"], f"{where}: {kinds}"
+                    line, nudge, closer, solution = f["after"]
+                    assert "run the cell above" in line["text"] and any(
+                        "colab.research.google.com" in h for h in line["links"]), where
+                    assert (nudge["title"], closer["title"]) == ("Hint", "A closer hint")
+                    assert not (nudge["open"] or closer["open"] or solution["open"]), where
+                    assert not (nudge["shown"] or closer["shown"] or solution["visible"])
+                    # the hint's words as the package has them (markup and quotes aside)
+                    for got, want in ((nudge, hints[exercise][0]), (closer, hints[exercise][1])):
+                        assert re.findall(r"[A-Za-z0-9]+", got["text"])[:6] == \
+                            re.findall(r"[A-Za-z0-9]+", want)[:6], f"{where}: {got['text']!r}"
+                    seen += 1
+                hint = t.page.locator("details.exercise-hint > summary").first
+                hint.click()
+                t.page.locator("details.exercise-hint[open]").first.wait_for()
+                assert t.problems() == []
+            finally:
+                t.close()
+    assert seen == 2 * len(hints), "every checked exercise, at both widths"
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_check_cells_are_code_and_widgets_are_their_screenshots(tab):
@@ -928,8 +1152,10 @@ def test_readme_screenshots_are_taken_from_the_site(web):
 
     base, browser = web
     taken = shots.shoot(browser, base, log=lambda line: None)
-    assert sorted(taken) == sorted(name for name, _, _ in shots.SHOTS)
+    assert sorted(taken) == sorted(name for name, *_ in shots.SHOTS)
+    sizes = {name: (viewport["width"], viewport["height"]) for name, *_, viewport in shots.SHOTS}
+    assert {w for w, _ in sizes.values()} == {1280, PHONE["width"]}, "desktop and phone"
     for name, png in taken.items():
         with Image.open(io.BytesIO(png)) as im:
-            assert im.size == (shots.VIEWPORT["width"], shots.VIEWPORT["height"])
+            assert im.size == sizes[name]
             assert len(np.unique(np.asarray(im.convert("L")))) > 10, f"{name} is blank"

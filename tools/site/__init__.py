@@ -3,8 +3,9 @@
 ``python -m tools.site --out build/site`` (``make site``) runs nothing: it reads every course
 notebook ``notebooks/NN_<name>.ipynb`` as it is, writes a *site copy* of each into a temporary
 Sphinx source folder, and builds that with Sphinx, ``myst-nb`` (notebooks as pages, stored
-outputs shown, execution off) and ``sphinx-book-theme``; the maths is typeset by the MathJax that
-``sphinx-mathjax-offline`` copies into the site. No step needs the network.
+outputs shown, execution off) and ``sphinx-book-theme``; the maths is written into the pages
+as MathML (``tools/site/mathml.py``), which browsers display without a maths library. No step
+needs the network.
 
 What a site copy changes, and why (the notebooks themselves are never written):
 
@@ -19,6 +20,12 @@ What a site copy changes, and why (the notebooks themselves are never written):
   ``make images`` takes of it, found by its controls' labels as ``tools.screenshots`` finds the
   widget) or, for a widget without one, the figure its saved state holds, after a note saying
   that it is a picture, not interactive here, and to run the notebook in JupyterLab or Colab;
+- an exercise's check cell loses its stored output (in a committed notebook: "not implemented
+  yet" and ``False``) and is followed by a line on where to run it and the exercise's hints,
+  each folded, the nudge before the closer hint (the package's ``checks.HINTS``, what the check
+  prints after a wrong try); its solution follows, folded as above;
+- every PNG figure, in an output or from ``images/``, becomes a 256-colour palette image where
+  that is smaller (``tools/site/png.py``: the same to the eye, a quarter of the bytes);
 - every figure gets alt text from what the build knows of it (:func:`figure_alt`: the heading
   it is under and the title its code gives it; a widget's picture, its controls' labels), where
   myst-nb would write the image's file name;
@@ -63,6 +70,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.site.png import smaller_png, smaller_png_base64
+
 ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = Path(__file__).resolve().parent
 #: The file that marks a folder as a site this tool built (and so may replace).
@@ -103,12 +112,15 @@ class Lesson:
     heading: str  # "01 · Gated linear units and padding"
     time: str  # the text after **Estimated time:**
     learn: tuple[str, ...]  # the items under **What you will learn**, as markdown
+    prerequisites: str = ""  # the text after **Prerequisites:**, if the cell has one
 
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*$", re.MULTILINE)
 _TIME = re.compile(r"^\*\*Estimated time:?\*\*:?[ \t]*(.+?)\s*(?:\n[ \t]*\n|\Z)",
                    re.MULTILINE | re.DOTALL)
 _LEARN = re.compile(r"^\*\*What you will learn[^*\n]*\*\*:?[ \t]*$", re.MULTILINE)
+_PREREQUISITES = re.compile(r"^\*\*Prerequisites:?\*\*:?[ \t]*(.+?)\s*(?:\n[ \t]*\n|\Z)",
+                            re.MULTILINE | re.DOTALL)
 
 
 def _learn_items(text: str) -> tuple[str, ...]:
@@ -142,7 +154,9 @@ def read_lesson(path: Path, nb: dict | None = None) -> Lesson:
         raise SiteError(f"{path}: the first markdown cell has no {' and no '.join(missing)}; "
                         "the course's notebook contract asks every notebook to open with "
                         "them, and the landing page lists them")
-    return Lesson(path.stem, heading.group(1), " ".join(time_.group(1).split()), learn)
+    needs = _PREREQUISITES.search(first)
+    return Lesson(path.stem, heading.group(1), " ".join(time_.group(1).split()), learn,
+                  " ".join(needs.group(1).split()) if needs else "")
 
 
 def load_notebook(path: Path, data: bytes | None = None) -> dict:
@@ -367,13 +381,46 @@ class SiteNotebook:
     widgets: int
 
 
-def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
-                  available_images: set[str]) -> SiteNotebook:
-    """The copy of ``nb`` that the site renders (see the module docstring). Pure."""
+def check_role(cell: dict) -> str | None:
+    """The exercise a check cell checks (``metadata["convs2s"]``: role "check"), or None."""
+    md = cell.get("metadata", {}).get("convs2s")
+    if cell.get("cell_type") == "code" and isinstance(md, dict) and md.get("role") == "check":
+        return str(md.get("exercise", ""))
+    return None
+
+
+def course_hints() -> dict[str, tuple[str, str]]:
+    """{exercise: (nudge, closer hint)}: what the package's checks print, and checks.hint()."""
+    from convs2s.course.checks import HINTS
+
+    return {name: (h.nudge, h.closer) for name, h in HINTS.items()}
+
+
+def _check_help(exercise: str, hints: dict[str, tuple[str, str]], lesson: Lesson,
+                repo_url: str, n: int) -> dict:
+    """What stands under a check cell on the site, where nothing runs: where to run the check,
+    then the exercise's hints, each folded (the nudge, then the closer hint)."""
+    from tools.badges import colab_url
+
+    lines = [f"**To check your answer, run the cell above** in the notebook, in JupyterLab "
+             f"(`make lab`) or [in Colab]({colab_url(repo_url, lesson.name + '.ipynb')}): "
+             "this page runs no code. Stuck? Open the hints one at a time, then the solution."]
+    if exercise in hints:
+        for title, text in zip(("Hint", "A closer hint"), hints[exercise], strict=True):
+            lines += ["", f'<details class="exercise-hint"><summary>{title}</summary>', "",
+                      plain_markdown(text), "", "</details>"]  # as the check prints it
+    return _markdown_cell("\n".join(lines), f"site-check-{n}")
+
+
+def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set[str],
+                  hints: dict[str, tuple[str, str]] | None = None) -> SiteNotebook:
+    """The copy of ``nb`` that the site renders (see the module docstring). Pure, given
+    ``hints`` (by default the package's, :func:`course_hints`)."""
+    hints = course_hints() if hints is None else hints
     nb = copy.deepcopy(nb)
     state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
     state = state.get("state", {}) if isinstance(state, dict) else {}
-    cells, images, solutions, widgets = [], [], 0, 0
+    cells, images, solutions, widgets, checks = [], [], 0, 0, 0
     titled, heading = False, None
     for cell in nb["cells"]:
         cells.append(cell)
@@ -401,10 +448,19 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
             # Colab's form title: the toggle already says "solution"
             cell["source"] = re.sub(r"\A\s*#@title\b[^\n]*\n?", "", cell_source(cell))
             continue
+        exercise = check_role(cell)
+        if exercise is not None:  # its output on the site would be "not implemented yet"
+            cell["outputs"] = []
+            cell["execution_count"] = None
+            checks += 1
+            cells.append(_check_help(exercise, hints, lesson, repo_url, checks))
+            continue
         outputs, alt = [], figure_alt(heading, cell_source(cell))
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
+                if "image/png" in out.get("data", {}):
+                    out["data"]["image/png"] = smaller_png_base64(out["data"]["image/png"])
                 outputs.append(out)
                 continue
             widgets += 1
@@ -419,7 +475,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str,
             figure = widget_figure(models)
             if figure:
                 outputs.append({"output_type": "display_data", "metadata": {},
-                                "data": {"image/png": figure,
+                                "data": {"image/png": smaller_png_base64(figure),
                                          "text/plain": ["<the widget's figure>"]}})
             # the note before the code whose output shows the figure
             cells.insert(len(cells) - 1, _widget_note(None, alt, lesson, repo_url, widgets))
@@ -455,12 +511,63 @@ def readme_intro(readme: str) -> tuple[str, str]:
     return m.group(1), _COLAB_BADGE.sub("", intro).strip()
 
 
+#: The paper the course rebuilds.
+PAPER_URL = "https://arxiv.org/abs/1705.03122"
+
+
+def lesson_minutes(time: str) -> int | None:
+    """The minutes a notebook's "Estimated time" gives: the numbers of its first clause
+    ("40 minutes of reading and 30 for the exercises." -> 70; "50 minutes: about 25 to read"
+    -> 50); None if that clause names no minutes. Pure."""
+    head = re.split(r"[.:;(]", time, maxsplit=1)[0]
+    numbers = [int(n) for n in re.findall(r"\d+", head)]
+    return sum(numbers) if numbers and "minute" in head else None
+
+
+def course_time(lessons: list[Lesson]) -> str:
+    """The course's length as the notebooks estimate it, in words."""
+    minutes = [lesson_minutes(lesson.time) for lesson in lessons]
+    known = [m for m in minutes if m is not None]
+    if not known:
+        return ""
+    total = sum(known)
+    hours, rest = divmod(total, 60)
+    length = f"about {hours} h {rest:02d} min" if hours else f"about {total} minutes"
+    which = ("the notebooks' own estimates" if len(known) == len(lessons) else
+             f"the estimates of {len(known)} of the {len(lessons)} notebooks")
+    return f"{length} in all, by {which} ({min(known)}–{max(known)} minutes each)"
+
+
+def _at_a_glance(lessons: list[Lesson]) -> list[str]:
+    """The landing page's first screen: what the course is, for whom, how long it takes, what
+    it needs, and where to start."""
+    first = lessons[0]
+    lines = [":::{container} course-glance", "",
+             f"**What:** the paper [*Convolutional Sequence to Sequence Learning*]({PAPER_URL}) "
+             f"(Gehring et al., ICML 2017) rebuilt in {len(lessons)} notebooks, up to a "
+             "German→English translator.", "",
+             "**For:** students (a laptop or a free Colab GPU), instructors (exercises marked "
+             "for grading), engineers (a ConvS2S checked against fairseq's `fconv`).", ""]
+    length = course_time(lessons)
+    if length:
+        lines += [f"**Time:** {length}.", ""]
+    lines += [f"[**Start with {plain_markdown(first.heading)} →**]({first.name}.ipynb)"
+              "{.start-here}", ""]
+    if first.prerequisites:
+        number = first.heading.split()[0]
+        lines += [f"**Before {plain_markdown(number)} you need:** {first.prerequisites}", ""]
+    lines += [":::", ""]
+    return lines
+
+
 def landing_page(readme: str, lessons: list[Lesson], repo_url: str) -> str:
-    """The site's index page (MyST markdown)."""
+    """The site's index page (MyST markdown): the title, the course at a glance with the link
+    to its first notebook, then the README's introduction, the model, and the notebooks."""
     from tools.badges import colab_url
 
     title, intro = readme_intro(readme)
-    out = [f"# {plain_markdown(title)}", "", offline_markdown(intro, repo_url, "."), "",
+    out = [f"# {plain_markdown(title)}", "", *_at_a_glance(lessons),
+           "## About this course", "", offline_markdown(intro, repo_url, "."), "",
            "Read the course here, with every output as the notebooks store it. To run the code, "
            "use the notebooks: in JupyterLab (`make lab`, see the "
            f"[README]({github_blob(repo_url, 'README.md')})) or "
@@ -525,7 +632,7 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str) -> Staged:
         solutions += site.solutions
         widgets += site.widgets
     for name in sorted(shown):
-        shutil.copyfile(images_dir / name, src / "images" / name)
+        (src / "images" / name).write_bytes(smaller_png(_read_bytes(images_dir / name)))
     (src / "index.md").write_text(landing_page(readme, lessons, repo_url), encoding="utf-8")
     digests = {p.name: hashlib.sha256(raw[p]).hexdigest() for p in paths}
     return Staged(lessons, solutions, widgets, digests)

@@ -2,13 +2,16 @@
 
 Sphinx reads this file with the staged source folder that ``python -m tools.site`` writes: the
 landing page ``index.md`` and a site copy of every notebook. Nothing here fetches anything:
-the theme's assets come with ``sphinx-book-theme`` (and ``pydata-sphinx-theme``), the maths
-library with ``sphinx-mathjax-offline``, and no notebook is executed. ``static/site.css`` fits
+the theme's assets come with ``sphinx-book-theme`` (and ``pydata-sphinx-theme``), the maths is
+written into the pages as MathML (``mathml.py``: browsers display it, no maths library is loaded),
+and no notebook is executed. A page loads only what it uses: the theme's 1.5 MB icon script is
+replaced by the dozen icons the pages show (``icons.py``). ``static/site.css`` fits
 figures and code to the column; ``static/site.js`` makes the article header's sidebar buttons work
 and makes each figure a link to its image at full size.
 """
 
 import html
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,13 +25,15 @@ from tools.site import readme_intro  # noqa: E402
 REPOSITORY = read_repository_url(ROOT / "pyproject.toml").rstrip("/")
 
 project = "ConvS2S course"
+copyright = "the ConvS2S course's authors; MIT licence"
 html_title = readme_intro((ROOT / "README.md").read_text(encoding="utf-8"))[0]
 language = "en"
 
 extensions = [
     "myst_nb",  # notebooks (and the landing page's markdown) as pages
-    "sphinx-mathjax-offline",  # MathJax 3, copied into _static/mathjax, instead of a CDN
+    "tools.site.mathml",  # formulas as MathML, written at build time (no MathJax)
 ]
+html_math_renderer = "mathml"
 exclude_patterns = ["_notebooks", "**/.ipynb_checkpoints"]
 
 # myst-nb: show the stored outputs, run nothing; no widget JavaScript from a CDN (the site
@@ -36,12 +41,14 @@ exclude_patterns = ["_notebooks", "**/.ipynb_checkpoints"]
 nb_execution_mode = "off"
 nb_ipywidgets_js = {}
 nb_merge_streams = True
-myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+# attrs_inline: the landing page's "Start with 00" link is styled as a button ({.start-here})
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "attrs_inline"]
 myst_heading_anchors = 3
 
 html_theme = "sphinx_book_theme"
 html_static_path = ["static"]
-html_css_files = ["site.css"]
+html_css_files = ["site.css", "icons.css"]  # icons.css: written after the build (icons.py)
+html_favicon = "static/favicon.svg"
 html_js_files = ["site.js"]  # sidebar buttons that work on a phone, figures open full size
 html_copy_source = False  # the site copies are not the notebooks: each page links to those
 html_show_sourcelink = False
@@ -53,7 +60,11 @@ html_theme_options = {
     "use_repository_button": True,
     "use_download_button": False,
     "launch_buttons": {"colab_url": "https://colab.research.google.com"},
-    "home_page_in_toc": True,
+    # the landing page is the sidebar's title already: not a chapter of its list too
+    "home_page_in_toc": False,
+    # the footer says whose course it is and its licence (Sphinx's default author is the words
+    # "Author name not set")
+    "footer_content_items": ["copyright"],
     "show_toc_level": 2,
     "navigation_with_keys": False,
 }
@@ -74,7 +85,8 @@ def _escape_theme_titles(app, pagename, templatename, context, doctree):
 def _drop_theme_templates(app, exception):
     """The themes keep Jinja templates (``webpack-macros.html``, ``sbt-webpack-macros.html``)
     among their static files, so Sphinx copies them into ``_static`` as they are: a page of raw
-    ``{% macro %}`` text. They are no page of the site: removed once the build is done."""
+    ``{% macro %}`` text. They are no page of the site: removed once the build is done, with
+    the other theme files no page uses."""
     if exception is not None or app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
@@ -82,8 +94,32 @@ def _drop_theme_templates(app, exception):
         text = page.read_text(encoding="utf-8", errors="replace")
         if "{%" in text or "{{ " in text:
             page.unlink()
+    # nor are the themes' source maps (for debugging their minified code) and translations
+    # (this site is in English): no page loads them, and they were a quarter of the site
+    for source_map in static.rglob("*.map"):
+        source_map.unlink()
+    if language == "en" and (static / "locales").is_dir():
+        shutil.rmtree(static / "locales")
+
+
+def _shrink_icons(app, exception):
+    """The theme's icons: only those the pages use, as CSS (tools/site/icons.py)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from tools.site import icons
+
+    out = Path(app.outdir)
+    missing = icons.shrink(out / "_static", sorted(out.rglob("*.html")))
+    icons.subset_fonts(out / "_static")
+    if missing:
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).warning(
+            "icons the pages name but Font Awesome does not hold: %s",
+            ", ".join(f"{p} {n}" for p, n in sorted(missing)))
 
 
 def setup(app):
     app.connect("html-page-context", _escape_theme_titles, priority=900)
     app.connect("build-finished", _drop_theme_templates)
+    app.connect("build-finished", _shrink_icons)
