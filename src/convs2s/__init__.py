@@ -49,7 +49,7 @@ __all__ = [
     "Decoder", "Encoder", "EncoderOut", "PadCollate", "Tokenizer", "TranslationDataset", "Vocab",
     "beam_search", "check_length", "count_parameters", "greedy_decode",
     "load_multi30k", "load_pairs", "make_loader", "make_tokenizer", "padding_ratio",
-    "Translator", "corpus_bleu", "PRESETS", "Preset", "Checkpoint",
+    "Translator", "corpus_bleu", "PRESETS", "Preset", "Checkpoint", "pretrained",
 ]
 
 
@@ -61,6 +61,7 @@ def __getattr__(name):
         "PRESETS": "convs2s.run.presets",
         "Preset": "convs2s.run.presets",
         "Checkpoint": "convs2s.run.checkpoint",
+        "pretrained": "convs2s.run.pretrained",  # the shipped translators: pretrained("de-en")
     }
     if name in lazy:
         import importlib

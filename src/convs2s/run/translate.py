@@ -428,11 +428,14 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = OneLineParser(
         prog="python -m convs2s.translate",
-        description="Translate sentences from the checkpoint's source language into its target "
+        description="Translate sentences from the model's source language into its target "
         "language (German to English for word-level checkpoints trained before checkpoints "
         "recorded their languages): the sentences given as arguments, "
         "or else every line of --input (default: stdin), one output line per input line.")
-    parser.add_argument("--checkpoint", required=True, type=Path)
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--checkpoint", type=Path, help="a checkpoint file (best.pt, final.pt)")
+    model.add_argument("--pretrained", metavar="DIRECTION",
+                       help="a model shipped with the package: de-en (convs2s.pretrained)")
     parser.add_argument("sentences", nargs="*", help="source sentences (none: read lines)")
     parser.add_argument("--input", "-i", help="a UTF-8 text file, one sentence per line "
                         "('-' or none: stdin)")
@@ -467,7 +470,12 @@ def _main(argv: list[str] | None) -> int:
             parser.error(f"cannot read --input {args.input}: {e.strerror}.")
     err = sys.stderr if sys.stderr is not None else _Nowhere()
     try:
-        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        if args.pretrained is not None:
+            from convs2s.run.pretrained import pretrained
+
+            translator = pretrained(args.pretrained, device=args.device)
+        else:
+            translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
         if args.sentences:
             lines: Iterable[bytes | str | LineTooLong] = args.sentences
         elif source is not None:

@@ -1,0 +1,119 @@
+"""The course's trained translators, shipped inside the package: translate with no data and no
+training.
+
+    >>> import convs2s
+    >>> t = convs2s.pretrained("de-en")                              # doctest: +SKIP
+    >>> t.translate("Ein kleiner Hund spielt im Schnee.")            # doctest: +SKIP
+    'A little dog is playing in the snow.'
+
+Each model is one checkpoint file in ``convs2s/run/models/`` (the ``cpu_subword`` architecture
+trained to convergence by ``python -m convs2s.train``, its weights stored as float16 to halve the
+file; the model computes in float32 as always), with its vocabularies, its sentencepiece model and
+its final choices (averaged weights, length penalty, both chosen on validation) inside it.
+``models/manifest.json`` records for each one the file's sha256, how it was trained (command,
+epochs, hours, machine) and what it scores; a file whose bytes differ from the record is refused
+with one line, as is a missing one. ``tools/export_pretrained.py`` writes both from a training
+run's ``final.pt``. Made for notebook 06 (a trained model to study, without hours of training);
+every translator widget uses it where the learner has no run of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
+
+__all__ = ["MODELS_DIR", "PretrainedError", "available", "pretrained", "pretrained_checkpoint",
+           "pretrained_path", "record"]
+
+#: Where the shipped models and their manifest are (package data).
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+MANIFEST = "manifest.json"
+
+
+class PretrainedError(RuntimeError):
+    """A shipped model that cannot be used: one line saying which, why and what to do."""
+
+
+def _manifest(models_dir: Path) -> dict:
+    path = models_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PretrainedError(f"this installation of convs2s has no shipped models ({path} is "
+                              "missing): reinstall the package (pip install --force-reinstall "
+                              "convs2s, or from the course's repository)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PretrainedError(f"{path} cannot be read ({e}): reinstall the package") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise PretrainedError(f"{path} is not a manifest of models: reinstall the package")
+    return data["models"]
+
+
+def available(models_dir: str | os.PathLike = MODELS_DIR) -> list[str]:
+    """The directions of the shipped models ("de-en", ...), as the manifest lists them."""
+    return sorted(_manifest(Path(models_dir)))
+
+
+def record(direction: str = "de-en", models_dir: str | os.PathLike = MODELS_DIR) -> dict:
+    """What the manifest records of a shipped model: its file and sha256, how it was trained
+    (command, epochs, hours, machine) and its scores."""
+    models = _manifest(Path(models_dir))
+    if not isinstance(direction, str) or direction not in models:
+        raise PretrainedError(f"no shipped model for {direction!r}: the package has "
+                              f"{', '.join(sorted(models)) or 'none'}")
+    return dict(models[direction])
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pretrained_path(direction: str = "de-en",
+                    models_dir: str | os.PathLike = MODELS_DIR) -> Path:
+    """The checkpoint file of a shipped model, checked against the manifest's sha256."""
+    models_dir = Path(models_dir)
+    entry = record(direction, models_dir)
+    path = models_dir / str(entry.get("file", ""))
+    if not entry.get("file") or not path.is_file():
+        raise PretrainedError(f"the shipped {direction} model's file {path} is missing: "
+                              "reinstall the package (pip install --force-reinstall convs2s)")
+    try:
+        digest = _sha256(path)
+    except OSError as e:
+        raise PretrainedError(f"the shipped {direction} model's file {path} cannot be read "
+                              f"({e.strerror or e}): reinstall the package") from None
+    if digest != entry.get("sha256"):
+        raise PretrainedError(f"the shipped {direction} model's file {path} is damaged (its "
+                              "sha256 is not the one recorded in the manifest): reinstall the "
+                              "package (pip install --force-reinstall convs2s)")
+    return path
+
+
+def pretrained_checkpoint(direction: str = "de-en",
+                          models_dir: str | os.PathLike = MODELS_DIR) -> Checkpoint:
+    """A shipped model as a :class:`Checkpoint` (float16 weights, as stored)."""
+    path = pretrained_path(direction, models_dir)
+    try:
+        return Checkpoint.load(path)
+    except CheckpointError as e:
+        raise PretrainedError(f"{e} Reinstall the package.") from None
+
+
+def pretrained(direction: str = "de-en", device=None,
+               models_dir: str | os.PathLike = MODELS_DIR):
+    """A ready :class:`convs2s.run.translator.Translator` for a shipped model ("de-en"): its
+    model in float32 on ``device`` (the best available by default), beam search's length
+    penalty as chosen on validation. :class:`PretrainedError` (one line) for a direction the
+    package has no model for, or a missing or damaged file."""
+    from convs2s.run.translator import Translator
+
+    return Translator.from_checkpoint(pretrained_checkpoint(direction, models_dir),
+                                      device=device)

@@ -1,0 +1,121 @@
+"""convs2s.pretrained: a shipped model is one call away, checked against its manifest; and
+tools/export_pretrained.py, which writes it from a run's final.pt (float16 weights, no training
+state). On a tiny made-up model; the shipped one is checked in tests/run/test_shipped_model.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from convs2s.data import Vocab
+from convs2s.model import ConvS2S
+from convs2s.run.checkpoint import Checkpoint
+from convs2s.run.pretrained import PretrainedError, available, pretrained, pretrained_checkpoint
+from convs2s.run.translator import Translator
+from tools import export_pretrained
+
+SPECIALS = ["<unk>", "<pad>", "<bos>", "<eos>"]
+VOCAB = Vocab(SPECIALS + ["ein", "hund", "a", "dog", "."], SPECIALS)
+
+
+def _run(tmp_path):
+    """A run folder with final.pt (choices recorded) and last.pt (a history), as training
+    leaves one."""
+    torch.manual_seed(0)
+    model = ConvS2S(len(VOCAB), len(VOCAB), emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1,
+                    src_pad_idx=VOCAB.pad_idx, trg_pad_idx=VOCAB.pad_idx,
+                    max_positions=16).eval()
+    run = tmp_path / "run"
+    run.mkdir()
+    history = [{"epoch": e, "valid_loss": 3.0 - e / 10, "train_loss": 3.5} for e in (1, 2, 3)]
+    Checkpoint.from_model(model, VOCAB, VOCAB, run_id="r1",
+                          train_state={"history": history, "seconds": 5400.0, "step": 30,
+                                       "epoch": 3}).save(run / "last.pt")
+    final = Checkpoint.from_model(model, VOCAB, VOCAB, run_id="r1")
+    final.choices = {"length_penalty": 1.5, "weights": "average of the last 2 epochs"}
+    final.save(run / "final.pt")
+    return run, model
+
+
+@pytest.fixture
+def shipped(tmp_path):
+    run, model = _run(tmp_path)
+    models = tmp_path / "models"
+    entry = export_pretrained.export(run, "de-en", "a test machine", "python -m convs2s.train",
+                                     {"test2016": {"beam5": 1.0}}, models_dir=models)
+    return models, entry, model
+
+
+def test_export_writes_float16_weights_and_the_manifest_records_how_it_came_to_be(shipped):
+    models, entry, model = shipped
+    ckpt = Checkpoint.load(models / "de-en.pt")
+    assert {t.dtype for t in ckpt.state_dict.values()} == {torch.float16}
+    assert ckpt.train_state is None and ckpt.choices["length_penalty"] == 1.5
+    manifest = json.loads((models / "manifest.json").read_text())
+    assert manifest["models"]["de-en"] == entry
+    assert entry["training"]["epochs"] == 3 and entry["training"]["best_epoch"] == 3
+    assert entry["training"]["hours"] == 1.5 and entry["training"]["machine"] == "a test machine"
+    assert entry["parameters"] == sum(p.numel() for p in model.state_dict().values())
+    assert entry["scores"] == {"test2016": {"beam5": 1.0}}
+    assert available(models) == ["de-en"]
+
+
+def test_pretrained_is_a_ready_translator_in_float32_with_the_recorded_penalty(shipped):
+    models, _, model = shipped
+    t = pretrained("de-en", device="cpu", models_dir=models)
+    assert isinstance(t, Translator) and t.length_penalty == 1.5
+    assert {p.dtype for p in t.model.parameters()} == {torch.float32}
+    # the float16 weights, read back into float32, are the trained ones to float16's precision
+    for name, w in model.state_dict().items():
+        torch.testing.assert_close(t.model.state_dict()[name], w, atol=1e-3, rtol=1e-3)
+    assert isinstance(t.translate("ein hund ."), str)
+
+
+def test_a_damaged_or_missing_file_or_an_unknown_direction_is_one_line(shipped):
+    models, _, _ = shipped
+    data = bytearray((models / "de-en.pt").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (models / "de-en.pt").write_bytes(bytes(data))
+    with pytest.raises(PretrainedError, match="is damaged .*reinstall") as e:
+        pretrained_checkpoint("de-en", models)
+    assert "\n" not in str(e.value)
+    (models / "de-en.pt").unlink()
+    with pytest.raises(PretrainedError, match="is missing: reinstall"):
+        pretrained("de-en", models_dir=models)
+    with pytest.raises(PretrainedError, match="no shipped model for 'xx-yy': the package has "
+                                              "de-en"):
+        pretrained("xx-yy", models_dir=models)
+    (models / "manifest.json").unlink()
+    with pytest.raises(PretrainedError, match="has no shipped models"):
+        available(models)
+
+
+def test_export_refuses_the_wrong_direction(tmp_path):
+    run, _ = _run(tmp_path)
+    with pytest.raises(ValueError, match="translates de to en, not en-de"):
+        export_pretrained.export(run, "en-de", "m", "c", models_dir=tmp_path / "models")
+    assert not (tmp_path / "models" / "en-de.pt").exists()
+
+
+def test_the_export_cli_says_what_is_wrong_in_one_line(tmp_path, capsys):
+    code = export_pretrained.main(["--run", str(tmp_path / "nothing"), "--direction", "de-en",
+                                   "--machine", "m", "--command", "c"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_the_translate_command_takes_a_shipped_model_and_refuses_a_wrong_one_in_one_line(
+        capsys):
+    from convs2s.run import translate
+
+    assert translate.main(["--pretrained", "xx-yy", "Hallo."]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "xx-yy" in err or \
+        "no shipped models" in err, err
+    with pytest.raises(SystemExit) as e:
+        translate.main(["--pretrained", "de-en", "--checkpoint", "x.pt", "Hallo."])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "not allowed with argument" in err and err.count("\n") == 1, err

@@ -1,0 +1,125 @@
+"""Ship a training run's final model with the package: ``src/convs2s/run/models/<direction>.pt``.
+
+    python -m tools.export_pretrained --run runs/pretrained_de_en --direction de-en \\
+        --machine "AMD EPYC, 2 cores" --scores benchmarks/results/pretrained_de_en.json
+
+Reads the run's ``final.pt`` (the weights and length penalty chosen on validation by
+``convs2s.run.final_choices``) and writes a copy for inference only: its floating-point weights
+as float16 (the model computes in float32 when it loads them; ``benchmarks/pretrained.py``
+measures that the two score the same), its vocabularies, sentencepiece model, preset, data
+digests and choices, no optimizer or RNG state. The manifest ``models/manifest.json`` then
+records the file's sha256 and size and how the model came to be: the training command, epochs
+(trained, and the best by validation loss), hours and the machine, the validation curve, and
+(``--scores``) what the benchmark measured. ``convs2s.pretrained`` refuses a file whose sha256
+differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
+from convs2s.run.pretrained import MANIFEST, MODELS_DIR
+from convs2s.system.atomic_files import write_json_atomic
+from convs2s.system.signals import run_command
+
+#: The most a shipped model may weigh (issue 36: at most 20 MB a model).
+MAX_BYTES = 20_000_000
+
+
+def float16_weights(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The weights with every floating tensor as float16 (others, if any, unchanged)."""
+    return {k: (v.detach().to(torch.float16).contiguous() if v.is_floating_point() else v)
+            for k, v in state.items()}
+
+
+def inference_copy(final: Checkpoint) -> Checkpoint:
+    """What is shipped of a run's final checkpoint: float16 weights and what translating needs
+    (vocabularies, text pipeline, choices), the preset and data digests; no training state."""
+    return Checkpoint(model_config=final.model_config,
+                      state_dict=float16_weights(final.state_dict),
+                      src_vocab=final.src_vocab, trg_vocab=final.trg_vocab,
+                      pipeline=final.pipeline, model_class=final.model_class,
+                      preset=final.preset, data=final.data, run_id=final.run_id,
+                      choices=final.choices)
+
+
+def training_record(final: Checkpoint, last: Checkpoint | None, command: str, machine: str
+                    ) -> dict:
+    """How the model came to be, from the run's own records (``last.pt``: every epoch)."""
+    history = last.history if last is not None else final.history
+    state = (last.train_state if last is not None else final.train_state) or {}
+    epochs = [row.get("epoch") for row in history if row.get("epoch") is not None]
+    valid = [(row.get("epoch"), row.get("valid_loss")) for row in history
+             if row.get("valid_loss") is not None]
+    best_epoch = min(valid, key=lambda r: r[1])[0] if valid else None
+    seconds = state.get("seconds")
+    return {"command": command, "machine": machine,
+            "epochs": max(epochs) if epochs else None, "best_epoch": best_epoch,
+            "hours": round(seconds / 3600, 2) if isinstance(seconds, (int, float)) else None,
+            "valid_loss": [{"epoch": e, "loss": round(float(v), 4)} for e, v in valid]}
+
+
+def export(run: Path, direction: str, machine: str, command: str, scores: dict | None = None,
+           models_dir: Path = MODELS_DIR) -> dict:
+    """Write ``models_dir/<direction>.pt`` and its manifest entry; returns the entry."""
+    final = Checkpoint.load(run / "final.pt")
+    last = Checkpoint.load(run / "last.pt") if (run / "last.pt").is_file() else None
+    src, trg = direction.split("-", 1) if "-" in direction else ("", "")
+    if (src, trg) != (final.pipeline.src_lang, final.pipeline.trg_lang):
+        raise ValueError(f"{run / 'final.pt'} translates {final.pipeline.src_lang} to "
+                         f"{final.pipeline.trg_lang}, not {direction}: name its direction")
+    models_dir.mkdir(parents=True, exist_ok=True)
+    path = inference_copy(final).save(models_dir / f"{direction}.pt")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        path.unlink()
+        raise ValueError(f"the float16 model weighs {size:,} bytes, more than the "
+                         f"{MAX_BYTES:,} a shipped model may: choose a smaller architecture")
+    entry = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+             "bytes": size, "direction": direction, "weights": "float16",
+             "parameters": sum(t.numel() for t in final.state_dict.values()),
+             "preset": (final.preset or {}).get("name"), "run_id": final.run_id,
+             "choices": final.choices,
+             "training": training_record(final, last, command, machine)}
+    if scores is not None:
+        entry["scores"] = scores
+    manifest_path = models_dir / MANIFEST
+    manifest = (json.loads(manifest_path.read_text(encoding="utf-8"))
+                if manifest_path.is_file() else {"models": {}})
+    manifest["models"][direction] = entry
+    write_json_atomic(manifest_path, manifest)
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.export_pretrained",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", required=True, type=Path,
+                        help="the training run's folder (final.pt, last.pt)")
+    parser.add_argument("--direction", required=True, help="de-en, en-de, ...")
+    parser.add_argument("--machine", required=True, help="where it was trained, in words")
+    parser.add_argument("--command", required=True, help="the training command, as run")
+    parser.add_argument("--scores", type=Path, help="benchmarks/pretrained.py's JSON")
+    args = parser.parse_args(argv)
+    try:
+        scores = (json.loads(args.scores.read_text(encoding="utf-8"))
+                  if args.scores else None)
+        entry = export(args.run, args.direction, args.machine, args.command, scores)
+    except (CheckpointError, ValueError, OSError) as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    print(f"wrote {MODELS_DIR / entry['file']} ({entry['bytes']:,} bytes, sha256 "
+          f"{entry['sha256'][:12]}…) and its manifest entry")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(lambda: main(), ": the manifest and the model are each the old or the "
+                         "new one, never half-written"))
