@@ -78,9 +78,10 @@ $(STAMP): pyproject.toml | $(PY)
 $(INSTRUCTOR_STAMP): pyproject.toml | $(PY)
 	$(call install_into,$(VENV),.[instructor],$(INSTRUCTOR_STAMP))
 
-# What a learner needs and nothing else: the lab shows no nbgrader menus or formgrader.
+# What a learner needs and nothing else (the package, JupyterLab and the widgets' front end):
+# the lab shows no nbgrader menus or formgrader.
 $(LAB_STAMP): pyproject.toml | $(LAB_PY)
-	$(call install_into,$(LAB_VENV),.,$(LAB_STAMP))
+	$(call install_into,$(LAB_VENV),.[lab],$(LAB_STAMP))
 
 install: $(STAMP)
 

@@ -73,7 +73,7 @@ def _pip_installs(commands: str, venv: str) -> list[str]:
 
 
 @pytest.mark.parametrize("target, venv, spec", [
-    ("lab", "/none/lab", "."),  # learners: the package and what the notebooks import
+    ("lab", "/none/lab", ".[lab]"),  # learners: the package, its imports, JupyterLab
     ("test", "/none/dev", ".[dev]"),
     ("unit", "/none/dev", ".[dev]"),
     ("images", "/none/dev", ".[dev]"),
@@ -110,6 +110,7 @@ def test_extras_instructor_within_dev_and_no_tools_for_learners():
     extras = project["optional-dependencies"]
     assert {_name(r) for r in extras["instructor"]} == {"nbgrader"}
     assert set(extras["instructor"]) <= set(extras["dev"])
+    assert set(extras["lab"]) <= set(extras["dev"])
     assert {"pytest", "nbval", "ipykernel", "ruff", "playwright"} <= {
         _name(r) for r in extras["dev"]}
     assert not base & {"nbgrader", "pytest", "nbval", "ruff", "playwright"}
@@ -139,6 +140,22 @@ def _requirements_closure(names: set[str]) -> set[str]:
             continue
         todo += [_name(r) for r in requires if "extra ==" not in r]
     return {n.replace("_", "-") for n in seen}
+
+
+def test_the_package_leaves_colabs_jupyter_as_it_is():
+    """Colab's setup cell installs the package beside Colab's own Jupyter: the base dependencies
+    pull in no JupyterLab, no notebook server, and accept the ipywidgets Colab ships (7.7.1),
+    so that pip replaces none of them (googlecolab/colabtools#3020, #4525). The lab and the
+    widgets' current front end come with the `lab` extra."""
+    from packaging.requirements import Requirement
+
+    base = [Requirement(r) for r in PYPROJECT["project"]["dependencies"]]
+    names = {r.name.lower() for r in base}
+    assert not names & {"jupyterlab", "notebook", "jupyter", "jupyter-server", "ipykernel"}
+    widgets = next(r for r in base if r.name == "ipywidgets")
+    assert widgets.specifier.contains("7.7.1") and widgets.specifier.contains("8.1.5")
+    lab = {Requirement(r).name for r in PYPROJECT["project"]["optional-dependencies"]["lab"]}
+    assert lab == {"jupyterlab", "ipywidgets"}
 
 
 def test_learners_base_dependencies_cover_what_the_notebooks_and_package_import():
