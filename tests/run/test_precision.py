@@ -25,16 +25,20 @@ def test_a_gpu_gets_bfloat16_where_native_and_float16_with_a_scaler_otherwise(mo
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     ampere = precision.mixed_precision("cuda")
     assert (ampere.enabled, ampere.dtype) == (True, torch.bfloat16)
+    assert ampere.describe().startswith("bfloat16 autocast on cuda") and \
+        "Ampere" in ampere.describe()
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: False)
     t4 = precision.mixed_precision("cuda")
     assert (t4.enabled, t4.dtype) == (True, torch.float16)
-    assert "loss scaling" in t4.describe()
+    assert t4.describe().startswith("float16 autocast on cuda with a gradient scaler")
+    assert "T4" in t4.describe()
     assert not precision.mixed_precision("cuda", enabled=False).enabled
 
 
 def test_a_cpu_trains_in_float32_unless_asked():
     p = precision.mixed_precision("cpu")
-    assert not p.enabled and p.describe() == "float32" and not p.scaler().is_enabled()
+    assert not p.enabled and not p.scaler().is_enabled()
+    assert p.describe() == "float32 (on a CPU autocast is slower than float32)"
 
 
 @pytest.fixture

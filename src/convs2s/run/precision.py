@@ -44,10 +44,19 @@ class MixedPrecision:
         return torch.amp.GradScaler(self.device_type if scaling else "cpu", enabled=scaling)
 
     def describe(self) -> str:
+        """What this device's training computes in, and why, in one line (notebook 05 prints
+        it, so that what it says is true on a CPU, a T4 and an A100 alike)."""
         if not self.enabled:
-            return "float32"
-        name = "bfloat16" if self.dtype == torch.bfloat16 else "float16 with loss scaling"
-        return f"{name} autocast on {self.device_type}"
+            why = ("on a CPU autocast is slower than float32" if self.device_type == "cpu"
+                   else "mixed precision is off")
+            return f"float32 ({why})"
+        if self.dtype == torch.bfloat16:
+            why = ("this GPU computes bfloat16 natively: Ampere or newer"
+                   if self.device_type == "cuda" else "CPU autocast, as the tests ask")
+            return (f"bfloat16 autocast on {self.device_type} ({why}); weights, optimizer and "
+                    "loss in float32")
+        return (f"float16 autocast on {self.device_type} with a gradient scaler (this GPU has "
+                "no native bfloat16, e.g. a T4); weights, optimizer and loss in float32")
 
 
 def mixed_precision(device: torch.device | str, enabled: bool = True) -> MixedPrecision:
