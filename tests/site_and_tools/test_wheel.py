@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -29,10 +30,20 @@ TOOL_MODULES = {"coursework", "screenshots", "badges"}
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
            "HIDDEN TESTS")
 # What a copy of the repository leaves out: environments, VCS, and what runs and builds write.
-_SKIP = shutil.ignore_patterns(".git", ".venv", ".venv-*", "build", "dist", "*.egg-info",
-                               "__pycache__", "runs", "checkpoints", "*.pt", ".pytest_cache",
-                               ".ruff_cache", "release", "source", "submitted", "autograded",
-                               "feedback", "gradebook.db", ".ipynb_checkpoints", "images")
+_SKIP_NAMES = shutil.ignore_patterns(".git", ".venv", ".venv-*", "build", "dist", "*.egg-info",
+                                     "__pycache__", "runs", "checkpoints", "*.pt",
+                                     ".pytest_cache", ".ruff_cache", "release", "source",
+                                     "submitted", "autograded", "feedback", "gradebook.db",
+                                     ".ipynb_checkpoints", "images")
+#: The shipped models (convs2s.pretrained) are the checkpoints a copy keeps.
+MODELS = SRC / "run" / "models"
+
+
+def _SKIP(folder: str, names: list[str]) -> set[str]:
+    skipped = _SKIP_NAMES(folder, names)
+    if Path(folder).resolve() == MODELS.resolve():
+        skipped = {n for n in skipped if not n.endswith(".pt")}
+    return skipped
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +184,23 @@ def test_wheel_holds_the_package_and_no_course_tool(wheel):
         Path(name).parent.name for name in wheel}
     assert modules & TOOL_MODULES == set(), sorted(modules & TOOL_MODULES)
     assert not any(name.startswith(("tools/", "coursework/")) for name in wheel)
+
+
+def test_the_wheel_holds_exactly_the_package_data_it_ships(wheel):
+    """Besides Python modules: the shipped models and their manifest (each model the manifest
+    lists, nothing else) and the reference reports notebooks 05-06 read; nothing more."""
+    from convs2s.course import reference
+
+    data = {name for name in wheel if name.startswith("convs2s/") and not name.endswith(".py")}
+    expected = {f"convs2s/course/results/{p.name}" for p in reference.RESULTS_DIR.glob("*.json")}
+    assert expected, "the reference reports"
+    manifest = MODELS / "manifest.json"
+    if manifest.is_file():
+        listed = json.loads(manifest.read_text(encoding="utf-8"))["models"].values()
+        expected |= {"convs2s/run/models/manifest.json",
+                     *(f"convs2s/run/models/{entry['file']}" for entry in listed)}
+    assert data == expected, (f"unexpected: {sorted(data - expected)}; "
+                              f"missing: {sorted(expected - data)}")
 
 
 def test_wheel_holds_no_nbgrader_marker(wheel):
