@@ -119,3 +119,29 @@ def test_the_translate_command_takes_a_shipped_model_and_refuses_a_wrong_one_in_
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "not allowed with argument" in err and err.count("\n") == 1, err
+
+
+def test_notebook_06_studies_the_learners_run_if_there_is_one_else_the_shipped_model(
+        shipped, tmp_path, monkeypatch):
+    """Never a quick model trained on the spot: the learner's own run of notebook 05 for this
+    mode, said so; else the shipped model, said so (also when only a quick run exists and the
+    notebook runs in full mode)."""
+    from convs2s.course import analysis
+
+    models, _, model = shipped
+    monkeypatch.delenv("CONVS2S_CHECKPOINT", raising=False)
+    runs = tmp_path / "runs"
+    got = analysis.studied_model(False, root=runs, models_dir=models)
+    assert not got.own and got.path == models / "de-en.pt" and got.epochs == 3
+    assert got.summary.startswith("no run of notebook 05 here: the course's trained model")
+    assert "3 epochs, 1.5 h, on a test machine" in got.summary
+    # a quick run does not stand in for a full one
+    quick = runs / "05_quick_subword"
+    quick.mkdir(parents=True)
+    Checkpoint.from_model(model, VOCAB, VOCAB, train_state={
+        "history": [{"epoch": 1, "valid_loss": 5.0}], "step": 3, "epoch": 1}).save(
+        quick / "best.pt")
+    assert not analysis.studied_model(False, root=runs, models_dir=models).own
+    mine = analysis.studied_model(True, root=runs, models_dir=models)
+    assert mine.own and mine.path == quick / "best.pt" and mine.epochs == 1
+    assert mine.summary.startswith("your run of notebook 05: ") and "(1 epoch)" in mine.summary

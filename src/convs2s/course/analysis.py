@@ -37,6 +37,9 @@ __all__ = [
     "run_dir",
     "checkpoint_search_order",
     "find_best_checkpoint",
+    "find_checkpoint",
+    "StudiedModel",
+    "studied_model",
     "display_path",
     "parameter_group",
     "parameter_groups",
@@ -114,6 +117,49 @@ def find_checkpoint(quick: bool, root: str | os.PathLike | None = None) -> Path 
             if path.is_file():
                 return path
     return None
+
+
+@dataclass(frozen=True)
+class StudiedModel:
+    """The trained model a notebook studies (made for notebook 06), and where it came from."""
+
+    checkpoint: object  # convs2s.run.checkpoint.Checkpoint
+    path: Path
+    own: bool  # the learner's own run of notebook 05 (else the model shipped with the package)
+    epochs: int | None  # epochs its training ran
+    summary: str  # one line saying which model this is, for the notebook to print
+
+
+def studied_model(quick: bool, root: str | os.PathLike | None = None,
+                  models_dir: str | os.PathLike | None = None) -> StudiedModel:
+    """The learner's own run of notebook 05 for this mode (:func:`find_checkpoint`: its
+    ``final.pt``, else ``best.pt``; or ``CONVS2S_CHECKPOINT``), else the course's trained model
+    shipped with the package (:func:`convs2s.run.pretrained.pretrained_checkpoint`), never a
+    quick model trained on the spot; ``summary`` says which."""
+    from convs2s.run import pretrained
+    from convs2s.run.checkpoint import Checkpoint
+
+    path = find_checkpoint(quick, root)
+    if path is not None:
+        ckpt = Checkpoint.load(path)
+        epochs = ckpt.history[-1]["epoch"] if ckpt.history else ckpt.epoch
+        return StudiedModel(ckpt, path, True, epochs,
+                            f"your run of notebook 05: {display_path(path)}"
+                            + (f" ({epochs} epoch{'s' if epochs != 1 else ''})"
+                               if epochs else ""))
+    where = {} if models_dir is None else {"models_dir": models_dir}
+    ckpt = pretrained.pretrained_checkpoint("de-en", **where)
+    rec = pretrained.record("de-en", **where)
+    training = rec.get("training", {})
+    epochs = training.get("epochs")
+    done = ", ".join(x for x in (f"{epochs} epochs" if epochs else "",
+                                 f"{training['hours']:g} h" if training.get("hours") else "",
+                                 f"on {training['machine']}" if training.get("machine") else "")
+                     if x)
+    return StudiedModel(ckpt, pretrained.pretrained_path("de-en", **where), False, epochs,
+                        "no run of notebook 05 here: the course's trained model, shipped with "
+                        f"the package (convs2s.pretrained('de-en'), preset "
+                        f"{rec.get('preset')!r}" + (f", {done}" if done else "") + ")")
 
 
 def attention_by_epoch(history: Sequence[dict]) -> list[tuple[int, torch.Tensor]]:
