@@ -145,3 +145,14 @@ def test_notebook_06_studies_the_learners_run_if_there_is_one_else_the_shipped_m
     mine = analysis.studied_model(True, root=runs, models_dir=models)
     assert mine.own and mine.path == quick / "best.pt" and mine.epochs == 1
     assert mine.summary.startswith("your run of notebook 05: ") and "(1 epoch)" in mine.summary
+
+
+def test_the_evaluate_command_takes_a_shipped_model_and_refuses_a_wrong_one_in_one_line(
+        capsys, tmp_path, monkeypatch):
+    from convs2s.run import evaluate
+
+    monkeypatch.chdir(tmp_path)
+    assert evaluate.main(["--pretrained", "xx-yy"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == [], "nothing written"

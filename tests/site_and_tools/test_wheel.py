@@ -13,14 +13,12 @@ import ast
 import io
 import json
 import re
-import shutil
-import subprocess
-import sys
 import tokenize
 import zipfile
 from pathlib import Path
 
 import pytest
+from wheel_support import MODELS, build_wheel
 
 from tools import coursework
 
@@ -29,36 +27,12 @@ SRC = ROOT / "src" / "convs2s"
 TOOL_MODULES = {"coursework", "screenshots", "badges"}
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
            "HIDDEN TESTS")
-# What a copy of the repository leaves out: environments, VCS, and what runs and builds write.
-_SKIP_NAMES = shutil.ignore_patterns(".git", ".venv", ".venv-*", "build", "dist", "*.egg-info",
-                                     "__pycache__", "runs", "checkpoints", "*.pt",
-                                     ".pytest_cache", ".ruff_cache", "release", "source",
-                                     "submitted", "autograded", "feedback", "gradebook.db",
-                                     ".ipynb_checkpoints", "images")
-#: The shipped models (convs2s.pretrained) are the checkpoints a copy keeps.
-MODELS = SRC / "run" / "models"
-
-
-def _SKIP(folder: str, names: list[str]) -> set[str]:
-    skipped = _SKIP_NAMES(folder, names)
-    if Path(folder).resolve() == MODELS.resolve():
-        skipped = {n for n in skipped if not n.endswith(".pt")}
-    return skipped
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> dict[str, str]:
     """The wheel's files (path -> text) built from a copy of the repository."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    copy = tmp / "repo"
-    shutil.copytree(ROOT, copy, ignore=_SKIP)
-    assert (copy / "tools" / "coursework.py").exists()  # beside the package, as in a clone
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp / "dist"), str(copy)],
-        capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    [built] = list((tmp / "dist").glob("convs2s-*.whl"))
+    built = build_wheel(tmp_path_factory.mktemp("wheel"))
     with zipfile.ZipFile(built) as z:
         return {name: z.read(name).decode("utf-8", errors="replace") for name in z.namelist()}
 

@@ -211,9 +211,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = OneLineParser(prog="python -m convs2s.evaluate",
-                           description="Evaluate a checkpoint on a Multi30k split (in the "
-                           "checkpoint's direction): perplexity, BLEU and chrF (greedy and beam).")
-    parser.add_argument("--checkpoint", required=True, type=Path)
+                           description="Evaluate a checkpoint or a shipped model on a "
+                           "Multi30k split (in its direction): perplexity, BLEU and chrF "
+                           "(greedy and beam).")
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--checkpoint", type=Path, help="a checkpoint file (best.pt, final.pt)")
+    model.add_argument("--pretrained", metavar="DIRECTION",
+                       help="a model shipped with the package: de-en (convs2s.pretrained)")
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
                         default=[1, 5])
@@ -224,19 +228,28 @@ def _main(argv: list[str] | None) -> int:
                         "(default: the best available)")
     parser.add_argument("--json", type=Path, help="where to write the metrics, a .json file "
                         "(default: metrics_<split>_<checkpoint name>.json beside the "
-                        "checkpoint); an existing file is replaced only if it holds metrics")
+                        "checkpoint; with --pretrained, metrics_<split>_pretrained_<direction>"
+                        ".json here); an existing file is replaced only if it holds metrics")
     args = parser.parse_args(argv)
     # A checkpoint path that is no file ("." or a folder, a missing file) is reported by the
     # loader below ("... Did you mean runs/q/best.pt?"); only a file has a default JSON name.
-    out = args.json or (default_json(args.checkpoint, args.split)
-                        if _is_file(args.checkpoint) else None)
+    if args.pretrained is not None:  # not beside the installed package's file
+        out = args.json or Path(f"metrics_{args.split}_pretrained_{args.pretrained}.json")
+    else:
+        out = args.json or (default_json(args.checkpoint, args.split)
+                            if _is_file(args.checkpoint) else None)
     try:
         if out is not None:
             check_metrics_target(out)
     except (OSError, ValueError) as e:
         return _cannot_write(out, e)
     try:
-        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        if args.pretrained is not None:
+            from convs2s.run.pretrained import pretrained
+
+            translator = pretrained(args.pretrained, device=args.device)
+        else:
+            translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
         out = out or default_json(args.checkpoint, args.split)
         pairs = load_multi30k(args.data_dir, src=translator.src_lang,
                               trg=translator.trg_lang)[args.split]
@@ -245,7 +258,9 @@ def _main(argv: list[str] | None) -> int:
         print(f"evaluating {n} {args.split} sentences {translator.src_lang}->"
               f"{translator.trg_lang} (perplexity; beam sizes {beams}) ...", flush=True)
         metrics = evaluate(translator, pairs, beam_sizes=args.beam_sizes, limit=args.limit)
-        metrics.update({"checkpoint": str(args.checkpoint), "split": args.split,
+        metrics.update({"checkpoint": (str(args.checkpoint) if args.pretrained is None else
+                                       f"convs2s.pretrained({args.pretrained!r})"),
+                        "split": args.split,
                         "device": environment.describe_device(translator.device),
                         "date": date.today().isoformat(), "written_by": WRITTEN_BY})
     except (ValueError, TypeError, RuntimeError, OSError) as e:
