@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import matplotlib
 
@@ -365,3 +366,23 @@ def test_attention_by_epoch_figure_keeps_titles_clear_of_the_labels_above():
         ticks = above.xaxis.get_tightbbox(renderer)
         assert title.y1 <= min(label.y0, ticks.y0) + 1, (title, label, ticks)
     plt.close(fig)
+
+
+def test_runs_go_to_google_drive_only_on_colab_and_only_when_asked(tmp_path, monkeypatch):
+    """Notebook 05's Drive cell, off by default: on Colab, asked, it mounts Drive and points
+    CONVS2S_RUNS_DIR into it (notebook 06, in another runtime, then finds the run there);
+    anywhere else, or not asked, it changes nothing and says where runs stay."""
+    from convs2s.course import analysis
+
+    monkeypatch.delenv("CONVS2S_RUNS_DIR", raising=False)
+    mounted = []
+    line = analysis.keep_runs_on_drive(False, colab=True, mount=mounted.append)
+    assert mounted == [] and "gone when the runtime ends" in line
+    line = analysis.keep_runs_on_drive(True, colab=False, mount=mounted.append)
+    assert mounted == [] and "is for Colab" in line and "CONVS2S_RUNS_DIR" not in os.environ
+    line = analysis.keep_runs_on_drive(True, colab=True, mount=mounted.append,
+                                       mount_point=tmp_path / "drive")
+    folder = tmp_path / "drive" / "MyDrive" / "convs2s" / "runs"
+    assert mounted == [str(tmp_path / "drive")] and folder.is_dir()
+    assert os.environ["CONVS2S_RUNS_DIR"] == str(folder) and str(folder) in line
+    assert analysis.run_dir("cpu_subword") == folder / "05_cpu_subword"

@@ -34,6 +34,8 @@ from convs2s.course.attention_maps import plot_attention_grid
 __all__ = [
     "PARAMETER_GROUPS",
     "runs_root",
+    "in_colab",
+    "keep_runs_on_drive",
     "run_dir",
     "checkpoint_search_order",
     "find_best_checkpoint",
@@ -68,6 +70,43 @@ __all__ = [
 def runs_root() -> Path:
     """The folder for training runs: ``CONVS2S_RUNS_DIR``, else ``runs`` (relative to the cwd)."""
     return Path(os.environ.get("CONVS2S_RUNS_DIR", "").strip() or "runs")
+
+
+#: Where Colab mounts Google Drive, and the folder of it that keeps the course's runs.
+DRIVE_MOUNT = "/content/drive"
+DRIVE_RUNS = "MyDrive/convs2s/runs"
+
+
+def in_colab() -> bool:
+    """Whether this kernel runs on Google Colab."""
+    import sys
+
+    return "google.colab" in sys.modules
+
+
+def keep_runs_on_drive(enabled: bool, *, colab: bool | None = None,
+                       mount: Callable[[str], object] | None = None,
+                       mount_point: str | os.PathLike = DRIVE_MOUNT) -> str:
+    """The one Drive cell of notebooks 05 and 06 (off by default): on Colab with ``enabled``,
+    mount Google Drive and keep the runs in ``MyDrive/convs2s/runs`` (``CONVS2S_RUNS_DIR``),
+    where a later runtime, notebook 06's, finds notebook 05's run. Returns the line the cell
+    prints; anywhere but Colab it changes nothing. ``mount``: Colab's ``drive.mount``."""
+    colab = in_colab() if colab is None else colab
+    if not enabled:
+        lost = " (on Colab they are gone when the runtime ends)" if colab else ""
+        return f"runs are kept in {display_path(runs_root())}{lost}"
+    if not colab:
+        return f"keeping runs on Google Drive is for Colab; here they stay in " \
+               f"{display_path(runs_root())}"
+    if mount is None:
+        from google.colab import drive  # only on Colab
+
+        mount = drive.mount
+    mount(str(mount_point))
+    folder = Path(mount_point) / DRIVE_RUNS
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["CONVS2S_RUNS_DIR"] = str(folder)
+    return f"runs are kept on your Google Drive: {folder}"
 
 
 def run_dir(preset_name: str, root: str | os.PathLike | None = None) -> Path:
