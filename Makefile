@@ -122,8 +122,8 @@ images: $(STAMP)
 	@model=$$(ls notebooks/runs/05_gpu_subword/final.pt notebooks/runs/05_cpu_subword/final.pt \
 		2>/dev/null | head -1); \
 	if [ -n "$$model" ]; then echo "notebook 06's translator: $$model"; \
-	else echo "notebook 06's translator: the quick model (for a trained one, run notebook 05 or" \
-		"python -m convs2s.train --preset cpu_subword --out notebooks/runs/05_cpu_subword)"; fi; \
+	else echo "notebook 06's translator: the course's shipped model (convs2s.pretrained;" \
+		"your own run of notebook 05 in notebooks/runs/ is used instead when there is one)"; fi; \
 	CONVS2S_QUICK=1 $(PY) -m tools.screenshots --out images $${model:+--checkpoint "$$model"}
 	$(PY) -m tools.site --out $(SITE)
 	$(PY) -m tools.site_screenshots --site $(SITE) --out images

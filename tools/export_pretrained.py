@@ -34,9 +34,21 @@ MAX_BYTES = 20_000_000
 
 
 def float16_weights(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The weights with every floating tensor as float16 (others, if any, unchanged)."""
-    return {k: (v.detach().to(torch.float16).contiguous() if v.is_floating_point() else v)
-            for k, v in state.items()}
+    """The weights with every floating tensor as float16 (others, if any, unchanged). Tensors
+    that share their data (the tied output layer and token embedding) still share it, so the
+    file holds them once."""
+    converted: dict[tuple, torch.Tensor] = {}
+    out = {}
+    for k, v in state.items():
+        if not v.is_floating_point():
+            out[k] = v
+            continue
+        key = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape),
+               tuple(v.stride()))
+        if key not in converted:
+            converted[key] = v.detach().to(torch.float16).contiguous()
+        out[k] = converted[key]
+    return out
 
 
 def inference_copy(final: Checkpoint) -> Checkpoint:

@@ -13,11 +13,11 @@ with a token, opens a notebook in headless Chromium through Playwright, runs all
 
 saves a PNG screenshot of each of those widgets for the README. Both work on a temporary copy
 of the notebooks, so the stored outputs in ``notebooks/`` are never touched, and give the lab
-its own state: a fresh runs folder (``CONVS2S_RUNS_DIR``, so notebook 06 trains its quick model
-there whatever earlier runs left in ``notebooks/runs/``), and its own Jupyter, IPython and
-matplotlib settings. Nothing waits for a fixed time: every step waits for a condition (the
-kernel idle, the widget's figure loaded, its box unchanged over two reads), so the tools work
-on a busy machine.
+its own state: a fresh runs folder (``CONVS2S_RUNS_DIR``, so notebook 06 translates with the
+course's shipped model whatever earlier runs left in ``notebooks/runs/``), and its own Jupyter,
+IPython and matplotlib settings. Nothing waits for a fixed time: every step waits for a
+condition (the kernel idle, the widget's figure loaded, its box unchanged over two reads), so
+the tools work on a busy machine.
 
 Needs the ``playwright`` Python package (a dev dependency) and a Chromium binary: Debian's
 ``/usr/bin/chromium`` (``apt-get install chromium``), or any Chromium/Chrome named by
@@ -733,7 +733,8 @@ def capture(names: list[str], notebooks: Path, work_dir: Path,
     """Run each named widget's notebook in JupyterLab and screenshot the widget: {name: PNG}.
 
     ``checkpoint``: the model notebook 06 translates with (``CONVS2S_CHECKPOINT``, copied into
-    ``work_dir``); None: the quick model the notebook trains for itself."""
+    ``work_dir``); None: the course's trained model shipped with the package, which the
+    notebook uses when it finds no run of notebook 05 (``convs2s.pretrained``)."""
     shots: dict[str, bytes] = {}
     copy = copy_notebooks(notebooks, work_dir / "notebooks")
     env = {}
@@ -791,8 +792,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="capture only this widget (repeatable)")
     parser.add_argument("--checkpoint", default=None,
                         help="the trained model notebook 06's translator uses (e.g. "
-                             "notebooks/runs/05_cpu_subword/final.pt); default: the quick model "
-                             "the notebook trains itself, which translates badly")
+                             "notebooks/runs/05_cpu_subword/final.pt); default: the course's "
+                             "trained model shipped with the package (convs2s.pretrained)")
     args = parser.parse_args(argv)
     names = args.only or list(WIDGETS)
     notebooks, out = Path(args.notebooks), Path(args.out)
