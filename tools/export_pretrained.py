@@ -35,19 +35,22 @@ MAX_BYTES = 20_000_000
 
 def float16_weights(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The weights with every floating tensor as float16 (others, if any, unchanged). Tensors
-    that share their data (the tied output layer and token embedding) still share it, so the
-    file holds them once."""
-    converted: dict[tuple, torch.Tensor] = {}
+    with the same values (the tied output layer and token embedding: one tensor in a training
+    checkpoint, two equal ones after final_choices averages each name) become one, so the file
+    holds them once."""
+    kept: list[tuple[torch.Tensor, torch.Tensor]] = []  # (original, float16)
     out = {}
     for k, v in state.items():
         if not v.is_floating_point():
             out[k] = v
             continue
-        key = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape),
-               tuple(v.stride()))
-        if key not in converted:
-            converted[key] = v.detach().to(torch.float16).contiguous()
-        out[k] = converted[key]
+        same = next((half for original, half in kept
+                     if original.shape == v.shape and original.dtype == v.dtype
+                     and torch.equal(original, v)), None)
+        if same is None:
+            same = v.detach().to(torch.float16).contiguous()
+            kept.append((v, same))
+        out[k] = same
     return out
 
 
@@ -96,7 +99,8 @@ def export(run: Path, direction: str, machine: str, command: str, scores: dict |
                          f"{MAX_BYTES:,} a shipped model may: choose a smaller architecture")
     entry = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
              "bytes": size, "direction": direction, "weights": "float16",
-             "parameters": sum(t.numel() for t in final.state_dict.values()),
+             # the model's own count: a tied weight is one parameter, not two
+             "parameters": sum(p.numel() for p in final.build_model().parameters()),
              "preset": (final.preset or {}).get("name"), "run_id": final.run_id,
              "choices": final.choices,
              "training": training_record(final, last, command, machine)}

@@ -71,8 +71,10 @@ def listed_extensions(jupyter: Path) -> list[str]:
     return re.findall(r"^\s+(\S+) v\S+ (?:enabled|disabled)", text, re.MULTILINE)
 
 
-def test_make_lab_installs_the_package_without_extras():
-    assert lab_install()[1] == "."
+def test_make_lab_installs_the_package_with_only_its_lab_extra():
+    """The package, JupyterLab and the widgets' front end (the `lab` extra); no instructor or
+    developer tools."""
+    assert lab_install()[1] == ".[lab]"
 
 
 @pytest.mark.slow
