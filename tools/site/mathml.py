@@ -52,13 +52,17 @@ def _displayed_parts(tex: str) -> list[str]:
     return [part for part in tex.split("\n\n") if part.strip()]
 
 
-def visit_math(translator, node: nodes.math) -> None:
-    tex = node.astext()
-    translator.body.append(translator.starttag(node, "span", "", CLASS="math notranslate"))
+def _formula(translator, node, tex: str, display: bool) -> str:
+    """One formula as MathML, or (with a warning) its TeX as code."""
     try:
-        translator.body.append(to_mathml(tex, display=False))
+        return to_mathml(tex, display=display)
     except ValueError as e:
-        translator.body.append(_fallback(translator, node, tex, str(e)))
+        return _fallback(translator, node, tex, str(e))
+
+
+def visit_math(translator, node: nodes.math) -> None:
+    translator.body.append(translator.starttag(node, "span", "", CLASS="math notranslate"))
+    translator.body.append(_formula(translator, node, node.astext(), display=False))
     translator.body.append("</span>")
     raise nodes.SkipNode
 
@@ -72,10 +76,7 @@ def visit_math_block(translator, node: nodes.math_block) -> None:
         translator.body.append(f'<span class="eqno">({get_node_equation_number(translator, node)})'
                                "</span>")
     for part in _displayed_parts(tex):
-        try:
-            translator.body.append(to_mathml(part, display=True))
-        except ValueError as e:
-            translator.body.append(_fallback(translator, node, part, str(e)))
+        translator.body.append(_formula(translator, node, part, display=True))
     translator.body.append("</div>\n")
     raise nodes.SkipNode
 

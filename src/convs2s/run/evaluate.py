@@ -34,7 +34,9 @@ from convs2s.run.metrics import corpus_bleu
 from convs2s.run.translate import (
     MAX_BEAM_SIZE,
     OneLineParser,
+    add_model_choice,
     bounded_int_arg,
+    chosen_translator,
     device_arg,
     positive_int_arg,
 )
@@ -214,10 +216,7 @@ def _main(argv: list[str] | None) -> int:
                            description="Evaluate a checkpoint or a shipped model on a "
                            "Multi30k split (in its direction): perplexity, BLEU and chrF "
                            "(greedy and beam).")
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--checkpoint", type=Path, help="a checkpoint file (best.pt, final.pt)")
-    model.add_argument("--pretrained", metavar="DIRECTION",
-                       help="a model shipped with the package: de-en (convs2s.pretrained)")
+    add_model_choice(parser)
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
                         default=[1, 5])
@@ -244,12 +243,7 @@ def _main(argv: list[str] | None) -> int:
     except (OSError, ValueError) as e:
         return _cannot_write(out, e)
     try:
-        if args.pretrained is not None:
-            from convs2s.run.pretrained import pretrained
-
-            translator = pretrained(args.pretrained, device=args.device)
-        else:
-            translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        translator = chosen_translator(args)
         out = out or default_json(args.checkpoint, args.split)
         pairs = load_multi30k(args.data_dir, src=translator.src_lang,
                               trg=translator.trg_lang)[args.split]

@@ -421,6 +421,24 @@ class _Nowhere:
         pass
 
 
+def add_model_choice(parser: argparse.ArgumentParser) -> None:
+    """The model a command uses: ``--checkpoint FILE`` or ``--pretrained DIRECTION`` (a model
+    shipped with the package), exactly one (translate and evaluate)."""
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--checkpoint", type=Path, help="a checkpoint file (best.pt, final.pt)")
+    model.add_argument("--pretrained", metavar="DIRECTION",
+                       help="a model shipped with the package: de-en (convs2s.pretrained)")
+
+
+def chosen_translator(args: argparse.Namespace) -> Translator:
+    """The translator for :func:`add_model_choice`'s arguments, on ``args.device``."""
+    if args.pretrained is not None:
+        from convs2s.run.pretrained import pretrained
+
+        return pretrained(args.pretrained, device=args.device)
+    return Translator.from_checkpoint(args.checkpoint, device=args.device)
+
+
 def main(argv: list[str] | None = None) -> int:
     return run_command(lambda: _main(argv))
 
@@ -432,10 +450,7 @@ def _main(argv: list[str] | None) -> int:
         "language (German to English for word-level checkpoints trained before checkpoints "
         "recorded their languages): the sentences given as arguments, "
         "or else every line of --input (default: stdin), one output line per input line.")
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--checkpoint", type=Path, help="a checkpoint file (best.pt, final.pt)")
-    model.add_argument("--pretrained", metavar="DIRECTION",
-                       help="a model shipped with the package: de-en (convs2s.pretrained)")
+    add_model_choice(parser)
     parser.add_argument("sentences", nargs="*", help="source sentences (none: read lines)")
     parser.add_argument("--input", "-i", help="a UTF-8 text file, one sentence per line "
                         "('-' or none: stdin)")
@@ -470,12 +485,7 @@ def _main(argv: list[str] | None) -> int:
             parser.error(f"cannot read --input {args.input}: {e.strerror}.")
     err = sys.stderr if sys.stderr is not None else _Nowhere()
     try:
-        if args.pretrained is not None:
-            from convs2s.run.pretrained import pretrained
-
-            translator = pretrained(args.pretrained, device=args.device)
-        else:
-            translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        translator = chosen_translator(args)
         if args.sentences:
             lines: Iterable[bytes | str | LineTooLong] = args.sentences
         elif source is not None:
