@@ -17,7 +17,12 @@ from conftest import TINY_PAIRS
 from convs2s.data import Vocab, detokenize, load_multi30k
 from convs2s.model import ConvS2SConfig
 from convs2s.run import train as train_mod
-from convs2s.run.checkpoint import CheckpointError, check_compatible, load_checkpoint
+from convs2s.run.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    check_compatible,
+    load_checkpoint,
+)
 from convs2s.run.metrics import corpus_bleu, tutorial_bleu
 from convs2s.run.presets import PRESETS, Preset
 from convs2s.run.train import train
@@ -285,3 +290,27 @@ def test_ddp_two_cpu_processes_keep_identical_replicas(tmp_path):
     assert last["train_state"]["step"] == 3
     for k in w0:
         torch.testing.assert_close(last["model"][k], w0[k], rtol=0, atol=0, msg=k)
+
+
+def test_the_train_command_overrides_dropout_label_smoothing_and_patience(tmp_path, monkeypatch,
+                                                                          capsys):
+    """The settings a longer run chooses on validation reach the run and its checkpoints; a
+    value out of range is one line and trains nothing."""
+    monkeypatch.setitem(PRESETS, "quick", dataclasses.replace(TINY, epochs=1))
+    monkeypatch.setattr(train_mod, "load_multi30k", lambda *a, **k: DATA)
+    out = tmp_path / "run"
+    assert train_mod.main(["--preset", "quick", "--out", str(out), "--no-progress",
+                           "--dropout", "0.3", "--label-smoothing", "0.05",
+                           "--patience", "7"]) == 0
+    recorded = Checkpoint.load(out / "last.pt").preset
+    assert (recorded["dropout"], recorded["label_smoothing"], recorded["patience"]) == \
+        (0.3, 0.05, 7)
+    capsys.readouterr()
+    for flag, value in (("--dropout", "1.5"), ("--label-smoothing", "-0.1"),
+                        ("--patience", "0")):
+        with pytest.raises(SystemExit) as e:
+            train_mod.main(["--preset", "quick", "--out", str(tmp_path / "bad"), flag, value])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert flag in err and err.count("\n") <= 2, err
+    assert not (tmp_path / "bad").exists()

@@ -564,6 +564,17 @@ def _whole_number(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    """A probability for dropout or label smoothing: a number from 0 to below 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to below 1, not {text!r}")
+    return value
+
+
 def _folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a folder, not an empty name")
@@ -620,6 +631,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
                         help="tie the decoder's output layer to its token embedding (fairseq's "
                         "--share-input-output-embed; default: the preset's, off)")
+    parser.add_argument("--dropout", type=_fraction, help="override the model's dropout "
+                        "(the cpu_subword preset's: 0.2)")
+    parser.add_argument("--label-smoothing", type=_fraction,
+                        help="override the preset's label smoothing (0.1)")
+    parser.add_argument("--patience", type=_whole_number, help="override the preset's "
+                        "epochs without a better validation loss before stopping")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in (("epochs", args.epochs), ("max_steps", args.max_steps),
@@ -627,7 +644,10 @@ def main(argv: list[str] | None = None) -> int:
                                    ("trg_lang", args.trg), ("tokenizer", args.tokenizer),
                                    ("vocab_size", args.vocab_size),
                                    ("joint_vocab", args.joint_vocab),
-                                   ("share_input_output_embed", args.share_embed))
+                                   ("share_input_output_embed", args.share_embed),
+                                   ("dropout", args.dropout),
+                                   ("label_smoothing", args.label_smoothing),
+                                   ("patience", args.patience))
                  if v is not None}
     try:
         preset = PRESETS[args.preset].replace(**overrides)
