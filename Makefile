@@ -160,7 +160,7 @@ bench: $(STAMP)
 		--json $(RESULTS)/quality_quick.json
 	$(PY) benchmarks/ci_time.py --json $(RESULTS)/ci_time.json
 	@if $(HAS_GPU); then $(MAKE) --no-print-directory bench-gpu; \
-	else echo "no GPU here: the GPU rows stay 'not yet measured on a GPU'"; fi
+	else echo "no GPU here: the GPU rows keep their last measurement (benchmarks/RESULTS.md)"; fi
 
 # One GPU: the gpu preset's memory (must fit a free Colab's 16 GB) and speed, decoding, quality.
 bench-gpu: $(STAMP)
