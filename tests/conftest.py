@@ -25,11 +25,15 @@ def _test_threads():
 @pytest.fixture(autouse=True)
 def _fresh_hint_counts():
     """Every test starts as a fresh session of convs2s.course.checks: no wrong tries counted yet
-    (the second wrong try of a check prints a closer hint)."""
+    (the second wrong try of a check prints a closer hint) and not a graded copy."""
     core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
         core._wrong_tries.clear()
+        core._graded = False
     yield
+    core = sys.modules.get("convs2s.course.checks._core")
+    if core is not None:
+        core._graded = False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -659,6 +659,14 @@ def _with_checks_import(setup: str) -> str:
     return setup.strip("\n") + "\n\nfrom convs2s.course import checks"
 
 
+def _graded_setup(setup: str) -> str:
+    """The assignment's setup cell: the notebook's, with ``checks`` imported, then
+    ``checks.graded_copy()``: in a graded copy no check shows the value it grades, and
+    ``checks.hint`` and ``checks.show_me`` are off (:mod:`convs2s.course.checks`)."""
+    return (_with_checks_import(setup) + "\n\n# a graded copy: checks say held / did not hold, "
+            "one hint per wrong try\nchecks.graded_copy()")
+
+
 def _task_markdown(ex: Exercise) -> str:
     lines = ex.task.splitlines()
     points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
@@ -702,7 +710,9 @@ def _header(nb: NotebookExercises, repo_url: str) -> str:
         "(*predict*), or fix the code shown (*debug*). An *explain* exercise asks for one or "
         "two sentences in place of \"YOUR ANSWER HERE\"; it is graded by hand.",
         "3. Run the test cell under your answer: it runs `convs2s.course.checks.<exercise>`, the "
-        "same check as in the course notebook, and prints ✓, or what is wrong with a hint.",
+        "same check as in the course notebook, and prints ✓, or what is wrong with one hint. "
+        "In this graded copy a check never shows the value it grades: a *predict* check says "
+        "only whether your prediction held; `checks.hint` and `checks.show_me` are off.",
         "4. Grading runs every test cell again, followed by hidden tests, so make each answer "
         "right in general, not only for the visible cases. Do not edit the test cells: they "
         "are restored before grading.",
@@ -720,7 +730,7 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
     cells = [
         _cell("markdown", _header(nb, repo_url), f"{prefix}-header",
               _nbgrader("header", locked=True)),
-        _cell("code", _with_checks_import(nb.setup), f"{prefix}-setup",
+        _cell("code", _graded_setup(nb.setup), f"{prefix}-setup",
               _nbgrader("setup", locked=True)),
     ]
     for n, ex in enumerate(nb.exercises, start=1):

@@ -50,7 +50,8 @@ def test_scaled_context_variance_accepts_the_right_prediction(capsys):
     exact = nb04.PREDICT_M * (weights ** 2).sum().item()  # m · Σ a²
     assert checks.scaled_context_variance(exact) is True
     out = capsys.readouterr().out
-    assert "measured" in out and "✓ scaled_context_variance" in out
+    measured = f"{nb04._measured_scaled_variance(nb04.PREDICT_WEIGHTS):.3f}"
+    assert "your prediction held" in out and measured in out and "✓ scaled_context_variance" in out
 
 
 def test_the_measurement_uses_the_package_and_agrees_with_m_sum_a_squared():
@@ -61,9 +62,12 @@ def test_the_measurement_uses_the_package_and_agrees_with_m_sum_a_squared():
 
 
 @pytest.mark.parametrize("wrong", [1.0, 8.0, 0.2857, torch.tensor(4.0)])
-def test_scaled_context_variance_rejects_wrong_predictions_with_a_hint(wrong):
-    with pytest.raises(AssertionError, match=r"measures .* hint: what is the variance"):
+def test_scaled_context_variance_rejects_wrong_predictions_with_a_hint(wrong, capsys):
+    with pytest.raises(AssertionError, match=r"did not hold .* hint: what is the variance") as e:
         checks.scaled_context_variance(wrong)
+    measured = nb04._measured_scaled_variance(nb04.PREDICT_WEIGHTS)
+    said = str(e.value) + capsys.readouterr().out
+    assert f"{measured:.3f}" not in said and f"{measured:.2f}" not in said
 
 
 def test_scaled_context_variance_none_is_not_answered_and_text_is_wrong():

@@ -211,10 +211,25 @@ class Exits:
         sys.exit("bye")
 
 
-def test_sys_exit_outside_the_checks_cases_is_a_failed_check_of_one_line(capsys):
+def test_sys_exit_while_a_prediction_is_read_is_a_failed_check_of_one_line(capsys):
     prediction = {"GRU + attention": [Exits(), 40, 80], "ConvS2S": [6, 6, 6]}
     with pytest.raises(AssertionError, match=r"called sys.exit\(\)"):
         checks.training_steps(prediction)
     out = capsys.readouterr().out
-    assert out.startswith("✗ training_steps: the answer called sys.exit()")
+    assert out.startswith("✗ training_steps: GRU + attention, decoder length 10: the answer "
+                          "called sys.exit()")
+    assert out.count("\n") == 1
+
+
+def test_sys_exit_outside_a_checks_cases_is_a_failed_check_of_one_line(capsys):
+    from convs2s.course.checks._core import check
+
+    @check
+    def reads_a_number(answer):  # a check that reads its answer outside any case
+        int(answer)
+
+    with pytest.raises(AssertionError, match=r"called sys.exit\(\)"):
+        reads_a_number(Exits())
+    out = capsys.readouterr().out
+    assert out.startswith("✗ reads_a_number: the answer called sys.exit()")
     assert out.count("\n") == 1

@@ -7,7 +7,9 @@ the exercise's *visible* tests (the ones the nbgrader autograder runs too) and p
 live in their own module (``convs2s.course.checks.nb01`` ... ``nb08``); this package collects them.
 
 Hints come in two steps: the first wrong try prints a nudge, the next ones a closer hint too;
-``hint("<exercise>")`` prints both whenever you ask. No hint holds a solution's code.
+``hint("<exercise>")`` prints both whenever you ask. No hint holds a solution's code. A predict
+exercise's check shows its measurement only once your prediction holds, or when you ask with
+``show_me("<exercise>")``; a graded copy turns ``hint`` and ``show_me`` off.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from convs2s.course.checks import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08
-from convs2s.course.checks._core import HINTS, Hint, hint
+from convs2s.course.checks._core import (
+    HINTS,
+    MEASUREMENTS,
+    Hint,
+    graded_copy,
+    hint,
+    is_graded,
+    show_me,
+)
 
 _MODULES = (nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08)
 
@@ -25,4 +35,5 @@ EXERCISES: dict[str, Callable] = {
 }
 globals().update(EXERCISES)
 
-__all__ = ["EXERCISES", "HINTS", "Hint", "hint", *EXERCISES]
+__all__ = ["EXERCISES", "HINTS", "MEASUREMENTS", "Hint", "graded_copy", "hint", "is_graded",
+           "show_me", *EXERCISES]

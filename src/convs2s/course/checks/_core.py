@@ -9,6 +9,13 @@ print a *closer* hint too; ``convs2s.course.checks.hint("<exercise>")`` prints b
 before any try. Neither ever holds a solution's code (tests/coursework/test_hints.py holds every
 hint against every solution cell of the notebooks).
 
+A *predict* exercise's check never shows the value it grades before the prediction holds: a wrong
+prediction is told only that it did not hold (and a hint); a right one is shown the measurement.
+A self-learner who wants the measurement without a right prediction asks for it explicitly with
+``convs2s.course.checks.show_me("<exercise>")``. A graded copy (the nbgrader release that
+``make student`` builds) starts with :func:`graded_copy`: there ``show_me`` and ``hint`` are off
+and a wrong try prints the nudge only, never the closer hint.
+
 Every answer is read through :func:`_answer` before it is compared: a value of the wrong kind (a
 NaN, a number written as a string, a bool where a count is asked, an object with its own
 ``__eq__``, an iterator that does not end) fails its case with one line saying what kind of
@@ -61,6 +68,48 @@ class Hint:
 HINTS: dict[str, Hint] = {}
 #: Wrong tries so far in this session, by check name.
 _wrong_tries: Counter[str] = Counter()
+#: What each predict exercise measures, by exercise name: a function returning the lines that
+#: ``show_me`` (and a right prediction) prints.
+MEASUREMENTS: dict[str, Callable[[], list[str]]] = {}
+#: True in a graded copy (:func:`graded_copy`).
+_graded = False
+
+
+def graded_copy() -> None:
+    """Called by the first cell of a graded (nbgrader release) copy: from now on in this session
+    ``show_me`` and ``hint`` are off and a wrong try prints only the nudge."""
+    global _graded
+    _graded = True
+    print("graded copy: a check says whether your answer held, never the value it grades; a wrong "
+          "try prints one hint; checks.hint and checks.show_me are off")
+
+
+def is_graded() -> bool:
+    """Whether this session runs a graded copy (:func:`graded_copy` was called)."""
+    return _graded
+
+
+def register_measurement(exercise: str, lines: Callable[[], list[str]]) -> None:
+    """Declare what predict exercise ``exercise`` measures: ``lines()`` describes it."""
+    MEASUREMENTS[exercise] = lines
+
+
+def show_me(exercise: str | Callable) -> None:
+    """Print the measurement a predict exercise compares with (a self-learner's "show me"; off in
+    a graded copy): ``checks.show_me("same_padding_moves")``. Ask after you have predicted."""
+    name = getattr(exercise, "__name__", exercise)
+    if _graded:
+        print(f"… show_me is off in a graded copy: {name}'s check tells you when your "
+              "prediction holds")
+        return
+    lines = MEASUREMENTS.get(name)
+    if lines is None:
+        print(f"… no predict exercise is called {name!r}; the ones with a measurement are: "
+              f"{', '.join(MEASUREMENTS)}")
+        return
+    print(f"the measurement behind {name} (a prediction written after this is no longer one):")
+    for line in lines():
+        print(f"  {line}")
 
 
 def register_hint(exercise: str, hint: Hint) -> Hint:
@@ -73,6 +122,10 @@ def register_hint(exercise: str, hint: Hint) -> Hint:
 def hint(exercise: str | Callable) -> None:
     """Print both hints of ``exercise`` (a name or the check itself): ``checks.hint("my_glu")``."""
     name = getattr(exercise, "__name__", exercise)
+    if _graded:
+        print(f"… hints on request are off in a graded copy: a wrong try of {name}'s check "
+              "prints its hint")
+        return
     found = HINTS.get(name)
     if found is None:
         print(f"… no exercise is called {name!r}; the exercises with hints are: "
@@ -86,7 +139,7 @@ def _hint_lines(name: str, hint: Hint | str) -> list[str]:
     _wrong_tries[name] += 1
     if isinstance(hint, str):  # a one-step hint
         return [f"hint: {hint}"]
-    if _wrong_tries[name] == 1:
+    if _wrong_tries[name] == 1 or _graded:
         return [f"hint: {hint.nudge}"]
     return [f"hint: {hint.nudge}", f"closer hint: {hint.closer}"]
 
@@ -173,10 +226,17 @@ class _Run:
         print(f"✗ {self.name}: {what}")
         for line in lines:
             print(f"  {line}")
-        if isinstance(hint, Hint) and len(lines) == 1:
+        if isinstance(hint, Hint) and len(lines) == 1 and not _graded:
             print(f"  (wrong again? the next try adds a closer hint; or run "
                   f"checks.hint(\"{self.name}\"))")
         raise AssertionError(f"{self.name}: {what} — {' — '.join(lines)}") from cause
+
+    def held(self) -> None:
+        """The end of a predict check whose prediction held: the measurement, then done."""
+        print("  your prediction held; the measurement:")
+        for line in MEASUREMENTS[self.name]():
+            print(f"    {line}")
+        self.done()
 
     def done(self) -> None:
         print(f"✓ {self.name}: all {self.passed} checks passed")

@@ -22,6 +22,7 @@ from convs2s.course.checks._core import (
     _Run,
     check,
     register_hint,
+    register_measurement,
 )
 
 __all__ = ["my_glu", "same_padding_moves", "my_receptive_field"]
@@ -93,11 +94,13 @@ def same_padding_moves(prediction) -> None:
                             expected="a list of output positions, e.g. [2, 3, 4]")
         guess = sorted({_assert_int(p, "each position") for p in positions})
         if guess != measured:
-            raise AssertionError(f"you predicted {guess}, the measured outputs that move are "
-                                 f"{measured}")
-    print(f"  predicted {guess}, measured {measured} on a stack of {SAME_LAYERS} "
-          f"ConvGLUBlocks: your prediction held")
-    run.done()
+            raise AssertionError(f"your prediction {guess} did not hold")
+    run.held()
+
+
+register_measurement("same_padding_moves", lambda: [
+    f"changing input {SAME_CHANGED} of {SAME_LENGTH} moves the outputs {_measured_moves()} of a "
+    f"stack of {SAME_LAYERS} ConvGLUBlocks with 'same' padding (k={SAME_K})"])
 
 
 MY_RECEPTIVE_FIELD = register_hint("my_receptive_field", Hint(

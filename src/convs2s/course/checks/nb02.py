@@ -24,6 +24,7 @@ from convs2s.course.checks._core import (
     _seeded,
     check,
     register_hint,
+    register_measurement,
 )
 
 __all__ = ["residual_variance", "mask_source_padding", "block_parameters"]
@@ -94,12 +95,15 @@ def residual_variance(prediction) -> None:
             raise AssertionError(f"a ratio of variances is positive, you wrote {guess}")
         measured = measured_unscaled_variance()
         if abs(math.log(guess / measured)) > math.log(VARIANCE_FACTOR):
-            raise AssertionError(f"you predicted {guess:.3g}, the measurement gives "
-                                 f"{measured:.3g} (more than {VARIANCE_FACTOR:g}x off)")
-    print(f"  predicted {guess:.3g}, measured {measured:.3g} ({VARIANCE_BLOCKS} blocks of a "
-          f"convs2s.Encoder without √0.5, median of {VARIANCE_SEEDS} initialisations): your "
-          f"prediction held (within {VARIANCE_FACTOR:g}x)")
-    run.done()
+            raise AssertionError(f"your prediction {guess:.3g} did not hold (it must be within "
+                                 f"{VARIANCE_FACTOR:g}x of the measurement)")
+    run.held()
+
+
+register_measurement("residual_variance", lambda: [
+    f"Var(after {VARIANCE_BLOCKS} blocks) / Var(input) without √0.5: "
+    f"{measured_unscaled_variance():.3g} ({VARIANCE_BLOCKS} blocks of a convs2s.Encoder, median "
+    f"of {VARIANCE_SEEDS} initialisations; a prediction within {VARIANCE_FACTOR:g}x holds)"])
 
 
 # --------------------------------------------------------------------------------------------

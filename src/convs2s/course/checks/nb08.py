@@ -19,6 +19,7 @@ from convs2s.course.checks._core import (
     _shape,
     check,
     register_hint,
+    register_measurement,
 )
 
 __all__ = ["separable_params", "attention_vs_conv", "lightweight_conv"]
@@ -157,20 +158,34 @@ def attention_vs_conv(prediction) -> None:
             nudge="one number: a sentence length in positions",
             closer="a float or an int, not a string or a list")):
         guess = _float(prediction, "prediction")
+    crossover = _crossover()[0]
+    hint = ATTENTION_COST
+    with run.case(f"your prediction {guess:g} against the measured crossover", hint):
+        if abs(guess - crossover) > 0.02 * crossover:
+            raise AssertionError("it did not hold (it must be within 2% of the measured "
+                                 "crossover)")
+    run.held()
+
+
+def _crossover() -> tuple[float, float, float]:
+    """The measured crossover length, the convolution's FLOPs per position and attention's per
+    pair of positions (measured at n = 64; the first is the same at every length)."""
     n = 64
     conv, attention = _measured_flops(n)
     per_position_conv = conv / n  # the same for every length
     per_pair_attention = attention / n**2  # attention grows with n per position
-    crossover = per_position_conv / per_pair_attention
+    return per_position_conv / per_pair_attention, per_position_conv, per_pair_attention
+
+
+def _attention_vs_conv_lines() -> list[str]:
+    crossover, per_position_conv, per_pair_attention = _crossover()
     at = round(crossover)
     conv_at, attention_at = _measured_flops(at)
-    print(f"  measured with torch.utils.flop_counter: the convolution costs "
-          f"{per_position_conv:,.0f} FLOPs per position at any length; attention costs "
-          f"{per_pair_attention:,.0f} FLOPs per pair of positions")
-    print(f"  at n = {at}: convolution {conv_at:,} FLOPs, attention {attention_at:,} FLOPs "
-          f"(your prediction: {guess:g})")
-    hint = ATTENTION_COST
-    with run.case(f"your prediction {guess:g} against the measured crossover", hint):
-        if abs(guess - crossover) > 0.02 * crossover:
-            raise AssertionError(f"the measured crossover is n = {crossover:g}")
-    run.done()
+    return [f"measured with torch.utils.flop_counter: the convolution costs "
+            f"{per_position_conv:,.0f} FLOPs per position at any length; attention costs "
+            f"{per_pair_attention:,.0f} FLOPs per pair of positions: they cross at n = "
+            f"{crossover:g}",
+            f"at n = {at}: convolution {conv_at:,} FLOPs, attention {attention_at:,} FLOPs"]
+
+
+register_measurement("attention_vs_conv", _attention_vs_conv_lines)
