@@ -8,20 +8,25 @@ asserts that the course builder copies into the grade cell (so every local name 
 
 
 def my_glu(my_glu):
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _my_glu = _guarded("my_glu", my_glu)
+
     import torch as _torch
     import torch.nn.functional as _F
 
     _g = _torch.Generator().manual_seed(101)
     for _shape, _dim in [((3, 10, 2, 4), 1), ((2, 2), -2), ((1, 12), 1)]:
         _h = _torch.randn(_shape, generator=_g, dtype=_torch.float64)
-        _out = my_glu(_h, _dim)
+        _out = _my_glu(_h, _dim)
         assert _out.dtype == _torch.float64, "keep the input's dtype"
         _torch.testing.assert_close(_out, _F.glu(_h, dim=_dim))
     _h = _torch.randn(4, 6, generator=_g).requires_grad_()
-    my_glu(_h, 1).sum().backward()
+    _my_glu(_h, 1).sum().backward()
     assert _h.grad is not None and _h.grad.abs().sum() > 0, "gradients must flow"
     try:
-        my_glu(_torch.randn(3, 7, 4), -2)
+        _my_glu(_torch.randn(3, 7, 4), -2)
     except ValueError:
         pass
     else:
@@ -34,5 +39,10 @@ def same_padding_moves(moved_outputs):
 
 
 def my_receptive_field(my_receptive_field):
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _my_receptive_field = _guarded("my_receptive_field", my_receptive_field)
+
     for _k, _layers in [(9, 6), (4, 10), (2, 15), (13, 1), (3, 20), (5, 0)]:
-        assert my_receptive_field(_k, _layers) == 1 + _layers * (_k - 1), (_k, _layers)
+        assert _my_receptive_field(_k, _layers) == 1 + _layers * (_k - 1), (_k, _layers)

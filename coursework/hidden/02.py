@@ -31,5 +31,10 @@ def mask_source_padding(conv_stack):
 
 
 def block_parameters(block_parameters):
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _block_parameters = _guarded("block_parameters", block_parameters)
+
     for _d, _k in [(256, 3), (3, 7), (100, 1), (2, 25)]:
-        assert block_parameters(_d, _k) == 2 * _d * _d * _k + 4 * _d, (_d, _k)
+        assert _block_parameters(_d, _k) == 2 * _d * _d * _k + 4 * _d, (_d, _k)

@@ -8,6 +8,11 @@ asserts that the course builder copies into the grade cell (so every local name 
 
 
 def causal_conv1d(causal_conv1d):
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _causal_conv1d = _guarded("causal_conv1d", causal_conv1d)
+
     import torch as _torch
     import torch.nn.functional as _F
 
@@ -17,12 +22,12 @@ def causal_conv1d(causal_conv1d):
         _w = _torch.randn(_cout, _cin, _k, generator=_g, dtype=_torch.float64)
         _b = _torch.randn(_cout, generator=_g, dtype=_torch.float64)
         _ref = _F.conv1d(_F.pad(_x, (_k - 1, 0)), _w, _b)  # _ref = [2, _cout, _len]
-        _torch.testing.assert_close(causal_conv1d(_x, _w, _b), _ref)
-        _torch.testing.assert_close(causal_conv1d(_x, _w, None), _ref - _b[:, None])
+        _torch.testing.assert_close(_causal_conv1d(_x, _w, _b), _ref)
+        _torch.testing.assert_close(_causal_conv1d(_x, _w, None), _ref - _b[:, None])
     # Causal: the gradient of output t reaches no input after t.
     _x = _torch.randn(1, 2, 7, generator=_g, requires_grad=True)
     _w = _torch.randn(3, 2, 3, generator=_g)
-    causal_conv1d(_x, _w, None)[0, :, 3].sum().backward()
+    _causal_conv1d(_x, _w, None)[0, :, 3].sum().backward()
     assert (_x.grad[0, :, 4:] == 0).all(), "output 3 must not depend on inputs 4, 5, 6"
     assert (_x.grad[0, :, 1:4] != 0).any(), "output 3 must read inputs 1 ... 3"
 
@@ -55,7 +60,12 @@ def teacher_forcing_loss(teacher_forcing_loss):
 
 
 def cache_floats(cache_floats):
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _cache_floats = _guarded("cache_floats", cache_floats)
+
     for _layers, _k, _hid, _steps in [(20, 3, 512, 50), (1, 1, 64, 4), (6, 7, 3, 1)]:
-        assert cache_floats(_layers, _k, _hid, _steps) == _layers * (_k - 1) * _hid
+        assert _cache_floats(_layers, _k, _hid, _steps) == _layers * (_k - 1) * _hid
     # It does not grow with the number of tokens decoded.
-    assert cache_floats(4, 3, 256, 1) == cache_floats(4, 3, 256, 200)
+    assert _cache_floats(4, 3, 256, 1) == _cache_floats(4, 3, 256, 200)

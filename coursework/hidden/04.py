@@ -35,13 +35,18 @@ def attention_macs(attention_macs):
 
 
 def row_entropy(row_entropy):
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _row_entropy = _guarded("row_entropy", row_entropy)
+
     import math as _math
 
     import torch as _torch
 
     _a = _torch.tensor([[0.5, 0.5, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.25] * 4])
     _expected = (_math.log(2) + 0.0 + _math.log(4)) / 3
-    assert abs(float(row_entropy(_a)) - _expected) < 1e-6
+    assert abs(float(_row_entropy(_a)) - _expected) < 1e-6
     _b = _torch.softmax(_torch.randn(6, 9, generator=_torch.Generator().manual_seed(405)), -1)
     _ref = -(_b * _b.log()).sum(-1).mean().item()
-    assert abs(float(row_entropy(_b)) - _ref) < 1e-5
+    assert abs(float(_row_entropy(_b)) - _ref) < 1e-5

@@ -6,10 +6,16 @@ body plain asserts (the course builder copies the body into the exercise's grade
 
 
 def separable_params(separable_params, saving):
-    assert separable_params(1, 1, 1) == 3 and separable_params(1, 1, 1, bias=False) == 2
-    assert separable_params(512, 1024, 5, bias=False) == 512 * 5 + 512 * 1024
-    assert 2.9 < saving(1024, 2048, 3) < 3.0  # about k for many channels
-    assert abs(saving(2, 3, 4) - 27 / 17) < 1e-12
+    from convs2s.course.checks import guarded as _guarded
+
+    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
+    _separable_params = _guarded("separable_params", separable_params)
+    _saving = _guarded("separable_params", saving)
+
+    assert _separable_params(1, 1, 1) == 3 and _separable_params(1, 1, 1, bias=False) == 2
+    assert _separable_params(512, 1024, 5, bias=False) == 512 * 5 + 512 * 1024
+    assert 2.9 < _saving(1024, 2048, 3) < 3.0  # about k for many channels
+    assert abs(_saving(2, 3, 4) - 27 / 17) < 1e-12
 
 
 def attention_vs_conv(prediction):

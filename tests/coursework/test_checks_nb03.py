@@ -57,15 +57,16 @@ def test_causal_conv1d_rejects_wrong_padding_with_a_hint(wrong, capsys):
 
 
 def test_causal_conv1d_refuses_f_pad_with_its_own_hint():
-    with pytest.raises(AssertionError, match="it called functional.pad.* hint: the exercise is "
+    with pytest.raises(AssertionError, match="it called F.pad.* hint: the exercise is "
                                              "the paper's recipe"):
         checks.causal_conv1d(left_padded_conv1d)
 
 
-def test_causal_conv1d_hidden_tests_accept_both_recipes():
+def test_causal_conv1d_hidden_tests_accept_the_papers_recipe_and_refuse_f_pad():
     grading = hidden("03")
     grading.causal_conv1d(right_causal_conv1d)
-    grading.causal_conv1d(left_padded_conv1d)
+    with pytest.raises(AssertionError, match="it called F.pad"):  # as the check does
+        grading.causal_conv1d(left_padded_conv1d)
     with pytest.raises(AssertionError):
         grading.causal_conv1d(last_outputs_conv1d)
 

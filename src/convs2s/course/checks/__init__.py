@@ -9,7 +9,9 @@ live in their own module (``convs2s.course.checks.nb01`` ... ``nb08``); this pac
 Hints come in two steps: the first wrong try prints a nudge, the next ones a closer hint too;
 ``hint("<exercise>")`` prints both whenever you ask. No hint holds a solution's code. A predict
 exercise's check shows its measurement only once your prediction holds, or when you ask with
-``show_me("<exercise>")``; a graded copy turns ``hint`` and ``show_me`` off.
+``show_me("<exercise>")``; a graded copy turns ``hint`` and ``show_me`` off. A derive or implement
+exercise may not call the package's own answer to it (``SHORTCUTS``): its check refuses that, and
+so do the hidden tests (``guarded``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ from convs2s.course.checks import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08
 from convs2s.course.checks._core import (
     HINTS,
     MEASUREMENTS,
+    SHORTCUTS,
     Hint,
+    ShortcutRefused,
     graded_copy,
+    guarded,
     hint,
     is_graded,
+    refusing,
     show_me,
 )
 
@@ -35,5 +41,5 @@ EXERCISES: dict[str, Callable] = {
 }
 globals().update(EXERCISES)
 
-__all__ = ["EXERCISES", "HINTS", "MEASUREMENTS", "Hint", "graded_copy", "hint", "is_graded",
-           "show_me", *EXERCISES]
+__all__ = ["EXERCISES", "HINTS", "MEASUREMENTS", "SHORTCUTS", "Hint", "ShortcutRefused",
+           "graded_copy", "guarded", "hint", "is_graded", "refusing", "show_me", *EXERCISES]

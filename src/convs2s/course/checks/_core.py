@@ -169,6 +169,7 @@ def check(fn: Callable) -> Callable[..., bool]:
             print(f"… {fn.__name__}: not answered yet — fill in the cell above, run it, then run "
                   "this check again (or open the solution below)")
             return False
+        answers = tuple(guarded(fn.__name__, answer) for answer in answers)
         try:
             fn(*answers)
         except NotAnswered:
@@ -213,6 +214,8 @@ class _Run:
             line = f"{self.name}: {what}: {_EXITED}"
             print(f"✗ {line}")
             raise AssertionError(line) from None
+        except ShortcutRefused as e:
+            self._fail(f"{what}: {e}", SHORTCUT_HINTS.get(self.name, SHORTCUT_HINT), cause=None)
         except AssertionError as e:
             detail = f": {e}" if str(e) else ""
             self._fail(f"{what}{detail}", hint, cause=None)
@@ -449,14 +452,158 @@ def _assert_raises(error: type[BaseException], fn: Callable, *args) -> None:
         return
     raise AssertionError(f"no {error.__name__} was raised")
 
+# --------------------------------------------------------------------------------------------
+# Shortcuts refused: the package's (or PyTorch's) own answer to a derive / implement exercise
+# --------------------------------------------------------------------------------------------
+
+_MODULE_BUILDING = ("torch.nn:Module.__init__", "a module's constructor (nn.Module)",
+                    "count from the shapes you derive, without building a module")
+#: By exercise: (``"module:attribute"``, what the learner is told it called, why it is refused).
+#: Both the check and the hidden test run the learner's code inside :func:`refusing`.
+SHORTCUTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "my_glu": (("torch.nn.functional:glu", "F.glu", "the exercise is to compute it yourself"),),
+    "my_receptive_field": (
+        ("convs2s.course.receptive_field:receptive_field", "receptive_field.receptive_field",
+         "the exercise is to derive the formula"),
+        ("convs2s.course.dependency:dependency_map", "dependency.dependency_map",
+         "the exercise is to derive the field, not to measure it"),
+        ("convs2s.course.dependency:measure_dependency", "dependency.measure_dependency",
+         "the exercise is to derive the field, not to measure it"),
+    ),
+    "block_parameters": (
+        _MODULE_BUILDING,
+        ("convs2s.model.convs2s:count_parameters", "count_parameters",
+         "count from the shapes you derive"),
+    ),
+    "causal_conv1d": (("torch.nn.functional:pad", "F.pad",
+                       "the exercise is to let F.conv1d pad both sides itself"),),
+    "cache_floats": (_MODULE_BUILDING,),
+    "row_entropy": (("convs2s.course.attention_maps:attention_entropy",
+                     "attention_maps.attention_entropy",
+                     "the exercise is to compute it yourself"),),
+    "build_itos": (("convs2s.data.vocab:Vocab.build", "Vocab.build",
+                    "the exercise is to build the list yourself"),),
+    "path_length": tuple(
+        (f"convs2s.course.receptive_field:{name}", f"receptive_field.{name}",
+         "the exercise is to derive the path lengths")
+        for name in ("conv_path_length", "rnn_path_length", "path_lengths")),
+    "baseline_parameters": (
+        _MODULE_BUILDING,
+        ("convs2s.course.baselines:rnn_parameter_count", "baselines.rnn_parameter_count",
+         "the exercise is to count them yourself"),
+        ("convs2s.model.convs2s:count_parameters", "count_parameters",
+         "count from the shapes you derive"),
+    ),
+    "separable_params": (
+        _MODULE_BUILDING,
+        *((f"convs2s.model.variants:{name}", f"variants.{name}",
+           "the exercise is to count them yourself")
+          for name in ("separable_conv1d_parameters", "conv1d_parameters", "conv_costs")),
+    ),
+}
+
+
+class ShortcutRefused(AssertionError):
+    """The learner's code called what its exercise asks it to write (:data:`SHORTCUTS`)."""
+
+
+#: What the learner's code called while :func:`refusing` was active (even if it caught the error).
+_tripped: list[str] = []
+
+
+def _tripwire(*_args, **_kwargs):  # its code replaces a refused function's; no free variables
+    import sys as _sys
+
+    from convs2s.course.checks import _core as _c
+
+    name = _sys._getframe().f_code.co_name
+    _c._tripped.append(name)
+    raise _c.ShortcutRefused(name)
+
+
+def _resolve(target: str):
+    """``"module:Attr.attr"`` -> (the object holding the attribute, the attribute's name)."""
+    import importlib
+
+    module_name, _, path = target.partition(":")
+    owner = importlib.import_module(module_name)
+    *parents, attr = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    return owner, attr
+
 
 @contextlib.contextmanager
-def _forbidden(module, name: str, instead: str) -> Iterator[None]:
-    def refuse(*_args, **_kwargs):
-        raise AssertionError(f"it called {module.__name__.split('.')[-1]}.{name}; {instead}")
+def refusing(exercise: str) -> Iterator[None]:
+    """Run the learner's code for ``exercise`` with its shortcuts refused: calling one raises
+    :class:`ShortcutRefused` ("it called F.glu; the exercise is to compute it yourself"), and
+    if the learner's code caught that, the block fails when it ends. Used by the checks and by
+    the hidden tests (``coursework/hidden``)."""
+    undo = []
+    messages = {}
+    try:
+        for n, (target, label, why) in enumerate(SHORTCUTS.get(exercise, ())):
+            owner, attr = _resolve(target)
+            raw = vars(owner).get(attr) if isinstance(owner, type) else getattr(owner, attr)
+            func = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
+            key = f"refused_shortcut_{n}"
+            messages[key] = f"it called {label}; {why}"
+            if type(func).__name__ == "function" and not func.__closure__:
+                saved = (func.__code__, func.__defaults__, func.__kwdefaults__)
+                func.__code__ = _tripwire.__code__.replace(co_name=key)
+                func.__defaults__ = func.__kwdefaults__ = None
+                undo.append(lambda f=func, s=saved: _restore(f, s))
+            else:  # a builtin, or a function with a closure: replace the attribute itself
+                def refuse(*_a, _key=key, **_k):
+                    _tripped.append(_key)
+                    raise ShortcutRefused(_key)
 
-    with mock.patch.object(module, name, refuse):
-        yield
+                patch = mock.patch.object(owner, attr, refuse)
+                patch.start()
+                undo.append(patch.stop)
+        start = len(_tripped)
+        try:
+            yield
+        except ShortcutRefused as e:
+            raise ShortcutRefused(messages.get(str(e), str(e))) from None
+        called = [messages.get(k, k) for k in _tripped[start:]]
+        if called:
+            raise ShortcutRefused(called[0])
+    finally:
+        for step in reversed(undo):
+            step()
+        del _tripped[:]
+
+
+def _restore(func, saved) -> None:
+    func.__code__, func.__defaults__, func.__kwdefaults__ = saved
+
+
+def guarded(exercise: str, fn):
+    """``fn`` (the learner's function), run inside :func:`refusing` at every call; anything
+    else unchanged. Every check guards its answers so; a hidden test calls
+    ``guarded("<exercise>", <the learner's function>)`` before it calls it."""
+    if exercise not in SHORTCUTS or not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def run_refusing(*args, **kwargs):
+        with refusing(exercise):
+            return fn(*args, **kwargs)
+
+    return run_refusing
+
+
+#: What a refused shortcut is told, unless its exercise registers its own (:data:`SHORTCUT_HINTS`).
+SHORTCUT_HINT = Hint(
+    nudge="your function called what the exercise asks you to work out (the package's own "
+          "answer, or PyTorch's); the check refuses it, and so does grading",
+    closer="start again from the quantities the exercise names and write each step yourself; "
+           "the package's function is there to compare with afterwards, in a cell of your own")
+#: A shortcut hint of an exercise's own, by exercise name.
+SHORTCUT_HINTS: dict[str, Hint] = {}
+
+
 
 
 def _check_causal(run: _Run, conv: Callable[[Tensor], Tensor], x: Tensor, what: str,

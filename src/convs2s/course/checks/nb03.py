@@ -9,13 +9,13 @@ import torch.nn.functional as F
 
 from convs2s.course.checks._core import (
     _PAD,
+    SHORTCUT_HINTS,
     Hint,
     _assert_close,
     _assert_int,
     _assert_tensor,
     _check_causal,
     _float,
-    _forbidden,
     _gen,
     _Run,
     _seeded,
@@ -35,7 +35,7 @@ CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
            "causal ones, and the k - 1 surplus outputs sit at the end, past the last input; keep "
            "as many outputs as the input has, counted from the start (a slice that also works "
            "when k = 1 and nothing is surplus)"))
-WITHOUT_F_PAD = Hint(
+WITHOUT_F_PAD = SHORTCUT_HINTS["causal_conv1d"] = Hint(
     nudge="the exercise is the paper's recipe: the convolution pads both sides itself, so your "
           "function may not call F.pad",
     closer="give F.conv1d its own padding of k - 1 (both sides), then remove the surplus "
@@ -79,8 +79,7 @@ def causal_conv1d(fn: Callable) -> None:
         x = torch.randn(2, 3, 7, generator=g)
         w, b = torch.randn(4, 3, 3, generator=g), torch.randn(4, generator=g)
         expected = F.conv1d(F.pad(x, (2, 0)), w, b)  # computed before F.pad is refused
-        with _forbidden(F, "pad", "the exercise is to let F.conv1d pad both sides itself"):
-            _assert_close(fn(x, w, b), expected, ref="a causal conv1d")
+        _assert_close(fn(x, w, b), expected, ref="a causal conv1d")
     run.done()
 
 

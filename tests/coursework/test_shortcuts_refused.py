@@ -1,0 +1,97 @@
+"""A derive or implement exercise may not call the package's (or PyTorch's) own answer to it
+(issue 37): each listed shortcut is refused by the exercise's check and by its hidden test, also
+when the learner's code catches the refusal, and the refused functions work again afterwards."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from exercise_support import hidden
+
+from convs2s.course import checks
+from convs2s.course.attention_maps import attention_entropy
+from convs2s.course.baselines import rnn_parameter_count
+from convs2s.course.checks import _core
+from convs2s.course.receptive_field import conv_path_length, receptive_field, rnn_path_length
+from convs2s.data import Vocab
+from convs2s.model.layers import ConvGLUBlock
+from convs2s.model.variants import separable_conv1d_parameters
+
+
+def _gru_counted(i, h):
+    return sum(p.numel() for p in torch.nn.GRUCell(i, h).parameters())
+
+
+def _itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+    return Vocab.build(token_lists, min_freq=min_freq, specials=specials).itos
+
+
+def _saving(c_in, c_out, k):
+    return (c_in * c_out * k + c_out) / (c_in * k + c_in * c_out + c_out)
+
+
+#: exercise -> (the notebook of its hidden test, the answers that take the shortcut)
+SHORTCUT_ANSWERS = {
+    "my_glu": ("01", (lambda h, dim: F.glu(h, dim),)),
+    "my_receptive_field": ("01", (lambda k, n_layers: receptive_field(k, n_layers),)),
+    "block_parameters": ("02", (lambda d, k: sum(
+        p.numel() for p in ConvGLUBlock(d, k, padding="same").parameters()),)),
+    "causal_conv1d": ("03", (lambda x, w, b: F.conv1d(F.pad(x, (w.size(-1) - 1, 0)), w, b),)),
+    "cache_floats": ("03", (lambda n, k, h, steps: torch.nn.Linear(1, 1) and n * (k - 1) * h,)),
+    "row_entropy": ("04", (lambda a: attention_entropy(a),)),
+    "build_itos": ("05", (_itos,)),
+    "path_length": ("07", (conv_path_length, rnn_path_length)),
+    "baseline_parameters": ("07", (_gru_counted, lambda config: rnn_parameter_count(**config))),
+    "separable_params": ("08", (
+        lambda c_in, c_out, k, bias=True: separable_conv1d_parameters(c_in, c_out, k, bias=bias),
+        _saving)),
+}
+
+
+def test_every_exercise_with_shortcuts_is_tested_here_and_every_shortcut_resolves():
+    assert sorted(SHORTCUT_ANSWERS) == sorted(checks.SHORTCUTS)
+    assert set(checks.SHORTCUTS) <= set(checks.EXERCISES)
+    for targets in checks.SHORTCUTS.values():
+        for target, _label, _why in targets:
+            owner, attr = _core._resolve(target)
+            assert hasattr(owner, attr), target
+
+
+@pytest.mark.parametrize("exercise", sorted(SHORTCUT_ANSWERS))
+def test_the_check_refuses_the_shortcut(exercise, capsys):
+    _, answers = SHORTCUT_ANSWERS[exercise]
+    with pytest.raises(AssertionError, match="it called .*; "):
+        getattr(checks, exercise)(*answers)
+    assert f"✗ {exercise}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("exercise", sorted(SHORTCUT_ANSWERS))
+def test_the_hidden_test_refuses_the_shortcut(exercise):
+    notebook, answers = SHORTCUT_ANSWERS[exercise]
+    with pytest.raises(AssertionError, match="it called .*; "):
+        getattr(hidden(notebook), exercise)(*answers)
+
+
+def test_a_shortcut_whose_refusal_is_caught_is_still_refused(capsys):
+    def sneaky(k, n_layers):
+        try:
+            return receptive_field(k, n_layers)
+        except Exception:  # noqa: BLE001 - what a learner might write
+            return 1 + n_layers * (k - 1)
+
+    with pytest.raises(AssertionError, match="it called receptive_field.receptive_field"):
+        checks.my_receptive_field(sneaky)
+    with pytest.raises(AssertionError, match="it called receptive_field.receptive_field"):
+        hidden("01").my_receptive_field(sneaky)
+
+
+def test_the_refused_functions_work_again_afterwards():
+    for exercise, (_, answers) in SHORTCUT_ANSWERS.items():
+        with pytest.raises(AssertionError):
+            getattr(checks, exercise)(*answers)
+    assert receptive_field(3, 2) == 5 and conv_path_length(9, 9) == 2 and rnn_path_length(4) == 4
+    assert F.glu(torch.ones(1, 2), -1).shape == (1, 1)
+    assert _itos([["a", "a"]], 2)[-1] == "a"
+    assert _gru_counted(1, 1) == 12 and math.isfinite(float(attention_entropy(torch.eye(2))))
+    assert separable_conv1d_parameters(1, 1, 1) == 3
