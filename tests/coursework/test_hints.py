@@ -24,6 +24,7 @@ import pytest
 
 from convs2s.course import checks
 from convs2s.course.checks import _core
+from convs2s.course.checks._core import Hint
 from tools.strip_solutions import is_solution_cell
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -290,3 +291,56 @@ _check_causal(run, conv, x, what, "causal hint", cut=5)
     assert "look at the gate" in found and "plain hint text" in found
     assert "ab" in found and "assigned" in found and "causal hint" in found
     assert any("torch.sigmoid(b)" in text for text in found)
+
+
+# --------------------------------------------------------------------------------------------
+# A closer hint is a smaller step or a question, never the fix in words (issue 37)
+# --------------------------------------------------------------------------------------------
+
+#: By check module: words and code that would state an exercise's fix. No hint of that module
+#: (nudge or closer, main or secondary, shortcut hints included) may hold one (case ignored).
+FIX_WORDS = {
+    "nb01": ["chunk", "sigmoid of b", "a times", "remainder", "raise valueerror",
+             "(k - 1)/2", "l times as far", "a ⊗ σ(b)"],
+    "nb02": ["twice that variance", "2 ** 10", "2^10", "masked_fill", "zero the pad",
+             "2·hid_dim", "2 * hid", "one gain g per"],
+    "nb03": ["[..., :", "[:, :-1]", "[:, 1:]", "slice", "surplus", "without its last",
+             "without its first", "k - 1 inputs", "(k - 1) * hid", "as it is; it accepts"],
+    "nb04": ["-inf", "minus infinity", "masked_fill", "a_j²", "[trg_len, emb_dim] x",
+             "torch.where", "where p > 0", "nan_to_num", "softmax over the last dimension"],
+    "nb05": ["ignore_index", "ignore", "exp(", "2 **", "raise its base", "to the power of the loss",
+             "sorted(", "ties alphabetically", "counter(", "leave them out of the counted"],
+    "nb06": ["**alpha", "** alpha", "multiply each score", "min(1", "e^(1", "2 * n + 1",
+             "make that last start"],
+    "nb07": ["once per target position", "count both passes", "ceil", "rounded up", "-(-",
+             "two bias vectors", "l·(k - 1) + 1", "(vocabulary × e)", "one update per position"],
+    "nb08": ["one filter of width k per input channel", "no bias", "repeat_interleave",
+             "groups", "softmax over its k taps", "c_in·c_out·k", "d·2d·k", "set the two",
+             "k - 1 zeros on the left", "repeat each head's row"],
+}
+
+
+def _module_hints(module) -> list[tuple[str, Hint]]:
+    return [(name, value) for name, value in vars(module).items() if isinstance(value, Hint)]
+
+
+@pytest.mark.parametrize("module_name", sorted(FIX_WORDS))
+def test_no_hint_states_its_exercises_fix_in_words(module_name):
+    import importlib
+
+    module = importlib.import_module(f"convs2s.course.checks.{module_name}")
+    hints = _module_hints(module)
+    assert hints, module_name
+    stated = [f"{name}.{part}: {word!r}" for name, hint in hints
+              for part in ("nudge", "closer") for word in FIX_WORDS[module_name]
+              if word in getattr(hint, part).lower()]
+    assert not stated, "hints that state a fix:\n" + "\n".join(stated)
+
+
+def test_every_registered_and_shortcut_hint_is_checked_for_fix_words():
+    import importlib
+
+    checked = {id(h) for m in FIX_WORDS
+               for _, h in _module_hints(importlib.import_module(f"convs2s.course.checks.{m}"))}
+    for hint in [*_core.HINTS.values(), *_core.SHORTCUT_HINTS.values()]:
+        assert id(hint) in checked

@@ -31,16 +31,17 @@ MY_GLU = register_hint("my_glu", Hint(
     nudge="which half of h is the content A and which is the gate B, and what happens to the "
           "gate before it meets A? Compare your output with F.glu on a tiny tensor whose "
           "values you can read",
-    closer="cut h into two equal pieces along dim (a tensor method splits a tensor into a given "
-           "number of pieces, and it understands negative dims); the first piece is A, the "
-           "second is B; the result is A times the sigmoid of B, element by element"))
+    closer="print the shapes of the two pieces you cut, for dim=1 and for dim=-1: is each half of "
+           "h's size along dim? Then, for one position, which piece is squashed between 0 and 1, "
+           "and what is it multiplied with?"))
 ODD_SIZE = Hint(
     nudge="what should happen when the size of h along dim cannot be cut into two equal halves?",
-    closer="before cutting, test whether that size leaves a remainder when divided by 2, and if "
-           "it does raise ValueError with a message naming the size")
+    closer="which sizes can be cut into two equal halves, and what does the exercise ask your "
+           "function to do with the others?")
 WITHOUT_F_GLU = SHORTCUT_HINTS["my_glu"] = Hint(
     nudge="the exercise is to build the GLU yourself: your function may not call F.glu",
-    closer="build A ⊗ σ(B) from the two halves with torch's sigmoid and a product")
+    closer="which element-wise operations does the GLU's formula use, and which of them does torch"
+           " offer as functions of their own?")
 
 
 @check
@@ -67,9 +68,9 @@ SAME_K, SAME_LAYERS, SAME_LENGTH, SAME_CHANGED = 3, 3, 10, 8
 SAME_PADDING_MOVES = register_hint("same_padding_moves", Hint(
     nudge="start with one block: which outputs read input 8 through their window? Then ask the "
           "same of the next block, whose inputs are those outputs",
-    closer=f"one 'same' block of width k reaches (k - 1)/2 positions to each side, so L stacked "
-           f"blocks reach L times as far on each side; then keep only the positions the "
-           f"sentence has (0 ... {SAME_LENGTH - 1})"))
+    closer="how far does one 'same' block of width 3 reach to each side of input 8? The second "
+           "block reads the first one's outputs: how far from input 8 can it reach? And which "
+           "positions does a sentence of 10 tokens have?"))
 
 
 def _measured_moves(changed: int = SAME_CHANGED) -> list[int]:

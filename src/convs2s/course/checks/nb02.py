@@ -79,8 +79,9 @@ def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
 RESIDUAL_VARIANCE = register_hint("residual_variance", Hint(
     nudge="a block without √0.5 returns GLU(conv(x)) + x: at initialisation, how does the "
           "variance of the first term compare with that of x, and are the two terms correlated?",
-    closer="two nearly independent terms of about the same variance add up to about twice that "
-           "variance, and this happens again in every block: what do 10 such blocks give?"))
+    closer="if Var(x) = 1 before the first block, about what is the variance of GLU(conv(x)) + x "
+           "after it? The next block starts from that sum: write the same step again, and look for"
+           " the pattern over 10 blocks"))
 
 
 @check
@@ -126,10 +127,10 @@ MASK_SOURCE_PADDING = register_hint("mask_source_padding", Hint(
     nudge="encode one sentence alone and the same sentence padded, and compare z at its real "
           "positions: which positions does a 'same' convolution at the last real tokens read, "
           "and what do they hold?",
-    closer="the pad positions are not zero: they hold emb2hid of the position embeddings, and "
-           "after each block whatever that block wrote there. Zeroing z at the end is too late; "
-           "zero the pad positions of x (with src_mask, on the right dimension) before every "
-           "convolution"))
+    closer="print the values at the pad positions just before the second block's convolution: are "
+           "they zero? Which inputs of a 'same' convolution at the last real tokens must hold "
+           "zeros for the padded sentence to give the unpadded one's outputs, and where in each "
+           "block are those inputs in hand?"))
 
 
 @check
@@ -188,9 +189,9 @@ def counted_block_parameters(hid_dim: int, kernel_size: int, weight_norm: bool =
 BLOCK_PARAMETERS = register_hint("block_parameters", Hint(
     nudge="list the tensors a ConvGLUBlock owns (print its named parameters on a small block) "
           "and count each one's numbers",
-    closer="the convolution maps hid_dim channels to 2·hid_dim (the GLU halves them again) "
-           "over k positions; weight norm stores that kernel as a direction v plus one gain g "
-           "per output channel; the bias has one number per output channel"))
+    closer="write the shape of each tensor the block owns in terms of hid_dim and k: how many "
+           "output channels does its convolution have before the GLU halves them, and what does "
+           "weight norm store besides the direction v?"))
 
 
 @check

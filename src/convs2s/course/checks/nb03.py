@@ -30,19 +30,17 @@ CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
     nudge="with k - 1 zeros on both sides, how many outputs does the convolution give, and which "
           "inputs does output t read? Print the output's length for a small example, and "
           "change one late input to see which outputs move",
-    closer="output t of the symmetrically padded convolution reads padded positions t ... "
-           "t+k-1, which hold the inputs t-k+1 ... t: the outputs at the start are already the "
-           "causal ones, and the k - 1 surplus outputs sit at the end, past the last input; keep "
-           "as many outputs as the input has, counted from the start (a slice that also works "
-           "when k = 1 and nothing is surplus)"))
+    closer="for k = 3 and an input of 5 positions, write which inputs each output of the both-"
+           "sides-padded convolution reads: which outputs read an input from their future, and do "
+           "they sit at the start or at the end? How many outputs should you return?"))
 WITHOUT_F_PAD = SHORTCUT_HINTS["causal_conv1d"] = Hint(
     nudge="the exercise is the paper's recipe: the convolution pads both sides itself, so your "
           "function may not call F.pad",
-    closer="give F.conv1d its own padding of k - 1 (both sides), then remove the surplus "
-           "outputs with a slice")
+    closer="F.conv1d has a padding argument of its own: what does it give when it pads both sides,"
+           " and which of its outputs do you need?")
 BIAS_NONE = Hint(
     nudge="the bias may be None: what does F.conv1d do with a bias of None?",
-    closer="hand the bias to F.conv1d as it is; it accepts None and then adds nothing")
+    closer="read F.conv1d's signature: what is its bias argument's default?")
 
 
 @check
@@ -109,10 +107,9 @@ TEACHER_FORCING_LOSS = register_hint("teacher_forcing_loss", Hint(
     nudge="write out, for one short sentence, which token the decoder reads at position i and "
           "which token position i is scored against. Can a causal convolution see its own "
           "position?",
-    closer="position i may read <bos> y_1 ... y_i and must predict the NEXT word y_(i+1). With "
-           "the same slice for the decoder input and the targets, input i IS the word position "
-           "i is scored against: the decoder input must be the sequence without its last "
-           "token, the targets the sequence without its first"))
+    closer="for the sentence <bos> a b <eos>, write the decoder's input and the target position by"
+           " position as your code builds them: at position i, has the decoder already read the "
+           "token it is scored against?"))
 
 
 @check
@@ -169,9 +166,9 @@ def _measured_cache_floats(n_layers: int, kernel_size: int, hid_dim: int, steps:
 CACHE_FLOATS = register_hint("cache_floats", Hint(
     nudge="to compute the newest output of one layer, which of that layer's past inputs does "
           "its convolution still need? Does that depend on how many tokens came before?",
-    closer="each layer keeps the last k - 1 inputs of its convolution (the new input completes "
-           "the window of k), one hid_dim vector each, whatever the number of steps so far; "
-           "then count over the layers"))
+    closer="for one layer with k = 3, list the inputs its convolution reads to produce output t: "
+           "which of them arrive at step t, and which must have been kept from earlier steps? Does"
+           " that number change as t grows?"))
 
 
 @check

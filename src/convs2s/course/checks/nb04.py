@@ -31,13 +31,12 @@ __all__ = ["masked_softmax", "scaled_context_variance", "attention_macs", "row_e
 MASKED_SOFTMAX = register_hint("masked_softmax", Hint(
     nudge="a softmax gives exp(energy) / Σ exp(energy): which energy makes exp exactly 0? And "
           "a weight set to 0 after the softmax leaves rows that no longer sum to 1",
-    closer="before the softmax, replace the energies at padding positions by minus infinity "
-           "(the mask is [batch, src_len]: give it a middle dimension so that it lines up with "
-           "the trg_len rows); then take the softmax over the last dimension, the source "
-           "positions"))
+    closer="for which value of an energy is its weight exactly 0 after the softmax, with the row "
+           "still summing to 1? And print the mask's shape beside the energies' shape: do they "
+           "line up?"))
 ROW_SUMS = Hint(nudge="each row is one target position's distribution over the source: which "
                       "dimension should sum to 1?",
-                closer="take the softmax over the last dimension (src_len)")
+                closer="print attention.sum(dim) for each dim: which one gives a row of ones?")
 
 
 def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
@@ -116,9 +115,9 @@ SCALED_CONTEXT_VARIANCE = register_hint("scaled_context_variance", Hint(
     nudge="what is the variance of a weighted sum Σ_j a_j v_j of independent values of "
           "variance 1? Check your formula on the two cases section 3 measured (uniform "
           "weights, one-hot weights)",
-    closer="for independent values of variance 1, Var(Σ_j a_j v_j) = Σ_j a_j²; scaling by √m "
-           "multiplies a variance by m (uniform weights then give 1, one-hot weights m); put in "
-           "the weights 1/2 and seven times 1/14"))
+    closer="work out m = 2 by hand: the variance of a_1 v_1 + a_2 v_2 for weights (1, 0) and for "
+           "(1/2, 1/2), with v independent of variance 1; what does multiplying by √2 do to each? "
+           "Then write the rule for any weights"))
 
 
 @check
@@ -144,9 +143,8 @@ ATTENTION_MACS = register_hint("attention_macs", Hint(
     nudge="a product of an [n, p] matrix with a [p, q] one costs one multiply-add per (row, "
           "column, inner index). Which two products does one layer's attention compute, and "
           "with which shapes?",
-    closer="per layer, the energies are a [trg_len, emb_dim] x [emb_dim, src_len] product and "
-           "the context a [trg_len, src_len] x [src_len, emb_dim] one; count both, for every "
-           "layer"))
+    closer="write the shapes of the two matrices in each of the two products of one layer: how "
+           "many multiply-adds does each product make? How many layers attend?"))
 
 
 @check
@@ -190,9 +188,9 @@ def attention_macs(fn: Callable) -> None:
 ROW_ENTROPY = register_hint("row_entropy", Hint(
     nudge="what is log 0, and what is 0 times that in floating point? The entropy's convention "
           "0·log 0 = 0 has to be written into the code",
-    closer="compute p·log p only where p > 0 and put 0 elsewhere (torch has an element-wise "
-           "choice between two tensors by a condition), sum over the source dimension, negate, "
-           "then average over the rows"))
+    closer="print p * p.log() for a row with a zero in it: what stands where p = 0, and what must "
+           "stand there under the convention? Then: over which dimension is one row's entropy "
+           "summed, and what is averaged?"))
 
 
 @check

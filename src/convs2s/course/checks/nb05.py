@@ -28,25 +28,25 @@ __all__ = ["perplexity_from_loss", "token_loss", "build_itos"]
 PERPLEXITY = register_hint("perplexity_from_loss", Hint(
     nudge="the perplexity is a geometric mean of 1/p, the loss an arithmetic mean of -log p: "
           "which operation turns a mean of logarithms back into a geometric mean?",
-    closer="undo the logarithm the loss was measured with: raise its base to the power of the "
-           "loss (base e for nats, base 2 for bits). A loss of 0 must give 1, and a uniform "
-           "guess over V words (a loss of log V) must give V"))
+    closer="which function undoes the natural logarithm, and which undoes log base 2? Test your "
+           "function on two cases you can work out: a loss of 0, and a uniform guess over V words "
+           "(a loss of log V)"))
 TOKEN_LOSS = register_hint("token_loss", Hint(
     nudge="which positions of trg_out are real target words, and over which positions does "
           "this mean run?",
-    closer="leave the pad_idx positions out of the mean: the cross-entropy loss has an argument "
-           "naming a target id to ignore; or compute the loss per position and average it over "
-           "the real positions only. Use the pad_idx you are given, and no label smoothing"))
+    closer="compute the loss of one sentence alone and of the same sentence followed by five pads:"
+           " the two differ. Which positions of trg_out make the difference, and how could the "
+           "mean leave them out? (Read the loss function's documented arguments.)"))
 BUILD_ITOS = register_hint("build_itos", Hint(
     nudge="compare your list with what Vocab.build gives on a tiny input of your own: which "
           "tokens are missing or extra, and which stand in a different order?",
-    closer="count every token over all the lists; keep the tokens that are not specials and "
-           "were counted at least min_freq times; order them by count, highest first, ties "
-           "alphabetically; put the specials in front, in the order given"))
+    closer="on a tiny input of your own, count by hand each token's occurrences: which reach "
+           "min_freq? In what order does the expected list give tokens of equal count, and where "
+           "are the specials?"))
 SPECIALS = Hint(
     nudge="the specials are an argument: are yours the ones you were given?",
-    closer="put exactly the given specials first, in their order, and leave them out of the "
-           "counted tokens so that none is listed twice")
+    closer="print the first entries of your list and the specials you were given: are they the "
+           "same, in the same order, and does any of them appear a second time later?")
 @check
 def perplexity_from_loss(fn: Callable) -> None:
     """Exercise "perplexity from the loss" (derive): exp of nats, 2 to the power of bits."""

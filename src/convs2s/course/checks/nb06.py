@@ -25,20 +25,19 @@ __all__ = ["rerank", "brevity_prediction", "repeats"]
 RERANK = register_hint("rerank", Hint(
     nudge="each score has already been divided by its length once (α = 1); a different α asks "
           "for a different power of the same length. What must you undo first?",
-    closer="multiply each score by its length (the tokens plus one for <eos>) to get back the "
-           "sum of log-probabilities, divide that sum by the length to the power α, and order "
-           "the hypotheses from the highest result to the lowest; return their token lists"))
+    closer="take one hypothesis of 4 tokens plus <eos> and score s at α = 1: what was its sum of "
+           "log-probabilities? What would its score be at α = 0, and at α = 2? In which order "
+           "should the list come back?"))
 BREVITY = register_hint("brevity_prediction", Hint(
     nudge="each output is a prefix of its reference: what are its clipped 1- to 4-gram "
           "precisions?",
-    closer="all four precisions are 100%, so BLEU is 100 times the brevity penalty, "
-           "min(1, e^(1 - r/c)): what is r/c when every output has half its reference's length?"))
+    closer="with every precision at 100%, only the brevity penalty is left: how does sacreBLEU "
+           "compute it from the output length c and the reference length r, and what is r/c here?"))
 REPEATS = register_hint("repeats", Hint(
     nudge="which pairs of neighbouring n-grams does the loop compare? Try the smallest case by "
           "hand: ['a', 'a'] with n = 1",
-    closer="the last pair of n-grams starts where exactly 2n tokens are left; count the starts "
-           "the loop's range gives for a list of exactly 2n tokens, and make that last start "
-           "part of the range, so that a stutter at the very end is found too"))
+    closer="for a list of exactly 2n tokens, how many pairs of neighbouring n-grams are there, and"
+           " how many starts does your loop's range give? Print the starts"))
 
 
 def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:

@@ -27,42 +27,39 @@ __all__ = ["training_steps", "path_length", "baseline_parameters"]
 STEPS_GRU = register_hint("training_steps", Hint(
     nudge="how many times does the decoder's loop call its GRUCell for n target positions, and "
           "does the backward pass go through each of those calls again?",
-    closer="the loop calls the cell once per target position in the forward pass, and "
-           "back-propagation goes back through every one of those calls, in reverse order: "
-           "count both passes"))
+    closer="count calls, not time: put a counter on the GRUCell (a forward hook) and run one "
+           "forward pass for n = 10. Does the backward pass go through each of those calls again?"))
 STEPS_CONV = Hint(
     nudge="how many convolution calls does one ConvS2S decoder layer make for a whole "
           "sentence?",
-    closer="each of the 3 decoder layers is one convolution over all positions at once, in the "
-           "forward pass and again in the backward pass, whatever the length")
+    closer="does the number of convolution calls of one decoder layer depend on the sentence's "
+           "length? And how many times does the backward pass go through each call?")
 STEPS_FORM = Hint(
     nudge="prediction is a dict with one list of numbers per model",
-    closer='keep the keys "GRU + attention" and "ConvS2S", each with 3 whole numbers: one per '
-           "decoder length, in the order 10, 20, 40")
+    closer="print sorted(prediction) and the length of each list: do they match the keys and the "
+           "three lengths the task names?")
 PATH_CONV = register_hint("path_length", Hint(
     nudge="draw a stack of layers of width k: how many consecutive positions does one output "
           "see after 1, 2 and 3 layers?",
-    closer="L layers of width k see L·(k - 1) + 1 consecutive positions, and two words n apart "
-           "need a window of n + 1: the answer is the smallest whole L whose window is wide "
-           "enough (a division, rounded up; with whole numbers, beware of rounding down)"))
+    closer="how many consecutive positions does one output see after L layers of width k? For n = "
+           "4 and k = 3, try L = 1, 2, 3: which is the first L that covers both words? Does your "
+           "formula give that L for every n, also when n is not a multiple of k - 1?"))
 PATH_RNN = Hint(
     nudge="how does information from one word reach a word n positions later in a recurrent "
           "network?",
-    closer="it is carried by the state, and each state is computed from the one before it: "
-           "one update per position between the two words")
+    closer="draw the states between two words n positions apart: how many updates lie between "
+           "them?")
 GRU_PARAMS = register_hint("baseline_parameters", Hint(
     nudge="a GRU has three gates: what does each gate multiply, and what does it add?",
-    closer="each gate has a matrix for the input [hidden × input], one for the previous state "
-           "[hidden × hidden] and two bias vectors of size hidden; add these up over the three "
-           "gates"))
+    closer="print the names and shapes of torch.nn.GRUCell(3, 5)'s parameters (in a cell of your "
+           "own): how many matrices and bias vectors are there, and what are their shapes in terms"
+           " of the input and hidden sizes?"))
 BASELINE = Hint(
     nudge="count each part the task lists on its own, then add them up; compare your total "
           "with the parameters of a small RNNAttentionSeq2Seq counted in PyTorch",
-    closer="both embeddings (vocabulary × E); two GRU directions with input E and hidden H; "
-           "the s_0 layer from 2H to D with bias; the attention (W_a D × A, U_a 2H × A with "
-           "bias, v_a A); the decoder GRUCell on the embedding and the context (input E + 2H, "
-           "hidden D); the maxout readout from [s; c; embedding] to 2·out_dim units with bias; "
-           "the output layer from out_dim to the target vocabulary with bias")
+    closer="compare part by part: print the parameter count of each submodule of a small "
+           "RNNAttentionSeq2Seq (in a cell of your own) beside your count of the same part. Which "
+           "part differs?")
 
 #: The decoder input lengths of the "training steps" exercise.
 TRAINING_STEP_LENGTHS = (10, 20, 40)

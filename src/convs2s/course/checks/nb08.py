@@ -27,39 +27,38 @@ __all__ = ["separable_params", "attention_vs_conv", "lightweight_conv"]
 SEPARABLE = register_hint("separable_params", Hint(
     nudge="count the two convolutions separately: how many filters does each have, and how "
           "many weights does one filter hold?",
-    closer="the depthwise one has one filter of width k per input channel and no bias; the "
-           "pointwise one is a c_in → c_out matrix, plus one bias per output channel when bias "
-           "is set"))
+    closer="print the parameter shapes of a small DepthwiseSeparableConv1d (in a cell of your "
+           "own): how many weights does each of its two convolutions hold, and which of them has a"
+           " bias?"))
 SAVING = Hint(
     nudge="how many parameters does a standard convolution from c_in to c_out channels of "
           "width k, with bias, hold?",
-    closer="c_in·c_out·k weights plus c_out biases; the saving is that count divided by the "
-           "separable count")
+    closer="which count goes in the numerator and which in the denominator? Is the standard "
+           "convolution's count with or without its bias?")
 LIGHTWEIGHT = register_hint("lightweight_conv", Hint(
     nudge="each head's k taps must become weights that sum to 1, and each channel must use its "
           "head's taps: which head does channel c use?",
-    closer="normalise each head's row with a softmax over its k taps; give each head's row to "
-           "its channels // H consecutive channels (each row repeated in place, not the heads "
-           "cycled), so that there is one kernel per channel; pad k - 1 zeros on the left only; "
-           "then one convolution with as many groups as channels"))
+    closer="check three things on a tiny example: do each head's k taps sum to 1 after your "
+           "normalisation? Which head does your kernel give channel c (print it for every c)? Does"
+           " output t change when input t + 1 does?"))
 HEADS = Hint(
     nudge="channels 0 to C/H - 1 share head 0, the next C/H channels head 1, and so on: does "
           "your kernel follow that order?",
-    closer="repeat each head's row C/H times in place (row 0, row 0, ..., row 1, row 1, ...); "
-           "repeating the whole table would cycle through the heads instead")
+    closer="print which head each channel's kernel comes from in your code, for C = 6 and H = 2: "
+           "is it 0, 0, 0, 1, 1, 1?")
 AVERAGE = Hint(
     nudge="a weighted average of equal numbers is that number: do your kernels sum to 1?",
-    closer="normalise each head's kernel with a softmax over its k taps before using it")
+    closer="print the sum of each head's k taps after your normalisation: which operation makes "
+           "weights positive and summing to 1?")
 CAUSAL = Hint(
     nudge="an output may depend on its own position and earlier ones only: which inputs does "
           "your output at position t see?",
-    closer="pad k - 1 zeros on the left and none on the right, so that the last tap of each "
-           "kernel sits on input t")
+    closer="change input t + 1 only and print which outputs move: which side of the input may be "
+           "padded, and by how much, so that output t reads no later input?")
 ATTENTION_COST = register_hint("attention_vs_conv", Hint(
     nudge="count multiply-adds per position: which of the two costs depends on n?",
-    closer="the convolution does d·2d·k multiply-adds per position at any n; attention does a "
-           "dot product of length d with each of the n keys, then a weighted sum of n values of "
-           "size d; set the two per-position costs equal and solve for n"))
+    closer="write each cost per position as a formula in n, d and k: which of the two grows with "
+           "n? For which n are the two equal?"))
 
 
 @check
