@@ -65,6 +65,9 @@ DEFAULT_REPOSITORY = "https://github.com/convs2s-course/convs2s"
 #: The kinds of exercise (tools/README.md); only ``explain`` is graded by hand.
 KINDS = ("predict", "derive", "debug", "implement", "explain")
 ROLES = ("task", "answer", "check", "solution")
+#: The role of a cell whose stored output answers a predict or explain-before exercise above it
+#: (the measurement): folded on the website and in JupyterLab, never part of an assignment.
+REVEAL = "reveal"
 #: The file that marks a folder this tool created; it lists the files the tool wrote there.
 MARKER = ".convs2s-coursework"
 #: nbgrader's folders of a course (its defaults) other than source/: what nbgrader writes
@@ -257,13 +260,15 @@ def read_notebook(path: str | Path) -> NotebookExercises:
                 raise CourseworkError(f"{where}: the exercise-setup cell must be a code cell")
             setup, setup_index = cell_source(cell), i
             continue
+        if meta.get("role") == REVEAL:  # evidence for the reader, never in an assignment
+            continue
         ex_id, role = meta.get("exercise"), meta.get("role")
         if not isinstance(ex_id, str) or not ex_id.isidentifier():
             raise CourseworkError(f"{where}: metadata convs2s.exercise must be the check's name "
                                   f"(a Python identifier), got {ex_id!r}")
         if role not in ROLES:
             raise CourseworkError(f"{where}: unknown role {role!r} (one of exercise-setup, "
-                                  f"{', '.join(ROLES)})")
+                                  f"{', '.join(ROLES)}, {REVEAL})")
         if ex_id not in roles:
             roles[ex_id] = {}
             order.append(ex_id)

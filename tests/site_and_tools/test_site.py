@@ -149,6 +149,21 @@ def test_every_course_notebook_has_what_the_landing_page_lists():
         assert lesson.heading.startswith(lesson.name[:2]) and lesson.time and lesson.learn
 
 
+def test_a_measurement_that_answers_an_exercise_is_folded_with_its_output_kept():
+    figure = {"output_type": "display_data", "metadata": {},
+              "data": {"image/png": PNG_1x1, "text/plain": "fig"}}
+    cells = [_md(FIRST_CELL),
+             _code("measure()", [_stream("measured 4.3e+03"), figure],
+                   convs2s={"role": "reveal"}, jupyter={"outputs_hidden": True}),
+             _code("plain()", [_stream("plain")])]
+    got = site.site_notebook(_notebook(cells), _lesson(), REPO, set(), hints={}).notebook["cells"]
+    reveal, plain = got[1], got[2]
+    assert "hide-output" in reveal["metadata"]["tags"]
+    assert reveal["metadata"]["mystnb"]["code_prompt_show"] == "Show the measurement"
+    assert reveal["source"] == "measure()" and len(reveal["outputs"]) == 2, "kept, only folded"
+    assert "tags" not in plain["metadata"]
+
+
 def test_solutions_are_folded_without_outputs_and_the_rest_is_kept():
     cells = [
         _md(FIRST_CELL),
@@ -1050,6 +1065,26 @@ def test_a_solution_stays_hidden_until_its_toggle_is_clicked(tab):
     assert not answer.is_visible()
     explain.locator("summary").click()
     answer.wait_for(state="visible")
+    assert tab.problems() == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_measurement_below_a_predict_exercise_stays_folded_until_asked_for(tab, width):
+    tab.page.set_viewport_size({"width": width, "height": 900})
+    tab.open("02_convolutional_encoder.html")
+    folded = tab.page.locator("details.hide.below-input")
+    assert folded.count() >= 2, "notebook 02 has two measurements after its predict exercises"
+    first = folded.first
+    summary, output = first.locator("summary"), first.locator(".cell_output")
+    assert summary.inner_text().strip() == "Show the measurement"
+    assert first.evaluate("d => !d.open") and not output.is_visible()
+    cell = first.locator("xpath=ancestor::div[contains(@class, 'cell')][1]")
+    assert cell.locator(".cell_input").first.is_visible(), "its code stays in view"
+    summary.click()
+    output.wait_for(state="visible")
+    assert summary.inner_text().strip() == "Hide the measurement"
     assert tab.problems() == []
 
 

@@ -81,6 +81,10 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 #: The toggle of a folded solution (myst-nb's cell-level settings).
 SOLUTION_PROMPTS = {"code_prompt_show": "Show the solution",
                     "code_prompt_hide": "Hide the solution"}
+#: The toggle of a measurement that answers a predict / explain exercise above it (a cell of
+#: role "reveal"): its output is folded, its code shown.
+REVEAL_PROMPTS = {"code_prompt_show": "Show the measurement",
+                  "code_prompt_hide": "Hide the measurement"}
 #: Where the site copies keep the committed notebooks (offered for download, not built).
 ORIGINALS = "_notebooks"
 
@@ -381,6 +385,13 @@ class SiteNotebook:
     widgets: int
 
 
+def is_reveal(cell: dict) -> bool:
+    """A code cell whose output is the measurement a predict or explain exercise above it asks
+    about (``metadata["convs2s"]["role"] == "reveal"``)."""
+    md = cell.get("metadata", {}).get("convs2s")
+    return cell.get("cell_type") == "code" and isinstance(md, dict) and md.get("role") == "reveal"
+
+
 def check_role(cell: dict) -> str | None:
     """The exercise a check cell checks (``metadata["convs2s"]``: role "check"), or None."""
     md = cell.get("metadata", {}).get("convs2s")
@@ -448,6 +459,10 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             # Colab's form title: the toggle already says "solution"
             cell["source"] = re.sub(r"\A\s*#@title\b[^\n]*\n?", "", cell_source(cell))
             continue
+        if is_reveal(cell):  # the evidence an exercise above asks you to predict: folded
+            md = cell.setdefault("metadata", {})
+            md["tags"] = [*md.get("tags", []), "hide-output"]
+            md["mystnb"] = {**md.get("mystnb", {}), **REVEAL_PROMPTS}
         exercise = check_role(cell)
         if exercise is not None:  # its output on the site would be "not implemented yet"
             cell["outputs"] = []
