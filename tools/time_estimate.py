@@ -41,6 +41,8 @@ WAIT_SECONDS = 10
 DEEP_DIVE = re.compile(r"^#{2,3}\s.*Deep dive \(optional\)", re.MULTILINE)
 _HEADING = re.compile(r"^(#{1,3})\s", re.MULTILINE)
 _EXERCISE = re.compile(r"^###\s+Exercise\s+\d+\s*\(\s*(\w+)", re.MULTILINE)
+#: How every estimate ends (what follows it in the notebook is kept by --write).
+SENTENCE_END = " (the README's \"How long the course takes\" says how this is estimated)."
 _TIME_LINE = re.compile(r"(\*\*Estimated time:\*\*)(.*?)(?=\n\n|\Z)", re.DOTALL)
 
 
@@ -121,8 +123,8 @@ def estimate(path: Path) -> Estimate:
                     where, deep_level = main, None
         if _is_solution(cell):
             continue
-        if cell.get("cell_type") == "markdown":
-            where.words += len(re.findall(r"\S+", text))
+        if cell.get("cell_type") == "markdown":  # the estimate itself is not counted
+            where.words += len(re.findall(r"\S+", _TIME_LINE.sub("", text)))
             where.exercises += tuple(k.lower() for k in _EXERCISE.findall(text))
         elif cell.get("cell_type") == "code":
             where.code_lines += sum(1 for line in text.splitlines() if line.strip())
@@ -144,7 +146,7 @@ def sentence(est: Estimate) -> str:
     text = f"about {m.minutes} minutes: {', '.join(parts[:-1])} and {parts[-1]}"
     if est.deep_dive.minutes:
         text += f", plus about {est.deep_dive.minutes} for the optional deep dive"
-    return text + " (the README's \"How long the course takes\" says how this is estimated)."
+    return text + SENTENCE_END
 
 
 def notebooks() -> list[Path]:
@@ -172,7 +174,15 @@ def write(path: Path, est: Estimate) -> bool:
         text = _source(cell)
         m = _TIME_LINE.search(text)
         if cell.get("cell_type") == "markdown" and m:
-            new = text[:m.start(2)] + " " + sentence(est) + text[m.end(2):]
+            old = m.group(2)
+            # keep what follows the estimate (how to run the notebook quickly, ...): after this
+            # tool's sentence, or after the first sentence of a line it has not written yet
+            if SENTENCE_END in old:
+                tail = old.split(SENTENCE_END, 1)[1]
+            else:
+                parts = re.split(r"(?<=\.)\s+", old.strip(), maxsplit=1)
+                tail = " " + parts[1] if len(parts) > 1 else ""
+            new = text[:m.start(2)] + " " + sentence(est) + tail + text[m.end(2):]
             if new == text:
                 return False
             lines = new.split("\n")
