@@ -111,3 +111,26 @@ def test_the_assignment_setup_cell_makes_a_graded_copy():
     assert not checks.is_graded()
     exec(compile(source, "setup", "exec"), {})  # noqa: S102 - the tool's own cell
     assert checks.is_graded()
+
+
+def test_measurements_that_answer_an_exercise_are_folded_and_never_in_an_assignment():
+    import json
+
+    reveal = {}
+    for path in sorted(NOTEBOOKS.glob("0[0-8]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        found = [c for c in cells if c.get("metadata", {}).get("convs2s", {}).get("role")
+                 == coursework.REVEAL]
+        for c in found:
+            assert c["cell_type"] == "code" and c["metadata"]["jupyter"]["outputs_hidden"]
+        reveal[path.name[:2]] = ["".join(c["source"]) for c in found]
+        nb = coursework.read_notebook(path)
+        if nb.exercises:
+            hidden = coursework.read_hidden(path.parents[1] / "coursework" / "hidden"
+                                            / f"{path.name[:2]}.py")
+            assignment = json.dumps(coursework.build_assignment(nb, hidden))
+            for source in reveal[path.name[:2]]:
+                assert json.dumps(source)[1:-1][:80] not in assignment
+    # the evidence cells the expert review listed (issue 37)
+    assert {k: len(v) for k, v in reveal.items() if v} == {"01": 2, "02": 2, "05": 1, "07": 3,
+                                                           "08": 1}

@@ -253,7 +253,9 @@ def test_a_widget_becomes_its_screenshot_with_where_to_run_it():
 def test_a_widget_without_a_screenshot_shows_its_saved_figure():
     nb = _notebook([_md(FIRST_CELL), _code("widgets.interactive(draw)", [_widget_output()])],
                    widgets=_widget_state(["channels d", "kernel k"]))
-    out = site.site_notebook(nb, _lesson("08_beyond_convs2s"), REPO, {"widget_01_padding.png"})
+    # (notebook 04: in notebook 08 these controls are computed live in the page, tested below)
+    out = site.site_notebook(nb, _lesson("04_multi_step_attention"), REPO,
+                             {"widget_01_padding.png"})
     cells = out.notebook["cells"]
     assert out.widgets == 1 and out.images == []
     # the note, then the code whose output is the figure
@@ -791,7 +793,11 @@ def test_every_image_has_alt_text_from_its_title_not_its_file(built, visited):
                 if not img["note_first"]:
                     bad.append(f"{page}: the note on {img['src']} does not come before it")
     assert bad == [], "\n".join(bad)
-    assert len(widget_alts) >= len(WIDGETS), "a picture for every widget"
+    live = [spec for spec in WIDGETS.values()
+            if any(name == Path(spec.notebook).stem and set(spec.labels) <= set(controls)
+                   for name, controls in site.LIVE_WIDGETS)]
+    assert len(widget_alts) >= len(WIDGETS) - len(live), \
+        "a picture for every widget that the page does not compute live"
     assert len(set(widget_alts)) == len(widget_alts), f"widget pictures share alt text: " \
         f"{widget_alts}"
 
@@ -1166,6 +1172,9 @@ def test_check_cells_show_no_output_and_then_where_to_run_hints_and_solution(bui
 @pytest.mark.slow
 def test_check_cells_are_code_and_widgets_are_their_screenshots(tab):
     for spec in WIDGETS.values():
+        if any(name == Path(spec.notebook).stem and set(spec.labels) <= set(controls)
+               for name, controls in site.LIVE_WIDGETS):  # computed in the page: tests below
+            continue
         page = Path(spec.notebook).stem + ".html"
         tab.open(page)
         note = tab.page.locator(".widget-static", has=tab.page.locator(
@@ -1194,3 +1203,147 @@ def test_readme_screenshots_are_taken_from_the_site(web):
         with Image.open(io.BytesIO(png)) as im:
             assert im.size == sizes[name]
             assert len(np.unique(np.asarray(im.convert("L")))) > 10, f"{name} is blank"
+
+
+# --------------------------------------------------------------------------------------------
+# Widgets computed in the page (static/live.js): the same as the package's, for every setting
+# --------------------------------------------------------------------------------------------
+
+
+def test_notebook_01s_explorer_is_live_on_the_site_not_a_picture():
+    nb = json.loads((NOTEBOOKS / "01_glu_and_padding.ipynb").read_text(encoding="utf-8"))
+    out = site.site_notebook(nb, site.read_lesson(NOTEBOOKS / "01_glu_and_padding.ipynb"), REPO,
+                             {spec.image for spec in WIDGETS.values()})
+    live = [c for c in out.notebook["cells"] if c.get("id", "").startswith("site-live-")]
+    assert len(live) == 1 and 'data-widget="dependency-explorer"' in live[0]["source"]
+    assert "widget_01_padding.png" not in out.images
+
+
+def _package_map(k, layers, padding, length):
+    from convs2s.course import dependency
+
+    try:
+        return dependency.dependency_map(k, layers, padding, length=length).tolist()
+    except ValueError as e:
+        return str(e)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pages_dependency_maps_equal_the_packages_measured_ones(tab):
+    tab.open("01_glu_and_padding.html")
+    settings = [(k, layers, padding, length) for k in range(1, 10) for layers in range(1, 7)
+                for padding in ("none", "same", "causal") for length in (4, 11, 32)]
+    page = tab.page.evaluate("""settings => settings.map(([k, l, p, n]) => {
+        const m = window.convs2sLive.dependencyMap(k, l, p, n);
+        return m.error ?? m.rows; })""", settings)
+    wrong = [s for s, got in zip(settings, page, strict=True) if got != _package_map(*s)]
+    assert not wrong, f"{len(wrong)} of {len(settings)} settings differ, e.g. {wrong[:3]}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, 375])
+def test_moving_each_control_redraws_the_packages_map_and_line(tab, width):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import dependency
+
+    tab.page.set_viewport_size({"width": width, "height": 900})
+    tab.open("01_glu_and_padding.html")
+    root = tab.page.locator(".convs2s-live[data-widget='dependency-explorer']")
+    assert root.count() == 1 and root.is_visible()
+    assert tab.page.locator("img[src$='widget_01_padding.png']").count() == 0
+
+    def shown():
+        codes = root.evaluate("""r => [...r.querySelectorAll('rect[data-code]')].map(e =>
+            [+e.dataset.i, +e.dataset.j, +e.dataset.code])""")
+        return codes, root.locator(".live-text").inner_text()
+
+    def expected(k, layers, padding, length):
+        fig, ax = plt.subplots()
+        line = dependency.draw_dependency_explorer(ax, k, layers, padding, length=length)
+        plt.close(fig)
+        dep = _package_map(k, layers, padding, length)
+        if isinstance(dep, str):
+            return [], line
+        return [[i, j, (2 if j > i else 1) if on else 0] for i, row in enumerate(dep)
+                for j, on in enumerate(row)], line
+
+    def move(name, value):
+        root.locator(f"[name='{name}']").evaluate(
+            "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }",
+            str(value))
+
+    state = {"kernel_size": 3, "n_layers": 2, "padding": "same", "length": 16}
+    assert shown() == expected(3, 2, "same", 16), "the notebook's starting settings"
+    for name, value in [("kernel_size", 5), ("n_layers", 3), ("padding", "causal"),
+                        ("length", 9), ("padding", "none"), ("kernel_size", 4),
+                        ("padding", "same")]:
+        before = shown()
+        move(name, value)
+        state[name] = value
+        now = shown()
+        assert now != before, f"moving {name} to {value} changed nothing"
+        assert now == expected(*state.values()), (name, value)
+    assert root.evaluate("r => r.scrollWidth <= r.clientWidth + 1"), "fits the column"
+    assert tab.problems() == []
+
+
+def _title(d, k):
+    from convs2s.model.variants import conv_costs
+
+    c = conv_costs(d, 2 * d, k)
+    return (f"k = {k}: {c['parameter_ratio']:.2f}x fewer parameters, "
+            f"{c['flop_ratio']:.2f}x fewer FLOPs")  # the notebook's title
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pages_convolution_costs_equal_the_packages_for_every_setting(tab):
+    from convs2s.model.variants import conv_costs
+
+    tab.open("08_beyond_convs2s.html")
+    settings = [(d, k) for d in range(32, 1025, 32) for k in range(1, 16, 2)]
+    page = tab.page.evaluate("""s => s.map(([d, k]) => [window.convs2sLive.convCosts(d, k),
+                                                         window.convs2sLive.costsTitle(d, k)])""",
+                             settings)
+    for (d, k), (costs, title) in zip(settings, page, strict=True):
+        assert costs == pytest.approx(conv_costs(d, 2 * d, k)), (d, k)
+        assert title == _title(d, k)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_moving_the_cost_widgets_controls_redraws_the_packages_numbers(tab):
+    from convs2s.model.variants import conv_costs
+
+    tab.open("08_beyond_convs2s.html")
+    root = tab.page.locator(".convs2s-live[data-widget='conv-costs']")
+    assert root.count() == 1 and root.is_visible()
+
+    def shown():
+        bars = root.evaluate("r => [...r.querySelectorAll('rect[data-name]')].map(b => "
+                             "[b.dataset.name, +b.dataset.value])")
+        return bars, root.locator(".live-title").text_content()  # an SVG <text>
+
+    def expected(d, k):
+        c = conv_costs(d, 2 * d, k)
+        return ([["standard", c["standard_parameters"]],
+                 ["depthwise-separable", c["separable_parameters"]]], _title(d, k))
+
+    assert shown() == expected(256, 3), "the notebook's starting settings"
+    state = {"channels": 256, "kernel_size": 3}
+    for name, value in [("channels", 512), ("kernel_size", 7), ("channels", 32),
+                        ("kernel_size", 1)]:
+        before = shown()
+        root.locator(f"[name='{name}']").evaluate(
+            "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }",
+            str(value))
+        state[name] = value
+        assert shown() != before and shown() == expected(state["channels"],
+                                                         state["kernel_size"]), (name, value)
+    assert tab.problems() == []

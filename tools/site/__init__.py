@@ -56,6 +56,7 @@ import argparse
 import contextlib
 import copy
 import hashlib
+import html
 import io
 import json
 import os
@@ -329,6 +330,37 @@ def _widget_note(image: str | None, alt: str, lesson: Lesson, repo_url: str, n: 
                           f"site-widget-{n}")
 
 
+#: Widgets the site computes in the page (``static/live.js``): (notebook, labels of its
+#: controls) -> the widget's name in live.js.
+LIVE_WIDGETS = {
+    ("01_glu_and_padding", ("kernel size k", "layers L", "padding", "sentence length")):
+        "dependency-explorer",
+    ("08_beyond_convs2s", ("channels d", "kernel k")): "conv-costs",
+}
+
+
+def live_widget_for(notebook: str, labels: set[str]) -> str | None:
+    """The live.js widget that stands for this notebook widget on the site, if any."""
+    for (name, controls), widget in LIVE_WIDGETS.items():
+        if name == notebook and set(controls) <= labels:
+            return widget
+    return None
+#: The title of the note above a live widget.
+LIVE_NOTE_TITLE = "Interactive widget: live on this page"
+
+
+def _live_widget(name: str, alt: str, n: int) -> dict:
+    """A widget that runs in the reader's browser (``static/live.js``): the note, then the
+    element the script fills with the notebook's controls and figure."""
+    return _markdown_cell("\n".join([
+        f":::{{admonition}} {LIVE_NOTE_TITLE}", ":class: widget-live", "",
+        "Move the controls: this page computes the figure in your browser, from the rules the "
+        "notebook measures with autograd (a test compares the two for every setting).", "",
+        f'<div class="convs2s-live" data-widget="{name}" role="group" '
+        f'aria-label="{html.escape(plain_text(alt), quote=True)}"></div>', ":::"]),
+        f"site-live-{n}")
+
+
 # A heading of a markdown cell; a figure's title in a plotting call ("suptitle", "set_title",
 # "title=") as a string literal; the course's architecture diagram and the part it highlights.
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -482,6 +514,10 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             models = widget_models(state, str(view.get("model_id", "")))
             labels = widget_labels(models)
             alt = widget_alt(heading, labels)
+            live = live_widget_for(lesson.name, labels)
+            if live:  # computed in the page: live, no picture needed
+                cells.append(_live_widget(live, alt, widgets))
+                continue
             image = screenshot_for(f"{lesson.name}.ipynb", labels)
             if image and image in available_images:
                 images.append(image)

@@ -1,0 +1,248 @@
+/* Widgets that respond on the static site, with no Python kernel (issue 38): notebook 01's
+   dependency explorer and notebook 08's cost of a separable convolution.
+
+   Notebook 01's dependency explorer: which inputs each output of a stack of L conv+GLU blocks of
+   width k depends on, for "same", "causal" or no padding. In the notebook the package measures
+   the map with autograd (convs2s.course.dependency.dependency_map); here the same map comes from
+   the rules that measurement shows (tests/site_and_tools/test_site_live.py compares the two for
+   every setting of the widget's controls):
+
+   - "same" (odd k): output i reads inputs i - L(k-1)/2 ... i + L(k-1)/2, cut to the sentence;
+   - "causal": output i reads inputs i - L(k-1) ... i, cut at 0;
+   - "none": the output is r - 1 shorter (r = 1 + L(k-1)); output i reads inputs i ... i + r - 1.
+
+   The residual connection adds the input to each block's output, which adds no position the
+   window does not already reach, so the rules hold with it. */
+(() => {
+  const COLOURS = ["#ffffff", "#4c72b0", "#e4572e"];  // dependency.MAP_COLOURS
+  const LABELS = ["no dependence", "depends (past or present)", "depends on the FUTURE (j > i)"];
+
+  function receptiveField(k, layers) {
+    return 1 + layers * (k - 1);
+  }
+
+  /* {rows: bool[n_out][length]} or {error: the package's one-line ValueError} */
+  function dependencyMap(k, layers, padding, length) {
+    if (padding === "same" && k % 2 === 0) {
+      return {error: `kernel_size=${k} is even, but padding='same' needs an odd kernel size: ` +
+                     "(k-1)/2 zeros on each side must be a whole number. Use 1, 3, 5, ..."};
+    }
+    const r = receptiveField(k, layers);
+    if (padding === "none" && length < r) {
+      return {error: `Without padding, ${layers} layers of width ${k} need at least r=${r} ` +
+                     `inputs to produce one output; length=${length} is too short.`};
+    }
+    const nOut = padding === "none" ? length - r + 1 : length;
+    const rows = [];
+    for (let i = 0; i < nOut; i++) {
+      let lo, hi;
+      if (padding === "same") [lo, hi] = [i - layers * (k - 1) / 2, i + layers * (k - 1) / 2];
+      else if (padding === "causal") [lo, hi] = [i - layers * (k - 1), i];
+      else [lo, hi] = [i, i + r - 1];
+      rows.push(Array.from({length}, (_, j) => j >= lo && j <= hi));
+    }
+    return {rows};
+  }
+
+  /* dependency.dependency_summary, then dependency.describe_dependency: the same words */
+  function describe(rows) {
+    let field = 0, leaking = 0, ahead = 0, back = 0;
+    rows.forEach((row, i) => {
+      const cols = row.flatMap((on, j) => (on ? [j] : []));
+      if (!cols.length) return;
+      field = Math.max(field, cols.length);
+      if (cols.some((j) => j > i)) leaking += 1;
+      for (const j of cols) {
+        ahead = Math.max(ahead, j - i);
+        back = Math.max(back, i - j);
+      }
+    });
+    let text = `receptive field ${field} inputs; `;
+    if (leaking) {
+      text += `${leaking} of ${rows.length} outputs see the FUTURE (up to ${ahead} positions ahead)`;
+    } else {
+      text += `no output sees the future (looks back up to ${back} positions)`;
+    }
+    return text;
+  }
+
+  function line(k, layers, padding, length) {
+    const map = dependencyMap(k, layers, padding, length);
+    if (map.error) return `not possible: ${map.error}`;
+    const r = receptiveField(k, layers);
+    return `r = 1 + L·(k-1) = 1 + ${layers}·${k - 1} = ${r}; measured: ${describe(map.rows)}`;
+  }
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svgElement(name, attributes) {
+    const e = document.createElementNS(SVG, name);
+    for (const [key, value] of Object.entries(attributes)) e.setAttribute(key, value);
+    return e;
+  }
+
+  function drawMap(figure, rows, title) {
+    figure.replaceChildren();
+    const cell = 14, left = 34, top = 26, nOut = rows.length, nIn = rows[0].length;
+    const width = left + nIn * cell + 8, height = top + nOut * cell + 30;
+    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img",
+                                   "aria-label": title, class: "live-map"});
+    const heading = svgElement("text", {x: left, y: 14, "font-size": 12});
+    heading.textContent = title;
+    svg.appendChild(heading);
+    rows.forEach((row, i) => row.forEach((on, j) => {
+      const code = on ? (j > i ? 2 : 1) : 0;
+      svg.appendChild(svgElement("rect", {x: left + j * cell, y: top + i * cell, width: cell,
+                                          height: cell, fill: COLOURS[code], stroke: "#dddddd",
+                                          "stroke-width": 0.5, "data-i": i, "data-j": j,
+                                          "data-code": code}));
+    }));
+    const diag = Math.min(nOut, nIn);
+    svg.appendChild(svgElement("line", {x1: left, y1: top, x2: left + diag * cell,
+                                        y2: top + diag * cell, stroke: "#555555",
+                                        "stroke-dasharray": "4 3", "stroke-width": 0.8}));
+    const xLabel = svgElement("text", {x: left, y: top + nOut * cell + 20, "font-size": 11});
+    xLabel.textContent = "input position j →";
+    const yLabel = svgElement("text", {x: 2, y: top + 10, "font-size": 11});
+    yLabel.textContent = "i ↓";
+    svg.append(xLabel, yLabel);
+    figure.appendChild(svg);
+  }
+
+  function control(form, label, input) {
+    const wrap = document.createElement("label");
+    wrap.className = "live-control";
+    const name = document.createElement("span");
+    name.textContent = label;
+    const value = document.createElement("output");
+    wrap.append(name, input, value);
+    form.appendChild(wrap);
+    const show = () => { value.textContent = input.value; };
+    input.addEventListener("input", show);
+    show();
+  }
+
+  function slider(name, value, min, max) {
+    const input = document.createElement("input");
+    Object.assign(input, {type: "range", name, min, max, step: 1, value});
+    return input;
+  }
+
+  function dependencyExplorer(root) {
+    const form = document.createElement("form");
+    form.className = "live-controls";
+    form.addEventListener("submit", (event) => event.preventDefault());
+    // the notebook's controls: the same labels, ranges and starting values
+    const k = slider("kernel_size", 3, 1, 9);
+    const layers = slider("n_layers", 2, 1, 6);
+    const padding = document.createElement("select");
+    padding.name = "padding";
+    for (const p of ["none", "same", "causal"]) padding.add(new Option(p, p, false, p === "same"));
+    const length = slider("length", 16, 4, 32);
+    control(form, "kernel size k", k);
+    control(form, "layers L", layers);
+    control(form, "padding", padding);
+    control(form, "sentence length", length);
+    const figure = document.createElement("div");
+    figure.className = "live-figure";
+    const text = document.createElement("p");
+    text.className = "live-text";
+    const legend = document.createElement("p");
+    legend.className = "live-legend";
+    legend.innerHTML = LABELS.map((label, c) =>
+      `<span><i style="background:${COLOURS[c]}"></i>${label}</span>`).join(" ");
+    root.replaceChildren(form, figure, legend, text);
+    const update = () => {
+      const values = [+k.value, +layers.value, padding.value, +length.value];
+      const map = dependencyMap(...values);
+      if (map.error) {
+        figure.replaceChildren();
+        const p = document.createElement("p");
+        p.className = "live-error";
+        p.textContent = map.error;
+        figure.appendChild(p);
+      } else {
+        drawMap(figure, map.rows, `k=${values[0]}, L=${values[1]}, padding='${values[2]}'`);
+      }
+      text.textContent = line(...values);
+      root.dataset.state = JSON.stringify(values);
+    };
+    form.addEventListener("input", update);
+    form.addEventListener("change", update);
+    update();
+  }
+
+  /* Notebook 08's cost widget: convs2s.model.variants.conv_costs for in = d, out = 2d, at one
+     position (the formulas are the package's: tests compare them for every setting). */
+  function convCosts(channels, k) {
+    const cin = channels, cout = 2 * channels;
+    const standard = cin * cout * k + cout;  // conv1d_parameters: in·out·k + out bias
+    const separable = cin * k + cin * cout + cout;  // depthwise in·k + pointwise in·out + bias
+    const standardFlops = 2 * cin * cout * k;  // conv1d_flops at length 1
+    const separableFlops = 2 * (cin * k + cin * cout);
+    return {standard_parameters: standard, separable_parameters: separable,
+            parameter_ratio: standard / separable, standard_flops: standardFlops,
+            separable_flops: separableFlops, flop_ratio: standardFlops / separableFlops};
+  }
+
+  function costsTitle(channels, k) {
+    const c = convCosts(channels, k);
+    return `k = ${k}: ${c.parameter_ratio.toFixed(2)}x fewer parameters, ` +
+           `${c.flop_ratio.toFixed(2)}x fewer FLOPs`;
+  }
+
+  function costsWidget(root) {
+    const form = document.createElement("form");
+    form.className = "live-controls";
+    form.addEventListener("submit", (event) => event.preventDefault());
+    const channels = slider("channels", 256, 32, 1024);
+    channels.step = 32;
+    const k = slider("kernel_size", 3, 1, 15);
+    k.step = 2;
+    control(form, "channels d", channels);
+    control(form, "kernel k", k);
+    const figure = document.createElement("div");
+    figure.className = "live-figure";
+    root.replaceChildren(form, figure);
+    const update = () => {
+      const d = +channels.value, width = +k.value, c = convCosts(d, width);
+      const bars = [["standard", c.standard_parameters, "#1f77b4"],
+                    ["depthwise-separable", c.separable_parameters, "#2ca02c"]];
+      const W = 520, left = 150, top = 30, barH = 34, max = c.standard_parameters;
+      const svg = svgElement("svg", {viewBox: `0 0 ${W} ${top + 2 * (barH + 12) + 34}`,
+                                     role: "img", class: "live-costs",
+                                     "aria-label": costsTitle(d, width)});
+      const title = svgElement("text", {x: 4, y: 16, "font-size": 13, class: "live-title"});
+      title.textContent = costsTitle(d, width);
+      svg.appendChild(title);
+      bars.forEach(([name, value, colour], n) => {
+        const y = top + n * (barH + 12);
+        const label = svgElement("text", {x: left - 6, y: y + barH / 2 + 4, "font-size": 12,
+                                          "text-anchor": "end"});
+        label.textContent = name;
+        const w = Math.max(1, (W - left - 90) * value / max);
+        const bar = svgElement("rect", {x: left, y, width: w, height: barH, fill: colour,
+                                        "data-name": name, "data-value": value});
+        const number = svgElement("text", {x: left + w + 4, y: y + barH / 2 + 4, "font-size": 12});
+        number.textContent = value.toLocaleString("en-US");
+        svg.append(label, bar, number);
+      });
+      const axis = svgElement("text", {x: left, y: top + 2 * (barH + 12) + 20, "font-size": 12});
+      axis.textContent = `parameters of one conv, ${d} -> ${2 * d} channels`;
+      svg.appendChild(axis);
+      figure.replaceChildren(svg);
+      root.dataset.state = JSON.stringify([d, width]);
+    };
+    form.addEventListener("input", update);
+    update();
+  }
+
+  const WIDGETS = {"dependency-explorer": dependencyExplorer, "conv-costs": costsWidget};
+  window.convs2sLive = {dependencyMap, describe, line, receptiveField, convCosts, costsTitle};
+  document.addEventListener("DOMContentLoaded", () => {
+    for (const root of document.querySelectorAll(".convs2s-live[data-widget]")) {
+      const build = WIDGETS[root.dataset.widget];
+      if (build) build(root);
+    }
+  });
+})();
