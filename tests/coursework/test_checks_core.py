@@ -85,7 +85,7 @@ def test_hint_of_an_unknown_exercise_is_one_line_naming_the_known_ones(capsys):
     checks.hint("my_gul")
     out = capsys.readouterr().out
     assert out.count("\n") == 1
-    assert "no exercise is called 'my_gul'" in out and "my_glu" in out
+    assert "no exercise with hints is called 'my_gul'" in out and "my_glu" in out
 
 
 def test_every_course_check_has_its_hint_registered_at_import(capsys):

@@ -78,7 +78,7 @@ def test_show_me_gives_a_self_learner_the_measurement(name, graded, capsys):
 def test_show_me_of_an_unknown_name_lists_the_predict_exercises(capsys):
     checks.show_me("my_glu")
     out = capsys.readouterr().out
-    assert out.startswith("… no predict exercise is called 'my_glu'")
+    assert out.startswith("… no predict exercise with a measurement is called 'my_glu'")
     assert "brevity_prediction" in out
 
 
@@ -91,7 +91,7 @@ def test_a_graded_copy_shows_nothing_and_gives_one_hint_per_wrong_try(name, grad
     checks.show_me(name)
     checks.hint(name)
     said = capsys.readouterr().out
-    assert "show_me is off in a graded copy" in said and "hints on request are off" in said
+    assert "show_me is off in a graded copy" in said and "checks.hint is off" in said
     for _ in range(3):
         with pytest.raises(AssertionError) as e:
             getattr(checks, name)(wrong)

@@ -94,19 +94,26 @@ def register_measurement(exercise: str, lines: Callable[[], list[str]]) -> None:
     MEASUREMENTS[exercise] = lines
 
 
+def _on_request(exercise: str | Callable, table: dict, off: str, known: str):
+    """(name, entry) of what ``checks.show_me``/``checks.hint`` was asked for, or None after
+    printing why not: ``off`` in a graded copy, the list of ``known`` names for an unknown one."""
+    name = getattr(exercise, "__name__", exercise)
+    if _graded:
+        print(f"… {off} is off in a graded copy: {name}'s check says what it may")
+        return None
+    if name not in table:
+        print(f"… no {known} is called {name!r}; the ones there are: {', '.join(table)}")
+        return None
+    return name, table[name]
+
+
 def show_me(exercise: str | Callable) -> None:
     """Print the measurement a predict exercise compares with (a self-learner's "show me"; off in
     a graded copy): ``checks.show_me("same_padding_moves")``. Ask after you have predicted."""
-    name = getattr(exercise, "__name__", exercise)
-    if _graded:
-        print(f"… show_me is off in a graded copy: {name}'s check tells you when your "
-              "prediction holds")
+    found = _on_request(exercise, MEASUREMENTS, "show_me", "predict exercise with a measurement")
+    if found is None:
         return
-    lines = MEASUREMENTS.get(name)
-    if lines is None:
-        print(f"… no predict exercise is called {name!r}; the ones with a measurement are: "
-              f"{', '.join(MEASUREMENTS)}")
-        return
+    name, lines = found
     print(f"the measurement behind {name} (a prediction written after this is no longer one):")
     for line in lines():
         print(f"  {line}")
@@ -121,17 +128,10 @@ def register_hint(exercise: str, hint: Hint) -> Hint:
 
 def hint(exercise: str | Callable) -> None:
     """Print both hints of ``exercise`` (a name or the check itself): ``checks.hint("my_glu")``."""
-    name = getattr(exercise, "__name__", exercise)
-    if _graded:
-        print(f"… hints on request are off in a graded copy: a wrong try of {name}'s check "
-              "prints its hint")
-        return
-    found = HINTS.get(name)
-    if found is None:
-        print(f"… no exercise is called {name!r}; the exercises with hints are: "
-              f"{', '.join(HINTS)}")
-        return
-    print(f"hint for {name}: {found.nudge}\ncloser hint: {found.closer}")
+    found = _on_request(exercise, HINTS, "checks.hint", "exercise with hints")
+    if found is not None:
+        name, h = found
+        print(f"hint for {name}: {h.nudge}\ncloser hint: {h.closer}")
 
 
 def _hint_lines(name: str, hint: Hint | str) -> list[str]:
