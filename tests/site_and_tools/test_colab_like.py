@@ -128,9 +128,45 @@ DRIVER = textwrap.dedent("""
 """)
 
 RUNNER = textwrap.dedent("""
-    import json, sys
+    import asyncio, json, sys
+    from datetime import datetime, timezone
+    from queue import Empty
+
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.util import ensure_async
+
+
+    # nbclient sometimes never receives a widget cell's execute_reply on the shell channel (the
+    # kernel is idle, iopub said idle: jupyter/nbclient#312), and then waits out its timeout.
+    # Poll the shell channel, and accept a cell whose iopub output has ended: 'error' if it
+    # printed an error, else 'ok'. The rest is nbclient's own run.
+    async def poll_for_reply(self, msg_id, cell, timeout, task_poll_output_msg,
+                             task_poll_kernel_alive):
+        waited = 0.0
+        while True:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=5))
+            except Empty:
+                waited += 5
+                if task_poll_output_msg.done() or (timeout is not None and waited > timeout):
+                    task_poll_kernel_alive.cancel()
+                    if not task_poll_output_msg.done():
+                        raise TimeoutError(f"cell {cell.get('execution_count')}: no reply")
+                    errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+                    content = ({"status": "error", "ename": errors[0].ename,
+                                "evalue": errors[0].evalue, "traceback": errors[0].traceback}
+                               if errors else {"status": "ok"})
+                    return {"parent_header": {"msg_id": msg_id}, "content": content,
+                            "header": {"date": datetime.now(timezone.utc)}}
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                await asyncio.wait_for(task_poll_output_msg, self.iopub_timeout)
+                task_poll_kernel_alive.cancel()
+                return msg
+
+
+    NotebookClient._async_poll_for_reply = poll_for_reply
 
     path, driver = sys.argv[1], sys.argv[2]
     nb = nbformat.read(path, as_version=4)

@@ -347,6 +347,11 @@ def live_widget_for(notebook: str, labels: set[str]) -> str | None:
     return None
 #: The title of the note above a live widget.
 LIVE_NOTE_TITLE = "Interactive widget: live on this page"
+#: Where each live widget's numbers come from, as its note says.
+LIVE_SOURCES = {
+    "dependency-explorer": "from the rules the notebook measures with autograd",
+    "conv-costs": "from the package's parameter and FLOP formulas (`conv_costs`)",
+}
 
 
 def _live_widget(name: str, alt: str, n: int) -> dict:
@@ -354,8 +359,8 @@ def _live_widget(name: str, alt: str, n: int) -> dict:
     element the script fills with the notebook's controls and figure."""
     return _markdown_cell("\n".join([
         f":::{{admonition}} {LIVE_NOTE_TITLE}", ":class: widget-live", "",
-        "Move the controls: this page computes the figure in your browser, from the rules the "
-        "notebook measures with autograd (a test compares the two for every setting).", "",
+        f"Move the controls: this page computes the figure in your browser, {LIVE_SOURCES[name]}"
+        " (a test compares the two for every setting).", "",
         f'<div class="convs2s-live" data-widget="{name}" role="group" '
         f'aria-label="{html.escape(plain_text(alt), quote=True)}"></div>', ":::"]),
         f"site-live-{n}")

@@ -208,26 +208,26 @@
       const d = +channels.value, width = +k.value, c = convCosts(d, width);
       const bars = [["standard", c.standard_parameters, "#1f77b4"],
                     ["depthwise-separable", c.separable_parameters, "#2ca02c"]];
-      const W = 520, left = 150, top = 30, barH = 34, max = c.standard_parameters;
+      const W = 420, left = 150, top = 30, barH = 34, max = c.standard_parameters;
       const svg = svgElement("svg", {viewBox: `0 0 ${W} ${top + 2 * (barH + 12) + 34}`,
                                      role: "img", class: "live-costs",
                                      "aria-label": costsTitle(d, width)});
-      const title = svgElement("text", {x: 4, y: 16, "font-size": 13, class: "live-title"});
+      const title = svgElement("text", {x: 4, y: 16, "font-size": 14, class: "live-title"});
       title.textContent = costsTitle(d, width);
       svg.appendChild(title);
       bars.forEach(([name, value, colour], n) => {
         const y = top + n * (barH + 12);
-        const label = svgElement("text", {x: left - 6, y: y + barH / 2 + 4, "font-size": 12,
+        const label = svgElement("text", {x: left - 6, y: y + barH / 2 + 4, "font-size": 13,
                                           "text-anchor": "end"});
         label.textContent = name;
-        const w = Math.max(1, (W - left - 90) * value / max);
+        const w = Math.max(1, (W - left - 85) * value / max);
         const bar = svgElement("rect", {x: left, y, width: w, height: barH, fill: colour,
                                         "data-name": name, "data-value": value});
-        const number = svgElement("text", {x: left + w + 4, y: y + barH / 2 + 4, "font-size": 12});
+        const number = svgElement("text", {x: left + w + 4, y: y + barH / 2 + 4, "font-size": 13});
         number.textContent = value.toLocaleString("en-US");
         svg.append(label, bar, number);
       });
-      const axis = svgElement("text", {x: left, y: top + 2 * (barH + 12) + 20, "font-size": 12});
+      const axis = svgElement("text", {x: 4, y: top + 2 * (barH + 12) + 20, "font-size": 13});
       axis.textContent = `parameters of one conv, ${d} -> ${2 * d} channels`;
       svg.appendChild(axis);
       figure.replaceChildren(svg);
