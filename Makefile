@@ -117,7 +117,7 @@ student: $(INSTRUCTOR_STAMP)
 
 # The architecture diagrams, then screenshots of the three widgets (notebooks 01, 03, 06) in
 # JupyterLab in headless Chromium.
-images: $(STAMP)
+images: $(STAMP) $(SITE_NPM)
 	$(PY) -m convs2s.course.diagrams --out images
 	@model=$$(ls notebooks/runs/05_gpu_subword/final.pt notebooks/runs/05_cpu_subword/final.pt \
 		2>/dev/null | head -1); \
@@ -133,7 +133,18 @@ images: $(STAMP)
 # Open $(SITE)/index.html. tests/site_and_tools/test_site.py checks it in headless Chromium.
 SITE := build/site
 
-site: $(STAMP)
+# onnxruntime-web, which the site vendors for notebook 06's translator, from the npm registry at
+# the version tools/site/package-lock.json pins (into tools/site/node_modules, ignored by git).
+SITE_NPM := tools/site/node_modules/.convs2s-installed
+
+$(SITE_NPM): tools/site/package.json tools/site/package-lock.json
+	@command -v npm >/dev/null || { echo "make site needs npm (Node.js) to install" \
+		"onnxruntime-web for the site's translator: install Node.js (apt-get install npm)" >&2; \
+		exit 1; }
+	npm ci --prefix tools/site --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $@
+
+site: $(STAMP) $(SITE_NPM)
 	$(PY) -m tools.site --out $(SITE)
 
 # The README's screenshots of two of its pages (also part of `make images`).

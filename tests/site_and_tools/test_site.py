@@ -33,9 +33,8 @@ from pathlib import Path
 
 import pytest
 from signal_support import default_signals
-from test_browser import _require_browser  # the same skip/require rule as the widget tests
 
-from tools import badges, screenshots, site
+from tools import badges, site
 from tools import site_screenshots as shots
 from tools.screenshots import WIDGETS
 
@@ -567,10 +566,7 @@ def test_a_readme_title_with_html_is_refused_in_one_line(tmp_path, capsys, monke
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site") / "site"
-    return site.build(out, NOTEBOOKS, ROOT, log=lambda line: None)
+# ``built``, ``web`` and ``tab``: conftest.py (one site for every module that checks it)
 
 
 def _pages(site_dir: Path) -> list[Path]:
@@ -605,22 +601,6 @@ def test_no_page_loads_anything_from_another_site(built):
 # In the browser
 # --------------------------------------------------------------------------------------------
 # --------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def web(built):
-    """The built site served on localhost, and one headless Chromium."""
-    _require_browser()
-    with shots.serve(built.out) as base, screenshots.Browser() as browser:
-        yield base, browser
-
-
-@pytest.fixture
-def tab(web):
-    base, browser = web
-    t = shots.SitePage(browser, base)
-    yield t
-    t.close()
 
 
 # What the tests check about a page, read in the browser once it is loaded (fonts in, maths
@@ -776,6 +756,14 @@ def test_every_figure_is_wholly_visible_at_1280_and_375_px(built, visited, visit
 _FILE_NAME_ALT = re.compile(r"\.(png|svg|jpe?g|gif)\b|^\S*/\S*$|[0-9a-f]{16}", re.I)
 
 
+def _in_page(spec) -> bool:
+    """Whether the site shows this screenshotted widget as one that responds in the page (a
+    live widget, a flipbook or the translator) rather than as its picture."""
+    in_page = [*site.LIVE_WIDGETS, (site.TRANSLATOR_WIDGET[0], site.TRANSLATOR_WIDGET[1:])]
+    return any(name == Path(spec.notebook).stem and set(spec.labels) <= set(controls)
+               for name, controls in in_page)
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_every_image_has_alt_text_from_its_title_not_its_file(built, visited):
@@ -794,8 +782,7 @@ def test_every_image_has_alt_text_from_its_title_not_its_file(built, visited):
                     bad.append(f"{page}: the note on {img['src']} does not come before it")
     assert bad == [], "\n".join(bad)
     live = [spec for spec in WIDGETS.values()
-            if any(name == Path(spec.notebook).stem and set(spec.labels) <= set(controls)
-                   for name, controls in site.LIVE_WIDGETS)]
+            if _in_page(spec)]
     assert len(widget_alts) >= len(WIDGETS) - len(live), \
         "a picture for every widget that the page does not compute live"
     assert len(set(widget_alts)) == len(widget_alts), f"widget pictures share alt text: " \
@@ -889,12 +876,16 @@ SITE_BYTES = 12_000_000
 def test_every_page_weighs_at_most_1_2_mb_and_the_site_12_mb(built, visited, visited_phone):
     """What a reader downloads to read a page to its end, at 1280 and 375 px: the page, its
     styles, scripts, fonts and every figure. And the site as a whole, the notebooks offered
-    for download included."""
+    for download included, less the translator that notebook 06's page downloads when the
+    reader asks for it (issue 38; test_site_translator.py: nothing of it loads before)."""
     for facts, width in ((visited, 1280), (visited_phone, PHONE["width"])):
         heavy = {page: f["bytes"] for page, f in facts.items()
                  if f["bytes"]["total"] > PAGE_BYTES}
         assert heavy == {}, f"pages over {PAGE_BYTES:,} bytes at {width} px: {heavy}"
-    site_bytes = sum(f.stat().st_size for f in built.out.rglob("*") if f.is_file())
+    on_request = built.out / "_static" / "translator"
+    assert on_request.is_dir()
+    site_bytes = sum(f.stat().st_size for f in built.out.rglob("*")
+                     if f.is_file() and on_request not in f.parents)
     assert site_bytes <= SITE_BYTES, f"the site weighs {site_bytes:,} bytes"
 
 
@@ -1172,8 +1163,7 @@ def test_check_cells_show_no_output_and_then_where_to_run_hints_and_solution(bui
 @pytest.mark.slow
 def test_check_cells_are_code_and_widgets_are_their_screenshots(tab):
     for spec in WIDGETS.values():
-        if any(name == Path(spec.notebook).stem and set(spec.labels) <= set(controls)
-               for name, controls in site.LIVE_WIDGETS):  # computed in the page: tests below
+        if _in_page(spec):  # tests of their own
             continue
         page = Path(spec.notebook).stem + ".html"
         tab.open(page)

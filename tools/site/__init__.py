@@ -71,7 +71,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.site import flipbooks  # notebooks 03-05's widgets (flipbooks.py)
 from tools.site.png import smaller_png, smaller_png_base64
+from tools.site.translator import TranslatorAssetError, write_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = Path(__file__).resolve().parent
@@ -337,6 +339,9 @@ LIVE_WIDGETS = {
         "dependency-explorer",
     ("08_beyond_convs2s", ("channels d", "kernel k")): "conv-costs",
 }
+# --- flipbooks hook: notebooks 03-05's widgets, shown by static/flipbook.js (flipbooks.py) ---
+LIVE_WIDGETS.update(flipbooks.WIDGETS)
+# --- end of the flipbooks hook ---
 
 
 def live_widget_for(notebook: str, labels: set[str]) -> str | None:
@@ -345,6 +350,33 @@ def live_widget_for(notebook: str, labels: set[str]) -> str | None:
         if name == notebook and set(controls) <= labels:
             return widget
     return None
+#: Notebook 06's translator widget (its notebook and its controls' labels, sorted): on the site,
+#: the shipped model in the reader's browser (``translator.py``, ``static/translator.js``).
+TRANSLATOR_WIDGET = ("06_inference_beam_search_bleu", "German", "beam size")
+
+
+#: The title of the note above the translator.
+TRANSLATOR_NOTE_TITLE = "Interactive widget: the trained translator, in your browser"
+
+
+def _translator_widget(n: int, download_bytes: int) -> dict:
+    """Notebook 06's translator as the page runs it: the note, then the element that
+    ``static/translator.js`` fills (nothing is downloaded until the reader asks)."""
+    from tools.site.translator import DEFAULT_SENTENCE
+
+    return _markdown_cell("\n".join([
+        f":::{{admonition}} {TRANSLATOR_NOTE_TITLE}", ":class: widget-live", "",
+        "This page runs the course's shipped translator (the one this notebook loads with "
+        "`convs2s.pretrained(\"de-en\")`), exported to ONNX, in your browser with "
+        "onnxruntime-web: type German and translate, with no Python. It decodes greedily (beam "
+        "size 1): the notebook's widget also offers beam search. Each decoder layer's attention "
+        "is drawn as in the notebook. A test compares its translations with the package's.", "",
+        f'<div class="convs2s-translator" data-download-bytes="{download_bytes}" '
+        f'data-sentence="{html.escape(DEFAULT_SENTENCE, quote=True)}" role="group" '
+        'aria-label="The translator: German in, English out"></div>', ":::"]),
+        f"site-translator-{n}")
+
+
 #: The title of the note above a live widget.
 LIVE_NOTE_TITLE = "Interactive widget: live on this page"
 #: Where each live widget's numbers come from, as its note says.
@@ -357,6 +389,11 @@ LIVE_SOURCES = {
 def _live_widget(name: str, alt: str, n: int) -> dict:
     """A widget that runs in the reader's browser (``static/live.js``): the note, then the
     element the script fills with the notebook's controls and figure."""
+    # --- flipbooks hook: notebooks 03-05's widgets have their own note and script ---
+    if name in flipbooks.NOTEBOOKS:
+        return _markdown_cell(flipbooks.note(name, plain_text(alt), LIVE_NOTE_TITLE),
+                              f"site-live-{n}")
+    # --- end of the flipbooks hook ---
     return _markdown_cell("\n".join([
         f":::{{admonition}} {LIVE_NOTE_TITLE}", ":class: widget-live", "",
         f"Move the controls: this page computes the figure in your browser, {LIVE_SOURCES[name]}"
@@ -461,9 +498,12 @@ def _check_help(exercise: str, hints: dict[str, tuple[str, str]], lesson: Lesson
 
 
 def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set[str],
-                  hints: dict[str, tuple[str, str]] | None = None) -> SiteNotebook:
+                  hints: dict[str, tuple[str, str]] | None = None,
+                  translator_bytes: int | None = None) -> SiteNotebook:
     """The copy of ``nb`` that the site renders (see the module docstring). Pure, given
-    ``hints`` (by default the package's, :func:`course_hints`)."""
+    ``hints`` (by default the package's, :func:`course_hints`). ``translator_bytes``: the site
+    has the translator's files (``translator.py``), which weigh that much: notebook 06's
+    translator widget becomes the one that runs in the page."""
     hints = course_hints() if hints is None else hints
     nb = copy.deepcopy(nb)
     state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
@@ -519,6 +559,10 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             models = widget_models(state, str(view.get("model_id", "")))
             labels = widget_labels(models)
             alt = widget_alt(heading, labels)
+            if translator_bytes and lesson.name == TRANSLATOR_WIDGET[0] and \
+                    set(TRANSLATOR_WIDGET[1:]) <= labels:
+                cells.append(_translator_widget(widgets, translator_bytes))
+                continue
             live = live_widget_for(lesson.name, labels)
             if live:  # computed in the page: live, no picture needed
                 cells.append(_live_widget(live, alt, widgets))
@@ -653,9 +697,11 @@ class Staged:
     digests: dict[str, str]  # notebook file -> sha256 of the bytes the site was built from
 
 
-def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str) -> Staged:
+def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
+          translator_bytes: int | None = None) -> Staged:
     """Write the Sphinx source folder ``src``: the landing page, the notebooks' site copies,
-    the committed notebooks (for download) and the images the pages show."""
+    the committed notebooks (for download) and the images the pages show.
+    ``translator_bytes``: see :func:`site_notebook`."""
     paths = course_notebooks(notebooks_dir)
     if not paths:
         raise SiteError(f"no course notebooks (NN_<name>.ipynb) in {notebooks_dir}")
@@ -680,7 +726,7 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str) -> Staged:
     (src / "images").mkdir()
     shown, solutions, widgets = {"architecture.png"}, 0, 0
     for (path, nb), lesson in zip(notebooks, lessons, strict=True):
-        site = site_notebook(nb, lesson, repo_url, available)
+        site = site_notebook(nb, lesson, repo_url, available, translator_bytes=translator_bytes)
         (src / path.name).write_text(json.dumps(site.notebook, ensure_ascii=False),
                                      encoding="utf-8")
         (src / ORIGINALS / path.name).write_bytes(raw[path])
@@ -689,6 +735,9 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str) -> Staged:
         widgets += site.widgets
     for name in sorted(shown):
         (src / "images" / name).write_bytes(smaller_png(_read_bytes(images_dir / name)))
+    # --- flipbooks hook: the data and frames of notebooks 03-05's widgets (flipbooks.py) ---
+    flipbooks.stage(src / flipbooks.STAGED, {p.stem: nb for p, nb in notebooks})
+    # --- end of the flipbooks hook ---
     (src / "index.md").write_text(landing_page(readme, lessons, repo_url), encoding="utf-8")
     digests = {p.name: hashlib.sha256(raw[p]).hexdigest() for p in paths}
     return Staged(lessons, solutions, widgets, digests)
@@ -784,9 +833,22 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".site-build-", dir=out.parent) as tmp:
         work = Path(tmp)
-        staged = stage(work / "src", notebooks, root, repo_url)
+        # --- translator hook: the shipped model for notebook 06's page (translator.py) ---
+        try:
+            assets = write_assets(work / "translator", log)
+        except TranslatorAssetError as e:
+            raise SiteError(str(e)) from None
+        # --- end of the translator hook ---
+        staged = stage(work / "src", notebooks, root, repo_url,
+                       translator_bytes=assets["download_bytes"])
         html = work / "html"
         warnings = sphinx_build(work / "src", html, work / "doctrees")
+        # --- translator hook: its files beside the site's other static files ---
+        shutil.move(work / "translator", html / "_static" / "translator")
+        # --- end of the translator hook ---
+        # --- flipbooks hook: their frames and data beside the site's other static files ---
+        shutil.copytree(work / "src" / flipbooks.STAGED, html / flipbooks.STATIC)
+        # --- end of the flipbooks hook ---
         (html / MARKER).write_text("built by `python -m tools.site` (make site); "
                                    "a rebuild replaces this folder\n", encoding="utf-8")
         _replace(out, html, work / "old")
@@ -816,12 +878,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = build(args.out, args.notebooks, Path.cwd())
-    except SiteError as e:
+    except (SiteError, flipbooks.FlipbookError) as e:  # FlipbookError: flipbooks hook
         print(f"error: {e}", file=sys.stderr)
         return 2
     staged = result.staged
     print(f"built {len(staged.lessons)} notebook pages ({staged.solutions} solutions folded, "
-          f"{staged.widgets} widgets shown as pictures) in {result.seconds:.0f} s: "
+          f"{staged.widgets} widgets) in {result.seconds:.0f} s: "
           f"open {result.out / 'index.html'}")
     return 0
 

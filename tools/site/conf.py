@@ -47,11 +47,13 @@ myst_heading_anchors = 3
 
 html_theme = "sphinx_book_theme"
 html_static_path = ["static"]
-html_css_files = ["site.css", "icons.css"]  # icons.css: written after the build (icons.py)
+# icons.css: written after the build (icons.py); translator.css: notebook 06's translator
+html_css_files = ["site.css", "icons.css", "translator.css"]
 html_favicon = "static/favicon.svg"
 # site.js: sidebar buttons that work on a phone, figures open full size; live.js: the widgets
 # the page computes itself (notebook 01's dependency explorer)
-html_js_files = ["site.js", "live.js"]
+html_js_files = ["site.js", "live.js", "flipbook.js",  # flipbook.js: notebooks 03-05
+                 "translator.js"]  # translator.js: notebook 06's translator
 html_copy_source = False  # the site copies are not the notebooks: each page links to those
 html_show_sourcelink = False
 html_last_updated_fmt = None

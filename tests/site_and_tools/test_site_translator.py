@@ -1,0 +1,278 @@
+"""Notebook 06's translator on the website (issue 38): the shipped model, exported to ONNX by
+tools/site/translator.py, running in headless Chromium with onnxruntime-web
+(tools/site/static/translator.js).
+
+In the browser, on the site that conftest.py builds once: the page's subword pieces equal
+sentencepiece's for every validation sentence (and for text that tests the normalizer); its
+detokenizer equals the package's; its greedy translations equal the package's for 200
+validation sentences, with the same attention; the model loads only when the reader presses the
+button, with a progress bar, then translates typed German, at 1280 and 375 px; the site opened
+from disk (file://) translates too; a browser without WebAssembly is told so and shown
+pre-translated examples. Without the browser: the lock file's version is the one vendored, and
+the export refuses what would make the page compute other numbers than the package.
+"""
+
+import json
+
+import pytest
+
+from tools import site
+from tools import site_screenshots as shots
+from tools.site import translator
+
+PAGE = "06_inference_beam_search_bleu.html"
+#: Text that exercises the tokenizer's normalization: runs of spaces, leading and trailing
+#: ones, a non-breaking space, decomposed umlauts (NFD), an emoji the model never saw, a tab,
+#: sentencepiece's own "▁", digits and punctuation.
+ODD_TEXT = ["  Ein   Hund  ", "Ein\u00a0Hund", "Ma\u0308dchen fu\u0308ttern", "Ein 😀 Hund.",
+            "Ein\tHund", "▁Ein ▁▁Hund", "Um 12:30 Uhr, 3,5 km!", "x", " ", "",
+            "Große Straße; „Zitat“ – (Klammer) [eckig] {geschweift} 100 %"]
+
+
+@pytest.fixture(scope="module")
+def package():
+    import convs2s
+
+    return convs2s.pretrained("de-en")
+
+
+@pytest.fixture(scope="module")
+def valid():
+    from convs2s.data.multi30k import DataError, load_multi30k
+
+    try:
+        return [de for de, _ in load_multi30k(download=False)["valid"]]
+    except DataError as e:
+        pytest.skip(f"needs the Multi30k files (CONVS2S_DATA_DIR): {e}")
+
+
+def _translator_tab(web, viewport=None):
+    base, browser = web
+    t = shots.SitePage(browser, base)
+    if viewport:
+        t.page.set_viewport_size(viewport)
+    t.open(PAGE)
+    return t
+
+
+def _loaded(t):
+    """Press the page's button and wait until the model has translated the starting sentence."""
+    t.page.locator(".convs2s-translator .translator-load").click()
+    t.page.wait_for_function("['translated', 'failed'].includes("
+                             "document.querySelector('.convs2s-translator').dataset.state)",
+                             timeout=180_000)
+    assert t.page.locator(".convs2s-translator").get_attribute("data-state") == "translated"
+
+
+# --------------------------------------------------------------------------------------------
+# Without the browser
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_vendored_onnxruntime_web_is_the_locked_version(tmp_path):
+    lock = json.loads(translator.PACKAGE_LOCK.read_text(encoding="utf-8"))
+    assert lock["packages"][""]["dependencies"] == {"onnxruntime-web": translator.locked_version()}
+    # a tools/site/node_modules with another version is refused in one line that says what to do
+    fake = tmp_path / "onnxruntime-web"
+    fake.mkdir()
+    (fake / "package.json").write_text('{"version": "0.0.1"}', encoding="utf-8")
+    with pytest.raises(translator.TranslatorAssetError) as e:
+        translator.ort_files(tmp_path)
+    assert "version 0.0.1 is installed" in str(e.value) and "make site" in str(e.value)
+    assert "\n" not in str(e.value)
+    with pytest.raises(translator.TranslatorAssetError, match="it is not installed"):
+        translator.ort_files(tmp_path / "nothing")
+
+
+def test_a_weight_that_float16_would_change_is_refused():
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    def graph(weight):
+        init = numpy_helper.from_array(np.array(weight, dtype=np.float32), "w")
+        node = helper.make_node("Add", ["x", "w"], ["y"])
+        return helper.make_model(helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [init]))
+
+    exact = graph([0.5, -2.0])
+    translator._float16_weights(exact)
+    assert [i.data_type for i in exact.graph.initializer] == [TensorProto.FLOAT16]
+    assert exact.graph.node[0].op_type == "Cast"
+    with pytest.raises(translator.TranslatorAssetError, match="not float16-exact"):
+        translator._float16_weights(graph([0.1, 1.0]))
+
+
+def test_the_translator_note_replaces_notebook_06s_widget_only_when_the_site_has_its_files():
+    nb = site.load_notebook(site.ROOT / "notebooks" / "06_inference_beam_search_bleu.ipynb")
+    lesson = site.read_lesson(site.ROOT / "notebooks" / "06_inference_beam_search_bleu.ipynb", nb)
+    live = site.site_notebook(nb, lesson, "https://github.com/a/b", set(), hints={},
+                              translator_bytes=42_000_000).notebook["cells"]
+    text = "\n".join(site.cell_source(c) for c in live if c["cell_type"] == "markdown")
+    assert text.count('class="convs2s-translator"') == 1
+    assert 'data-download-bytes="42000000"' in text
+    without = site.site_notebook(nb, lesson, "https://github.com/a/b", set(),
+                                 hints={}).notebook["cells"]
+    assert "convs2s-translator" not in json.dumps(without)
+
+
+# --------------------------------------------------------------------------------------------
+# In the browser
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pages_pieces_equal_sentencepieces_for_every_validation_sentence(web, package,
+                                                                             valid):
+    t = _translator_tab(web)
+    try:
+        texts = valid + ODD_TEXT
+        page = t.page.evaluate("""async texts => {
+            const m = await window.convs2sTranslator.loadManifest();
+            return texts.map(s => window.convs2sTranslator.encodePieces(s, m.tokenizer)); }""",
+                               texts)
+        expected = [package.pipeline.src_tokenizer(s) for s in texts]
+        wrong = [(s, p, e) for s, p, e in zip(texts, page, expected, strict=True) if p != e]
+        assert wrong == [], f"{len(wrong)} of {len(texts)} differ, first: {wrong[:3]}"
+        assert len(valid) == 1014
+    finally:
+        t.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pages_detokenizer_equals_the_packages(web, package):
+    lists = [["▁A", "▁dog", "."], ["<unk>", "▁dog"], ["▁", "▁dog"], ["▁", "dog"], ["▁▁a"],
+             ["😀", "▁a"], ["<unk>"], ["▁", "<unk>", "▁x"], ["▁A", "<pad>", "<eos>", "▁b"], [],
+             ["▁A", "<bos>", "▁dog"], ["▁"]]
+    t = _translator_tab(web)
+    try:
+        page = t.page.evaluate("""async lists => {
+            const m = await window.convs2sTranslator.loadManifest();
+            return lists.map(p => window.convs2sTranslator.decodePieces(p, m.tokenizer)); }""",
+                               lists)
+        assert page == [package.detokenize(p) for p in lists]
+    finally:
+        t.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pages_greedy_translations_equal_the_packages_for_200_validation_sentences(
+        web, package, valid):
+    import torch
+
+    sentences = valid[:200]
+    t = _translator_tab(web)
+    try:
+        _loaded(t)
+        page = t.page.evaluate("""async sentences => {
+            const out = [];
+            for (const s of sentences) {
+              const r = await window.convs2sTranslator.translate(s);
+              out.push([r.ok, r.tokens, r.text]);
+            }
+            return out; }""", sentences)
+        tokens = package.translate_tokens(sentences, beam_size=1)
+        wrong = [(s, p[1], e) for s, p, e in zip(sentences, page, tokens, strict=True)
+                 if p[1] != e]
+        assert wrong == [], f"{len(wrong)} of 200 differ, first: {wrong[:2]}"
+        assert all(ok for ok, _, _ in page)
+        assert [text for _, _, text in page] == [package.detokenize(e) for e in tokens]
+        # the attention the page draws is the package's, for a few of them
+        for s in sentences[:5]:
+            r = t.page.evaluate("s => window.convs2sTranslator.translate(s)", s)
+            expected = package.translate_with_attention(s)
+            assert r["sourcePieces"] == expected.source_tokens
+            torch.testing.assert_close(torch.tensor(r["attention"]), expected.attention.float(),
+                                       rtol=0, atol=1e-4)
+        assert t.problems() == []
+    finally:
+        t.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, shots.PHONE["width"]])
+def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_german(
+        web, package, width):
+    t = _translator_tab(web, {"width": width, "height": 900})
+    try:
+        root = t.page.locator(".convs2s-translator")
+        assert root.is_visible()
+        loaded = "() => performance.getEntriesByType('resource').map(e => e.name)" \
+                 ".filter(n => n.includes('/_static/translator/'))"
+        assert t.page.evaluate(loaded) == [], "nothing of the model before the button"
+        button = root.locator(".translator-load")
+        assert "MB" in button.inner_text()
+        # the progress bar's values as the chunks arrive
+        t.page.evaluate("""() => {
+            const bar = document.querySelector('.convs2s-translator progress');
+            window.seen = []; new MutationObserver(() => window.seen.push([+bar.value, +bar.max,
+              !bar.hidden])).observe(bar, {attributes: true}); }""")
+        _loaded(t)
+        seen = t.page.evaluate("window.seen")
+        values = [v for v, _, shown in seen if shown]
+        total = seen[-1][1]
+        assert len(set(values)) > 10 and values == sorted(values) and max(values) == total
+        assert len(t.page.evaluate(loaded)) > 10
+        sentence = "Zwei Kinder spielen am Strand mit einem roten Ball."
+        box = root.get_by_role("textbox", name="German")
+        box.fill(sentence)
+        box.press("Enter")
+        expected = package.translate(sentence, beam_size=1)
+        t.page.wait_for_function("t => document.querySelector('.translator-output')"
+                                 ".textContent === t", arg=f"English: {expected}")
+        assert root.locator("svg.translator-map").count() == 4  # one per decoder layer
+        assert root.evaluate("r => r.scrollWidth <= r.clientWidth + 1"), "fits the column"
+        assert t.problems() == []
+    finally:
+        t.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_site_opened_from_disk_translates_typed_german(built, web, package):
+    _, browser = web
+    context = browser.browser.new_context()
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((built.out / PAGE).as_uri(), wait_until="load")
+        assert page.url.startswith("file://")
+        page.locator(".convs2s-translator .translator-load").click()
+        page.wait_for_function("document.querySelector('.convs2s-translator').dataset.state "
+                               "=== 'translated'", timeout=180_000)
+        sentence = "Ein Mann fährt mit dem Fahrrad über eine Brücke."
+        box = page.get_by_role("textbox", name="German")
+        box.fill(sentence)
+        page.locator(".translator-go").click()
+        expected = package.translate(sentence, beam_size=1)
+        page.wait_for_function("t => document.querySelector('.translator-output')"
+                               ".textContent === t", arg=f"English: {expected}")
+        assert errors == []
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_without_webassembly_the_page_says_so_and_shows_pretranslated_examples(web, package):
+    base, browser = web
+    t = shots.SitePage(browser, base)
+    try:
+        t.context.add_init_script("delete window.WebAssembly;")
+        t.open(PAGE)
+        root = t.page.locator(".convs2s-translator")
+        t.page.wait_for_selector(".convs2s-translator table.translator-examples")
+        assert "cannot run WebAssembly" in root.inner_text()
+        assert root.locator(".translator-load").count() == 0
+        rows = root.locator("tr").evaluate_all(
+            "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+        assert rows[0][0] == translator.DEFAULT_SENTENCE and len(rows) >= 1
+        assert rows == [[de, package.translate(de, beam_size=1)] for de, _ in rows]
+        assert t.problems() == []
+    finally:
+        t.close()

@@ -1,0 +1,421 @@
+"""Notebooks 03, 04 and 05's widgets on the website, responding with no kernel (issue 38).
+
+Each widget keeps the notebook's controls (labels, ranges and starting values, read from the
+widget state the notebook saved); what they show is made by the site's build, with the package
+and the notebooks' own code, and ``static/flipbook.js`` shows it:
+
+- notebook 03's decoder explorer (``show_decoder``): for every setting of padding, kernel size
+  and layers, ``dependency.visible_positions`` (the left panel) and, for every changed token,
+  ``dependency.perturbation_effect`` of the notebook's ``widget_model`` (the right panel),
+  written as one small script of numbers that flipbook.js draws in SVG. ``widget_model`` and
+  the ``tiny_model`` it calls are the notebook's own cells' code, run here (:func:`notebook_code`),
+  with the vocabulary sizes the notebook printed (its model needs only their sizes);
+- notebook 04's attention maps (``show_attention``): one PNG per validation sentence of
+  ``data/04_validation_sentences.json``, drawn with the notebook's plotting call. The model
+  the notebook trains (3 epochs, in a temporary folder) is not available to the build, so the
+  frames come from the course's shipped translator (``convs2s.pretrained("de-en")``, notebook
+  06's model), as the note above the widget says;
+- notebook 05's attention by epoch (``show_epoch``): one PNG per epoch with
+  ``analysis.plot_attention_epoch`` and the line the widget prints, from
+  ``data/05_attention_by_epoch.json``, the records of the training run that produced the
+  notebook's stored outputs (``python -m tools.site.flipbook_data`` writes both JSON files).
+
+A frame is a file under the site's ``_static/flipbooks/``; the page loads the one shown only
+(flipbook.js switches the image's ``src``), so a page weighs one frame, not all of them.
+Nothing here needs a GPU, the network or the Multi30k data.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import html
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.site.png import smaller_png
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+SENTENCES_04 = DATA_DIR / "04_validation_sentences.json"
+EPOCHS_05 = DATA_DIR / "05_attention_by_epoch.json"
+#: Where the staged frames are, in the Sphinx source folder, and where the site has them.
+STAGED = "_flipbooks"
+STATIC = "_static/flipbooks"
+#: The notebooks' figures as the inline backend saves them: 100 dpi, cropped to the drawing.
+DPI = 100
+
+#: (notebook, labels of its widget's controls) -> the widget's name in flipbook.js.
+WIDGETS = {
+    ("03_causal_decoder", ("padding", "kernel size", "layers", "change token t")):
+        "decoder-explorer",
+    ("04_multi_step_attention", ("validation sentence",)): "attention-by-sentence",
+    ("05_training_on_multi30k", ("epoch",)): "attention-by-epoch",
+}
+NOTEBOOKS = {widget: notebook for (notebook, _), widget in WIDGETS.items()}
+
+
+class FlipbookError(Exception):
+    """A notebook or data file that no longer holds what a flipbook needs: one line."""
+
+
+# --------------------------------------------------------------------------------------------
+# What the notebooks hold: their code, their controls, their stored outputs
+# --------------------------------------------------------------------------------------------
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _outputs_text(nb: dict) -> Iterator[str]:
+    """Every stored text output of the notebook's code cells (the widgets' ones included)."""
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            text = out.get("text", out.get("data", {}).get("text/plain", ""))
+            yield "".join(text) if isinstance(text, list) else text
+    state = nb.get("metadata", {}).get("widgets", {})
+    state = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    for model in state.values():
+        for out in model.get("state", {}).get("outputs", []) or []:
+            text = out.get("text", "")
+            yield "".join(text) if isinstance(text, list) else text
+
+
+def stored_output(nb: dict, pattern: str) -> re.Match:
+    """The first stored output line of ``nb`` that matches ``pattern``; FlipbookError if none."""
+    for text in _outputs_text(nb):
+        for line in text.splitlines():
+            found = re.search(pattern, line)
+            if found:
+                return found
+    raise FlipbookError(f"no stored output matches {pattern!r}: run the notebook again "
+                        "(the site's flipbooks read what it printed)")
+
+
+def notebook_code(nb: dict, names: set[str]) -> ast.Module:
+    """The notebook's top-level statements (in its code cells) that define ``names``, each its
+    last definition, in the order they run; cells with IPython magics are skipped. Serves
+    notebook 03: the build runs its ``tiny_model`` and ``widget_model`` as written there."""
+    found: dict[str, ast.stmt] = {}
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:  # "%pip ..." and other magics: no definition of ours there
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef):
+                defined = {stmt.name}
+            elif isinstance(stmt, ast.Assign):
+                defined = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            else:
+                continue
+            for name in defined & names:
+                found.pop(name, None)
+                found[name] = stmt
+    missing = sorted(names - set(found))
+    if missing:
+        raise FlipbookError(f"the notebook defines no {', '.join(missing)}: the site's "
+                            "flipbook runs them as the notebook writes them")
+    return ast.Module(body=list(dict.fromkeys(found.values())), type_ignores=[])
+
+
+@dataclass(frozen=True)
+class Control:
+    """One of a widget's controls, as the notebook saved it."""
+    label: str
+    value: int | str
+    min: int | None = None
+    max: int | None = None
+    step: int | None = None
+    options: tuple[str, ...] = ()
+
+    def values(self) -> list[int | str]:
+        """Every value the control can take."""
+        return list(self.options) or list(range(self.min, self.max + 1, self.step))
+
+
+def widget_controls(nb: dict, labels: tuple[str, ...]) -> dict[str, Control]:
+    """{label: Control} of the notebook's saved widget controls with these labels."""
+    state = nb.get("metadata", {}).get("widgets", {})
+    state = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    controls = {}
+    for model in state.values():
+        s = model.get("state", {})
+        label = s.get("description")
+        if label not in labels or label in controls:
+            continue
+        if "_options_labels" in s:  # a Dropdown: its options, the chosen one by index
+            options = tuple(s["_options_labels"])
+            controls[label] = Control(label, options[s.get("index", 0)], options=options)
+        else:
+            controls[label] = Control(label, s["value"], s["min"], s["max"], s.get("step", 1))
+    missing = [label for label in labels if label not in controls]
+    if missing:
+        raise FlipbookError(f"the notebook's saved widget has no control {missing[0]!r}: run "
+                            "the notebook again and save it with its widget state")
+    return controls
+
+
+def read_json(path: Path) -> dict:
+    """A committed data file of ``data/``; FlipbookError (one line) if it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise FlipbookError(f"{path}: cannot read it ({e}); write it again with "
+                            "`python -m tools.site.flipbook_data`") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 03: the decoder explorer's numbers
+# --------------------------------------------------------------------------------------------
+
+DECODER_LABELS = ("padding", "kernel size", "layers", "change token t")
+
+
+class _VocabSize:
+    """What ``tiny_model`` reads of a vocabulary: its size and padding id."""
+
+    def __init__(self, size: int, pad_idx: int):
+        self.size, self.pad_idx = size, pad_idx
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def decoder_setup(nb: dict) -> dict:
+    """Notebook 03's widget code, run as the notebook runs it: {"W_LEN", "w_src", "w_trg",
+    "widget_model"}. The vocabularies are stand-ins of the sizes the notebook printed ("de
+    3,257 / en 2,955 tokens"): the model, its seeded weights and the random sentences depend
+    on nothing else of them."""
+    import torch
+
+    from convs2s.data import Vocab
+    from convs2s.model import ConvS2S
+
+    sizes = stored_output(nb, r"vocabularies: de ([\d,]+) / en ([\d,]+) tokens")
+    de, en = (int(n.replace(",", "")) for n in sizes.groups())
+    pad = Vocab.build([]).pad_idx  # the specials come first, in the same order in every Vocab
+    scope = {"torch": torch, "functools": functools, "ConvS2S": ConvS2S,
+             "src_vocab": _VocabSize(de, pad), "trg_vocab": _VocabSize(en, pad)}
+    code = notebook_code(nb, {"tiny_model", "W_LEN", "w_src", "w_trg", "widget_model"})
+    exec(compile(code, "<notebook 03>", "exec"), scope)  # noqa: S102 (the course's own notebook)
+    return scope
+
+
+def rounded(x: float) -> float:
+    """4 significant digits (the bars' heights; an exact 0 stays 0): a third of the bytes."""
+    return float(f"{x:.4g}")
+
+
+def decoder_numbers(nb: dict) -> dict:
+    """Every setting of notebook 03's widget: {"controls": [...], "length": W_LEN, "settings":
+    {"padding,k,layers": {"visible": rows of "0"/"1", "effect": [position][output]}}}, with
+    what ``show_decoder`` computes (effects to 4 significant digits, :func:`rounded`)."""
+    from convs2s.course import dependency
+
+    controls = widget_controls(nb, DECODER_LABELS)
+    scope = decoder_setup(nb)
+    length, model = scope["W_LEN"], scope["widget_model"]
+    settings = {}
+    for padding in controls["padding"].values():
+        for k in controls["kernel size"].values():
+            for layers in controls["layers"].values():
+                visible = dependency.visible_positions(k, layers, padding, length)
+                m = model(padding, k, layers)
+                # a 0 (half the bars: a causal decoder's past) written "0", not "0.0"
+                effects = [[rounded(e) or 0 for e in dependency.perturbation_effect(
+                    m, scope["w_src"], scope["w_trg"], position).tolist()]
+                    for position in controls["change token t"].values()]
+                settings[f"{padding},{k},{layers}"] = {
+                    "visible": ["".join("1" if v else "0" for v in row)
+                                for row in visible.tolist()],
+                    "effect": effects}
+    return {"controls": [_control_json(controls[label]) for label in DECODER_LABELS],
+            "length": length, "settings": settings}
+
+
+def _control_json(c: Control) -> dict:
+    return {"label": c.label, "value": c.value, "min": c.min, "max": c.max, "step": c.step,
+            "options": list(c.options)}
+
+
+# --------------------------------------------------------------------------------------------
+# Notebooks 04 and 05: the frames
+# --------------------------------------------------------------------------------------------
+
+
+def _png(fig) -> bytes:
+    """The figure as the notebook shows it (the inline backend's 100 dpi, cropped), then as a
+    palette PNG (tools/site/png.py), and closed."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return smaller_png(buffer.getvalue())
+
+
+def attention_frame(translator, german: str, english: str) -> tuple[bytes, str]:
+    """Notebook 04's ``show_attention`` for one sentence, with ``translator``: (the PNG, the
+    translation)."""
+    from convs2s.course import attention_maps
+
+    t = translator.translate_with_attention(german)
+    h = attention_maps.attention_entropy(t.attention)  # h = [layers]
+    layers = t.attention.shape[0]  # the notebook's L: its model's decoder layers
+    titles = [f"layer {i + 1}: H = {h[i]:.2f}" for i in range(layers)]
+    fig = attention_maps.plot_attention_grid(t.attention, t.source_tokens, t.tokens,
+                                             ncols=layers, titles=titles, cell=0.22)
+    fig.suptitle(f"{t.text}\n(reference: {english})", y=1.06, fontsize=9)
+    return _png(fig), t.text
+
+
+def epoch_line(recorded: list, epoch: int) -> str:
+    """The line notebook 05's ``show_epoch`` prints under its figure."""
+    first, now = recorded[0][1], recorded[epoch - 1][1]
+    return (f"epoch {epoch}: largest weight per layer "
+            + ", ".join(f"{w:.2f}" for w in now.amax(dim=(1, 2)).tolist())
+            + " (epoch 1: " + ", ".join(f"{w:.2f}" for w in first.amax(dim=(1, 2)).tolist())
+            + ")")
+
+
+@dataclass
+class Frame:
+    """One picture of a flipbook and what the page says with it."""
+    value: int  # the control's value that shows it
+    file: str
+    alt: str
+    text: str
+    png: bytes
+
+
+def sentence_frames(data: dict, translator) -> list[Frame]:
+    """Notebook 04's frames: one per sentence of ``data`` (04_validation_sentences.json)."""
+    frames = []
+    for s in data["sentences"]:
+        png, translation = attention_frame(translator, s["german"], s["english"])
+        frames.append(Frame(
+            s["index"], f"04_sentence_{s['index']:04d}.png",
+            f"Attention of each decoder layer of the course's shipped translator on validation "
+            f"sentence {s['index']}, “{s['german']}”, translated “{translation}”",
+            f"validation sentence {s['index']}: {s['german']}", png))
+    return frames
+
+
+def epoch_frames(data: dict) -> list[Frame]:
+    """Notebook 05's frames: one per recorded epoch of ``data`` (05_attention_by_epoch.json)."""
+    from convs2s.course import analysis
+
+    history, watched = data["history"], data["watched"]
+    recorded = analysis.attention_by_epoch(history)
+    frames = []
+    for epoch in range(1, len(recorded) + 1):
+        png = _png(analysis.plot_attention_epoch(history, watched, epoch - 1))
+        loss = next(r["valid_loss"] for r in history if r["epoch"] == recorded[epoch - 1][0])
+        frames.append(Frame(
+            epoch, f"05_epoch_{epoch:02d}.png",
+            f"Attention of each decoder layer on the watched validation sentence after epoch "
+            f"{epoch} of {len(recorded)} (validation loss {loss:.3f})",
+            epoch_line(recorded, epoch), png))
+    return frames
+
+
+def _flipbook_script(widget: str, payload: dict) -> str:
+    """The script a page loads for a widget: its data, for flipbook.js."""
+    return (f"window.convs2sFlipbooks = window.convs2sFlipbooks || {{}};\n"
+            f"window.convs2sFlipbooks[{json.dumps(widget)}] = "
+            f"{json.dumps(payload, ensure_ascii=False, separators=(',', ':'))};\n")
+
+
+def _frames_payload(control: Control, frames: list[Frame]) -> dict:
+    """What flipbook.js needs: the notebook's control, and the frames; ``over_values`` where
+    there is a frame for every value of the control (05), so the slider takes its values."""
+    return {"label": control.label, "value": control.value,
+            "over_values": [f.value for f in frames] == control.values(),
+            "frames": [{"value": f.value, "src": f"{STATIC}/{f.file}", "alt": f.alt,
+                        "text": f.text} for f in frames]}
+
+
+def stage(out: Path, notebooks: dict[str, dict]) -> dict[str, int]:
+    """Write into ``out`` the scripts and frames of the flipbooks whose notebook is among
+    ``notebooks`` ({name: notebook}); {widget: bytes written}."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for widget, name in NOTEBOOKS.items():
+        if name not in notebooks:
+            continue
+        nb = notebooks[name]
+        frames: list[Frame] = []
+        if widget == "decoder-explorer":
+            payload = decoder_numbers(nb)
+        elif widget == "attention-by-sentence":
+            import convs2s
+
+            control = widget_controls(nb, ("validation sentence",))["validation sentence"]
+            frames = sentence_frames(read_json(SENTENCES_04),
+                                     convs2s.pretrained("de-en", device="cpu"))
+            payload = _frames_payload(control, frames)
+        else:
+            control = widget_controls(nb, ("epoch",))["epoch"]
+            frames = epoch_frames(read_json(EPOCHS_05))
+            payload = _frames_payload(control, frames)
+        script = _flipbook_script(widget, payload).encode("utf-8")
+        (out / f"{widget}.js").write_bytes(script)
+        for f in frames:
+            (out / f.file).write_bytes(f.png)
+        written[widget] = len(script) + sum(len(f.png) for f in frames)
+    return written
+
+
+# --------------------------------------------------------------------------------------------
+# The note and the element on the page
+# --------------------------------------------------------------------------------------------
+
+
+def _covered(data: dict) -> str:
+    indices = [s["index"] for s in data["sentences"]]
+    return (f"{len(indices)} of the {data['total']:,} validation sentences: "
+            f"{', '.join(map(str, indices))} (evenly spaced, with sentence "
+            f"{data['notebook_sentence']}, the one the notebook picks)")
+
+
+def note_text(widget: str) -> str:
+    """The sentence above a flipbook: what the page shows and where it comes from."""
+    if widget == "decoder-explorer":
+        return ("Move the controls: this page draws the figure in your browser from numbers the "
+                "site's build computed for every setting with the package "
+                "(`dependency.visible_positions`, `dependency.perturbation_effect`) and this "
+                "notebook's own `widget_model` (its `tiny_model`, seed 0, dim 16); the bar "
+                "heights are rounded to 4 significant digits (a test compares them with the "
+                "package's).")
+    if widget == "attention-by-sentence":
+        return ("Move the slider: these attention maps come from the course's **shipped "
+                "translator** (`convs2s.pretrained(\"de-en\")`, notebook 06's model), not from "
+                "the 3-epoch model this notebook trains (the site runs no training), drawn by "
+                "the site's build with this notebook's plotting call. The slider covers "
+                f"{_covered(read_json(SENTENCES_04))}.")
+    data = read_json(EPOCHS_05)
+    return ("Move the slider: each picture is this notebook's figure for that epoch "
+            "(`analysis.plot_attention_epoch`), drawn by the site's build from the attention "
+            f"recorded by the training run whose outputs this page shows (run "
+            f"`{data['run_id']}`, preset `{data['preset']}`, {data['epochs']} epochs; "
+            "`tools/site/data/05_attention_by_epoch.json`, its weights rounded to 4 decimals).")
+
+
+def note(widget: str, label: str, title: str) -> str:
+    """The markdown that stands for the widget: the note (admonition ``title``, class
+    widget-live, as live.js's widgets), the element flipbook.js fills, and the script with the
+    widget's data. ``label`` is the widget's accessible name."""
+    src = f"{STATIC}/{widget}.js"
+    return "\n".join([
+        f":::{{admonition}} {title}", ":class: widget-live", "", note_text(widget), "",
+        f'<div class="convs2s-flipbook" data-widget="{widget}" role="group" '
+        f'aria-label="{html.escape(label, quote=True)}"></div>',
+        f'<script src="{src}"></script>', ":::"])

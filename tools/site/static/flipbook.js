@@ -1,0 +1,208 @@
+/* Notebooks 03, 04 and 05's widgets on the static site, with no Python kernel (issue 38).
+
+   The site's build (tools/site/flipbooks.py) writes, per widget, a script that puts its data in
+   window.convs2sFlipbooks[name]; the page loads it just after the widget's element. Here:
+
+   - "decoder-explorer" (notebook 03): the numbers of every setting, drawn in SVG as the
+     notebook's two panels (dependency.plot_visible_positions, dependency.plot_perturbation);
+   - "attention-by-sentence" (04) and "attention-by-epoch" (05): one picture per setting, the
+     build's; a slider switches the image's src, so the page downloads the frame shown only. */
+(() => {
+  const SVG = "http://www.w3.org/2000/svg";
+  // dependency.plot_visible_positions: hidden, past or present, future
+  const MAP_COLOURS = ["#f2f2f2", "#1f4e79", "#d62728"];
+  // dependency.plot_perturbation: before the changed token, the changed token, after it
+  const BAR_COLOURS = {before: "#d62728", at: "#ff7f0e", after: "#1f77b4"};
+
+  function svgElement(name, attributes, text) {
+    const e = document.createElementNS(SVG, name);
+    for (const [key, value] of Object.entries(attributes)) e.setAttribute(key, value);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function control(form, label, input, shown) {
+    const wrap = document.createElement("label");
+    wrap.className = "live-control";
+    const name = document.createElement("span");
+    name.textContent = label;
+    wrap.append(name, input);
+    form.appendChild(wrap);
+    if (input.tagName === "SELECT") return;  // a dropdown shows its value itself
+    const value = document.createElement("output");
+    wrap.appendChild(value);
+    const show = () => { value.textContent = shown ? shown(input.value) : input.value; };
+    input.addEventListener("input", show);
+    show();
+  }
+
+  /* One of the notebook's controls ({label, value, min, max, step, options}, as it saved it):
+     a select for a dropdown, a slider otherwise. */
+  function input(spec, name) {
+    if (spec.options.length) {
+      const select = document.createElement("select");
+      select.name = name;
+      for (const o of spec.options) select.add(new Option(o, o, false, o === spec.value));
+      return select;
+    }
+    const slider = document.createElement("input");
+    Object.assign(slider, {type: "range", name, min: spec.min, max: spec.max, step: spec.step,
+                           value: spec.value});
+    return slider;
+  }
+
+  function newForm() {
+    const form = document.createElement("form");
+    form.className = "live-controls";
+    form.addEventListener("submit", (event) => event.preventDefault());
+    return form;
+  }
+
+  /* Notebook 03's left panel: rows = predictions i, columns = inputs j; the changed token's
+     column outlined. */
+  function visibleMap(rows, position) {
+    const n = rows.length, cell = 14, left = 40, top = 24;
+    const width = left + n * cell + 8, height = top + n * cell + 34;
+    let future = 0;
+    rows.forEach((row, i) => { for (let j = i + 1; j < n; j++) future += row[j] === "1"; });
+    const title = `visible inputs (${future} future cells seen)`;
+    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img",
+                                   "aria-label": title, class: "flipbook-visible"});
+    svg.appendChild(svgElement("text", {x: left, y: 14, "font-size": 12, class: "panel-title"},
+                               title));
+    rows.forEach((row, i) => [...row].forEach((on, j) => {
+      const code = on === "1" ? (j > i ? 2 : 1) : 0;
+      svg.appendChild(svgElement("rect", {x: left + j * cell, y: top + i * cell, width: cell,
+                                          height: cell, fill: MAP_COLOURS[code],
+                                          stroke: "#ffffff", "stroke-width": 0.5,
+                                          "data-i": i, "data-j": j, "data-code": code}));
+    }));
+    svg.appendChild(svgElement("rect", {x: left + position * cell, y: top, width: cell,
+                                        height: n * cell, fill: "none", stroke: "orange",
+                                        "stroke-width": 2, class: "highlight",
+                                        "data-position": position}));
+    for (let t = 0; t < n; t += Math.max(1, Math.floor(n / 8))) {
+      svg.appendChild(svgElement("text", {x: left + t * cell + cell / 2, y: top + n * cell + 12,
+                                          "font-size": 9, "text-anchor": "middle"}, t));
+      svg.appendChild(svgElement("text", {x: left - 4, y: top + t * cell + cell / 2 + 3,
+                                          "font-size": 9, "text-anchor": "end"}, t));
+    }
+    svg.appendChild(svgElement("text", {x: left, y: top + n * cell + 28, "font-size": 11},
+                               "decoder input position j (token fed in) →"));
+    svg.appendChild(svgElement("text", {x: 4, y: top - 4, "font-size": 11}, "i ↓"));
+    return svg;
+  }
+
+  /* Notebook 03's right panel: max |Δ logits| per output position when token `position`
+     changes. */
+  function perturbationBars(effect, position) {
+    const n = effect.length, left = 40, top = 40, plotW = 14 * n, plotH = 14 * n - 16;
+    const width = left + plotW + 40, height = top + plotH + 34;  // room for the longest title
+    const moved = effect.slice(0, position).filter((e) => e > 0).length;
+    const title = `change token ${position}: ${moved} earlier positions move`;
+    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img",
+                                   "aria-label": title, class: "flipbook-perturbation"});
+    svg.appendChild(svgElement("text", {x: 4, y: 14, "font-size": 12, class: "panel-title"},
+                               title));
+    const max = Math.max(...effect) || 1, slot = plotW / n, base = top + plotH;
+    svg.appendChild(svgElement("line", {x1: left, y1: base, x2: left + plotW, y2: base,
+                                        stroke: "#555555", "stroke-width": 0.8}));
+    svg.appendChild(svgElement("line", {x1: left, y1: top, x2: left, y2: base,
+                                        stroke: "#555555", "stroke-width": 0.8}));
+    for (const tick of [0, max / 2, max]) {
+      const y = base - plotH * tick / max;
+      svg.appendChild(svgElement("text", {x: left - 4, y: y + 3, "font-size": 9,
+                                          "text-anchor": "end"}, +tick.toPrecision(2)));
+    }
+    effect.forEach((e, i) => {
+      const h = plotH * e / max;
+      const colour = i < position ? BAR_COLOURS.before
+        : i === position ? BAR_COLOURS.at : BAR_COLOURS.after;
+      svg.appendChild(svgElement("rect", {x: left + i * slot + slot * 0.1, y: base - h,
+                                          width: slot * 0.8, height: h, fill: colour,
+                                          "data-i": i, "data-value": e}));
+    });
+    const x = left + (position + 0.5) * slot;
+    svg.appendChild(svgElement("line", {x1: x, y1: top, x2: x, y2: base, stroke: "#ff7f0e",
+                                        "stroke-dasharray": "2 2", "stroke-width": 1}));
+    for (let t = 0; t < n; t += Math.max(1, Math.floor(n / 8))) {
+      svg.appendChild(svgElement("text", {x: left + (t + 0.5) * slot, y: base + 12,
+                                          "font-size": 9, "text-anchor": "middle"}, t));
+    }
+    svg.appendChild(svgElement("text", {x: left, y: base + 28, "font-size": 11},
+                               "output position i →"));
+    svg.appendChild(svgElement("text", {x: 4, y: top - 8, "font-size": 11}, "max |Δ logits|"));
+    return svg;
+  }
+
+  function decoderExplorer(root, data) {
+    const form = newForm();
+    const names = ["padding", "kernel_size", "n_layers", "position"];  // the notebook's
+    const inputs = data.controls.map((spec, c) => input(spec, names[c]));
+    data.controls.forEach((spec, c) => control(form, spec.label, inputs[c]));
+    const figure = document.createElement("div");
+    figure.className = "live-figure flipbook-panels";
+    root.replaceChildren(form, figure);
+    const update = () => {
+      const [padding, k, layers, position] = inputs.map((e, c) => (c ? +e.value : e.value));
+      const setting = data.settings[`${padding},${k},${layers}`];
+      figure.replaceChildren(visibleMap(setting.visible, position),
+                             perturbationBars(setting.effect[position], position));
+      root.dataset.state = JSON.stringify([padding, k, layers, position]);
+    };
+    form.addEventListener("input", update);
+    form.addEventListener("change", update);
+    update();
+  }
+
+  /* A flipbook of pictures: {label, value (the notebook's starting one), frames: [{value, src,
+     alt, text}], over_values}. With over_values (notebook 05: a frame for every value of the
+     notebook's slider) the slider takes the notebook's values; otherwise (04: some of them)
+     it runs over the frames and its output shows the notebook's value. */
+  function pictures(root, data, name) {
+    const form = newForm();
+    const values = data.frames.map((f) => f.value);
+    const slider = data.over_values
+      ? input({options: [], min: values[0], max: values.at(-1), step: 1, value: data.value}, name)
+      : input({options: [], min: 0, max: values.length - 1, step: 1,
+               value: Math.max(0, values.indexOf(data.value))}, name);
+    const frameOf = (v) => data.frames[data.over_values ? values.indexOf(+v) : +v];
+    control(form, data.label, slider, (v) => frameOf(v).value);
+    const link = document.createElement("a");
+    link.className = "site-figure-full";  // as site.js makes every figure: opens it full size
+    link.target = "_blank";
+    link.title = "Open the figure at full size";
+    const img = document.createElement("img");
+    img.className = "flipbook-frame";
+    link.appendChild(img);
+    const figure = document.createElement("div");
+    figure.className = "live-figure";
+    figure.appendChild(link);
+    const text = document.createElement("p");
+    text.className = "live-text";
+    root.replaceChildren(form, figure, text);  // as the notebook: the figure, then its line
+    const update = () => {
+      const frame = frameOf(slider.value);
+      img.src = frame.src;
+      img.alt = frame.alt;
+      link.href = frame.src;
+      text.textContent = frame.text;
+      root.dataset.state = JSON.stringify(frame.value);
+    };
+    form.addEventListener("input", update);
+    update();
+  }
+
+  const WIDGETS = {
+    "decoder-explorer": decoderExplorer,
+    "attention-by-sentence": (root, data) => pictures(root, data, "sentence"),
+    "attention-by-epoch": (root, data) => pictures(root, data, "epoch"),
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    for (const root of document.querySelectorAll(".convs2s-flipbook[data-widget]")) {
+      const data = (window.convs2sFlipbooks || {})[root.dataset.widget];
+      const build = WIDGETS[root.dataset.widget];
+      if (build && data) build(root, data);
+    }
+  });
+})();

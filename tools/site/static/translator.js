@@ -1,0 +1,402 @@
+/* Notebook 06's translator in the reader's browser (issue 38): the course's shipped de-en model,
+   exported to ONNX by tools/site/translator.py, run by onnxruntime-web (WebAssembly), greedy
+   decoding, every decoder layer's attention drawn as in notebook 06.
+
+   Nothing is downloaded until the reader presses the button: then manifest.js (the tokenizer,
+   the parts), onnxruntime-web's script and the chunks (base64 classic scripts: a page opened
+   from disk may load scripts but not fetch files), with a progress bar.
+
+   The tokenizer is sentencepiece's BPE encoding for a model learned with identity
+   normalization (the course's, convs2s.data.subword): text in NFC; leading and trailing spaces
+   dropped, runs of spaces made one, each space written "▁" and one "▁" put in front; the text
+   split into characters; then, again and again, the adjacent pair whose concatenation is the
+   highest-scoring piece of the model (the leftmost of equals) is merged, until no pair is a
+   piece. tests/site_and_tools/test_site_translator.py compares its pieces with sentencepiece's
+   for every validation sentence, and the page's translations with the package's. */
+(() => {
+  const SPACE = "\u2581";  // sentencepiece's "▁"
+  const UNK_SURFACE = " \u2047 ";  // how sentencepiece decodes <unk>
+  const here = document.currentScript ? document.currentScript.src : "";
+  const BASE = here.slice(0, here.lastIndexOf("/") + 1) + "translator/";
+
+  /* ---------------------------------------------------------------- the tokenizer */
+  function vocabulary(tok) {
+    if (!tok.ids) {
+      tok.ids = new Map(tok.pieces.map((p, i) => [p, i]));
+      tok.mergeable = new Map();  // pieces text may become, with their scores
+      for (let i = tok.first_normal; i < tok.pieces.length; i++) {
+        tok.mergeable.set(tok.pieces[i], tok.scores[i]);
+      }
+    }
+    return tok;
+  }
+
+  /* sentencepiece's normalizer with the identity rule: what the pieces are cut from */
+  function normalize(text) {
+    const words = text.normalize("NFC").split(" ").filter((w) => w.length > 0);
+    return words.length ? SPACE + words.join(SPACE) : "";
+  }
+
+  /* the pieces of ``text``: sentencepiece's BPE encoding (see the top of this file) */
+  function encodePieces(text, tok) {
+    vocabulary(tok);
+    const symbols = Array.from(normalize(text));  // one code point each
+    if (!symbols.length) return [];
+    // a doubly linked list of symbols; candidate merges in a heap (best score, then leftmost)
+    const prev = symbols.map((_, i) => i - 1);
+    const next = symbols.map((_, i) => (i + 1 < symbols.length ? i + 1 : -1));
+    const heap = [];
+    const better = (a, b) => (a.score !== b.score ? a.score > b.score : a.left < b.left);
+    const push = (item) => {
+      heap.push(item);
+      for (let i = heap.length - 1; i > 0;) {
+        const up = (i - 1) >> 1;
+        if (!better(heap[i], heap[up])) break;
+        [heap[i], heap[up]] = [heap[up], heap[i]];
+        i = up;
+      }
+    };
+    const pop = () => {
+      const top = heap[0];
+      const last = heap.pop();
+      if (heap.length) {
+        heap[0] = last;
+        for (let i = 0; ;) {
+          const l = 2 * i + 1, r = l + 1;
+          let best = i;
+          if (l < heap.length && better(heap[l], heap[best])) best = l;
+          if (r < heap.length && better(heap[r], heap[best])) best = r;
+          if (best === i) break;
+          [heap[i], heap[best]] = [heap[best], heap[i]];
+          i = best;
+        }
+      }
+      return top;
+    };
+    const consider = (left, right) => {
+      if (left < 0 || right < 0) return;
+      const piece = symbols[left] + symbols[right];
+      const score = tok.mergeable.get(piece);
+      if (score !== undefined) push({left, right, piece, score});
+    };
+    for (let i = 1; i < symbols.length; i++) consider(i - 1, i);
+    while (heap.length) {
+      const top = pop();
+      // a pair one of whose symbols has merged since: no longer there
+      if (!symbols[top.left] || !symbols[top.right] ||
+          symbols[top.left].length + symbols[top.right].length !== top.piece.length ||
+          next[top.left] !== top.right) continue;
+      symbols[top.left] = top.piece;
+      symbols[top.right] = "";
+      next[top.left] = next[top.right];
+      if (next[top.right] >= 0) prev[next[top.right]] = top.left;
+      consider(prev[top.left], top.left);
+      consider(top.left, next[top.left]);
+    }
+    return symbols.filter((s) => s.length > 0);
+  }
+
+  function encodeIds(pieces, tok) {
+    vocabulary(tok);
+    return pieces.map((p) => (tok.ids.has(p) ? tok.ids.get(p) : tok.unk));
+  }
+
+  /* the text of output pieces, as sentencepiece decodes them (the package's detokenize) */
+  function decodePieces(pieces, tok) {
+    vocabulary(tok);
+    const specials = new Set([tok.pad, tok.bos, tok.eos].map((i) => tok.pieces[i]));
+    let text = "", atStart = true;
+    for (const piece of pieces) {
+      if (specials.has(piece)) continue;
+      let out;
+      const id = tok.ids.has(piece) ? tok.ids.get(piece) : tok.unk;
+      if (id === tok.unk) {
+        out = piece === tok.pieces[tok.unk] ? UNK_SURFACE : piece;
+      } else {
+        out = (atStart && piece.startsWith(SPACE) ? piece.slice(1) : piece).split(SPACE).join(" ");
+      }
+      text += out;
+      atStart = atStart && out === "";
+    }
+    return text;
+  }
+
+  /* ---------------------------------------------------------------- loading */
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = src;
+      s.onload = () => { s.remove(); resolve(); };
+      s.onerror = () => reject(new Error(`could not load ${src}`));
+      document.head.appendChild(s);
+    });
+  }
+
+  function base64Bytes(text) {
+    const raw = atob(text);
+    const bytes = new Uint8Array(raw.length);
+    for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    return bytes;
+  }
+
+  let manifest = null;
+  async function loadManifest() {
+    if (!manifest) {
+      await loadScript(BASE + "manifest.js");
+      manifest = window.convs2sTranslatorManifest;
+    }
+    return manifest;
+  }
+
+  let model = null;
+  /* the two ONNX sessions; onProgress(bytes so far, bytes in all) as the chunks arrive */
+  async function loadModel(onProgress = () => {}) {
+    if (model) return model;
+    const m = await loadManifest();
+    const total = m.chunks.reduce((sum, c) => sum + c.bytes, 0);
+    await loadScript(BASE + "ort.wasm.min.js");
+    const received = [];
+    window.convs2sTranslatorChunk = (i, data) => { received[i] = base64Bytes(data); };
+    let done = 0;
+    onProgress(0, total);
+    for (const c of m.chunks) {
+      await loadScript(BASE + c.file);
+      done += c.bytes;
+      onProgress(done, total);
+    }
+    const stream = new Uint8Array(received.reduce((n, b) => n + b.length, 0));
+    received.reduce((at, b) => { stream.set(b, at); return at + b.length; }, 0);
+    delete window.convs2sTranslatorChunk;
+    const parts = {};
+    let at = 0;
+    for (const p of m.parts) {
+      parts[p.name] = stream.subarray(at, at + p.bytes);
+      at += p.bytes;
+    }
+    const ort = window.ort;
+    ort.env.wasm.numThreads = 1;  // threads need a cross-origin-isolated page
+    ort.env.wasm.wasmBinary = parts.wasm;
+    ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(new Blob([parts.glue],
+                                                                {type: "text/javascript"}))};
+    const encoder = await ort.InferenceSession.create(parts.encoder);
+    const decoder = await ort.InferenceSession.create(parts.decoder);
+    model = {ort, encoder, decoder, tok: vocabulary(m.tokenizer)};
+    return model;
+  }
+
+  /* ---------------------------------------------------------------- translating */
+  const ids64 = (ort, ids) => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)),
+                                             [1, ids.length]);
+
+  /* the package's greedy_decode for one sentence: never <pad> or <bos>, at most max_positions
+     steps; the attention row of every layer for every output token */
+  async function greedy(srcIds) {
+    const {ort, encoder, decoder, tok} = model;
+    const {conved, combined} = await encoder.run({src: ids64(ort, srcIds)});
+    const out = [tok.bos], rows = [];
+    for (let step = 0; step < tok.max_positions; step++) {
+      const r = await decoder.run({trg: ids64(ort, out), conved, combined});
+      const logits = r.logits.data;
+      let best = -1, bestValue = -Infinity;
+      for (let i = 0; i < logits.length; i++) {
+        if (i === tok.pad || i === tok.bos) continue;
+        if (logits[i] > bestValue) { bestValue = logits[i]; best = i; }
+      }
+      if (best === tok.eos) break;
+      rows.push(Array.from(r.attention.data));  // [layers * src_len]
+      out.push(best);
+    }
+    const layers = rows.length ? rows[0].length / srcIds.length : 0;
+    // attention[layer][output token][source token], as translate_with_attention's
+    const attention = Array.from({length: layers}, (_, l) =>
+      rows.map((row) => row.slice(l * srcIds.length, (l + 1) * srcIds.length)));
+    return {ids: out.slice(1), attention};
+  }
+
+  /* {ok, message, sourcePieces, unknown, tokens, text, attention}: like the notebook's
+     translate_for_display, with greedy decoding; the package's messages for bad input */
+  async function translate(sentence) {
+    const m = model || await loadModel();
+    const tok = m.tok;
+    const empty = {sourcePieces: [], unknown: [], tokens: [], text: "", attention: []};
+    if (!sentence.trim()) {
+      return {ok: false, message: "Cannot translate an empty or whitespace-only sentence.",
+              ...empty};
+    }
+    const sourcePieces = encodePieces(sentence, tok);
+    if (sourcePieces.length > tok.max_positions) {
+      const n = sourcePieces.length;
+      return {ok: false, ...empty, message: `The source sentence needs ${n} positions, but ` +
+        `the model was built with max_positions=${tok.max_positions} learned position ` +
+        "embeddings. Shorten the sentence (or decode fewer steps), or build the model with " +
+        `max_positions >= ${n}.`};
+    }
+    const srcIds = encodeIds(sourcePieces, tok);
+    const {ids, attention} = await greedy(srcIds);
+    const tokens = ids.map((i) => tok.pieces[i]);
+    return {ok: true, message: "", sourcePieces,
+            unknown: sourcePieces.filter((p, i) => srcIds[i] === tok.unk),
+            tokens, text: decodePieces(tokens, tok), attention};
+  }
+
+  /* ---------------------------------------------------------------- drawing */
+  const SVG = "http://www.w3.org/2000/svg";
+  function el(name, attrs = {}, text) {
+    const e = document.createElementNS(SVG, name);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // matplotlib's "viridis" at 0, 0.25, 0.5, 0.75, 1 (the notebook's colour map)
+  const VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  function colour(w) {
+    const x = Math.min(Math.max(w, 0), 1) * (VIRIDIS.length - 1);
+    const i = Math.min(Math.floor(x), VIRIDIS.length - 2), f = x - i;
+    const c = VIRIDIS[i].map((v, k) => Math.round(v + f * (VIRIDIS[i + 1][k] - v)));
+    return `rgb(${c.join(",")})`;
+  }
+
+  /* one heatmap per decoder layer: rows the output tokens, columns the source pieces */
+  function drawAttention(box, result) {
+    box.replaceChildren();
+    if (!result.ok || !result.tokens.length) return;
+    const unknown = new Set(result.unknown);
+    const cols = result.sourcePieces.map((p) => (unknown.has(p) ? `${p}*` : p));
+    const rows = result.tokens;
+    // room for the labels at 11 px (about 7 px a character): output pieces on the left, source
+    // pieces turned 60 degrees above the map, the layer's title above them
+    const chars = (labels) => Math.max(...labels.map((t) => Array.from(t).length));
+    const cell = 16, left = 10 + 7.2 * chars(rows), top = 26 + 6.3 * chars(cols);
+    result.attention.forEach((layer, l) => {
+      const w = left + cell * cols.length + 4 + 3.6 * Array.from(cols[cols.length - 1]).length,
+            h = top + cell * rows.length + 4;
+      const svg = el("svg", {viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: "img",
+                             "aria-label": `decoder layer ${l + 1}'s attention`,
+                             class: "translator-map"});
+      svg.appendChild(el("text", {x: 2, y: 12, class: "translator-title"}, `layer ${l + 1}`));
+      cols.forEach((c, j) => {
+        const x = left + cell * j + cell / 2;
+        svg.appendChild(el("text", {x, y: top - 4, transform: `rotate(-60 ${x} ${top - 4})`,
+                                    class: "translator-label"}, c));
+      });
+      rows.forEach((r, i) => {
+        svg.appendChild(el("text", {x: left - 4, y: top + cell * i + cell * 0.7,
+                                    "text-anchor": "end", class: "translator-label"}, r));
+        layer[i].forEach((weight, j) => {
+          const rect = el("rect", {x: left + cell * j, y: top + cell * i, width: cell,
+                                   height: cell, fill: colour(weight)});
+          rect.dataset.layer = l; rect.dataset.i = i; rect.dataset.j = j;
+          rect.dataset.weight = weight;
+          rect.appendChild(el("title", {}, `${r} ← ${cols[j]}: ${weight.toFixed(2)}`));
+          svg.appendChild(rect);
+        });
+      });
+      box.appendChild(svg);
+    });
+  }
+
+  /* ---------------------------------------------------------------- the widget */
+  function node(tag, attrs = {}, text) {
+    const e = document.createElement(tag);
+    Object.assign(e, attrs);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function hasWebAssembly() {
+    return typeof WebAssembly === "object" && typeof WebAssembly.instantiate === "function";
+  }
+
+  async function showExamples(root, why) {
+    root.replaceChildren(node("p", {className: "translator-status"}, why));
+    try {
+      const m = await loadManifest();
+      const table = node("table", {className: "translator-examples"});
+      table.appendChild(node("caption", {}, "Translated beforehand by the package (greedy)"));
+      for (const e of m.examples) {
+        const row = node("tr");
+        row.append(node("td", {lang: "de"}, e.german), node("td", {lang: "en"}, e.english));
+        table.appendChild(row);
+      }
+      root.appendChild(table);
+    } catch (e) {
+      root.appendChild(node("p", {}, String(e.message || e)));
+    }
+  }
+
+  function mount(root) {
+    if (!hasWebAssembly()) {
+      showExamples(root, "This browser cannot run WebAssembly, which the translator needs " +
+                         "(onnxruntime-web): here are sentences the same model translated.");
+      return;
+    }
+    const mb = (Number(root.dataset.downloadBytes) / 1e6).toFixed(0);
+    const input = node("input", {type: "text", value: root.dataset.sentence || "",
+                                 name: "german", lang: "de"});
+    input.setAttribute("aria-label", "German");
+    const label = node("label", {className: "translator-input"}, "German ");
+    label.appendChild(input);
+    const load = node("button", {type: "button", className: "translator-load"},
+                      `Load the translator (${mb} MB)`);
+    const go = node("button", {type: "button", className: "translator-go", disabled: true},
+                    "Translate");
+    const bar = node("progress", {max: 1, value: 0, hidden: true});
+    bar.setAttribute("aria-label", "downloading the translator");
+    const status = node("p", {className: "translator-status"},
+                        "The model and onnxruntime-web download only when you press the button.");
+    const output = node("p", {className: "translator-output"});
+    output.setAttribute("aria-live", "polite");
+    const maps = node("div", {className: "translator-maps"});
+    root.replaceChildren(label, node("div", {className: "translator-buttons"}, ""), bar, status,
+                         output, maps);
+    root.querySelector(".translator-buttons").append(load, go);
+
+    const run = async () => {
+      go.disabled = true;
+      const t0 = performance.now();
+      const result = await translate(input.value);
+      const ms = performance.now() - t0;
+      output.textContent = result.ok ? `English: ${result.text}` : `(${result.message})`;
+      status.textContent = result.ok
+        ? `greedy, ${result.tokens.length} output pieces in ${ms.toFixed(0)} ms` +
+          (result.unknown.length ? `; unknown German pieces: ${result.unknown.join(", ")}` : "")
+        : "";
+      drawAttention(maps, result);
+      root.dataset.state = "translated";
+      go.disabled = false;
+    };
+    load.addEventListener("click", async () => {
+      load.disabled = true;
+      bar.hidden = false;
+      root.dataset.state = "loading";
+      try {
+        await loadModel((done, total) => {
+          bar.max = total;
+          bar.value = done;
+          status.textContent = `downloading: ${(done / 1e6).toFixed(1)} of ` +
+                               `${(total / 1e6).toFixed(1)} MB`;
+        });
+      } catch (e) {
+        root.dataset.state = "failed";
+        status.textContent = `The translator could not be loaded: ${e.message || e}`;
+        load.disabled = false;
+        return;
+      }
+      bar.hidden = true;
+      load.hidden = true;
+      go.disabled = false;
+      status.textContent = "Loaded. Type German and press Translate (or Enter).";
+      root.dataset.state = "ready";
+      await run();
+    });
+    go.addEventListener("click", run);
+    input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !go.disabled) run(); });
+  }
+
+  window.convs2sTranslator = {normalize, encodePieces, decodePieces, encodeIds, loadManifest,
+                              loadModel, translate, hasWebAssembly};
+  const start = () => document.querySelectorAll(".convs2s-translator").forEach(mount);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
