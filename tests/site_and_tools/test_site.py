@@ -1207,6 +1207,9 @@ def test_notebook_01s_explorer_is_live_on_the_site_not_a_picture():
     live = [c for c in out.notebook["cells"] if c.get("id", "").startswith("site-live-")]
     assert len(live) == 1 and 'data-widget="dependency-explorer"' in live[0]["source"]
     assert "widget_01_padding.png" not in out.images
+    # a screen reader hears what it is: a widget with its controls, not a picture
+    label = re.search(r'aria-label="([^"]*)"', live[0]["source"]).group(1)
+    assert label.startswith("Interactive widget under the heading") and "kernel size k" in label
 
 
 def _package_map(k, layers, padding, length):

@@ -5,8 +5,9 @@ tools/site/translator.py, running in headless Chromium with onnxruntime-web
 In the browser, on the site that conftest.py builds once: the page's subword pieces equal
 sentencepiece's for every validation sentence (and for text that tests the normalizer); its
 detokenizer equals the package's; its greedy translations equal the package's for 200
-validation sentences, with the same attention; the model loads only when the reader presses the
-button, with a progress bar, then translates typed German, at 1280 and 375 px; the site opened
+validation sentences, with the same attention, and its beam search's for 50 (beam 5 and 2); the
+model loads only when the reader presses the button, with a progress bar, then translates typed
+German, with each beam size the slider gives, at 1280 and 375 px; the site opened
 from disk (file://) translates too; a browser without WebAssembly is told so and shown
 pre-translated examples. Without the browser: the lock file's version is the one vendored, and
 the export refuses what would make the page compute other numbers than the package.
@@ -194,6 +195,30 @@ def test_the_pages_greedy_translations_equal_the_packages_for_200_validation_sen
 
 @pytest.mark.browser
 @pytest.mark.slow
+def test_the_pages_beam_search_equals_the_packages_for_50_validation_sentences(
+        web, package, valid):
+    sentences = valid[200:250]
+    t = _translator_tab(web)
+    try:
+        _loaded(t)
+        for k in (5, 2):
+            page = t.page.evaluate("""async ([sentences, k]) => {
+                const out = [];
+                for (const s of sentences)
+                  out.push((await window.convs2sTranslator.translate(s, k)).tokens);
+                return out; }""", [sentences, k])
+            expected = package.translate_tokens(sentences, beam_size=k)
+            wrong = [(s, p, e) for s, p, e in zip(sentences, page, expected, strict=True)
+                     if p != e]
+            assert wrong == [], f"beam {k}: {len(wrong)} of 50 differ, first: {wrong[:2]}"
+        # beam search finds other translations than greedy for some of them (the test can fail)
+        assert expected != package.translate_tokens(sentences, beam_size=1)
+    finally:
+        t.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1280, shots.PHONE["width"]])
 def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_german(
         web, package, width):
@@ -217,13 +242,22 @@ def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_ge
         total = seen[-1][1]
         assert len(set(values)) > 10 and values == sorted(values) and max(values) == total
         assert len(t.page.evaluate(loaded)) > 10
-        sentence = "Zwei Kinder spielen am Strand mit einem roten Ball."
+        # the notebook's starting sentence, with its starting beam size (5)
+        first = package.translate(translator.DEFAULT_SENTENCE, beam_size=5)
+        assert root.locator(".translator-output").inner_text() == f"English: {first}"
+        sentence = "Zwei Kinder spielen am Strand mit einem roten Ball und lachen laut."
         box = root.get_by_role("textbox", name="German")
         box.fill(sentence)
         box.press("Enter")
-        expected = package.translate(sentence, beam_size=1)
-        t.page.wait_for_function("t => document.querySelector('.translator-output')"
-                                 ".textContent === t", arg=f"English: {expected}")
+        shown = "t => document.querySelector('.translator-output').textContent === t"
+        t.page.wait_for_function(shown, arg=f"English: {package.translate(sentence)}")
+        slider = root.get_by_role("slider", name="beam size")
+        for k in (1, 3):  # moving the slider translates again with that beam size
+            slider.evaluate("(e, v) => { e.value = v; e.dispatchEvent(new Event('input')); "
+                            "e.dispatchEvent(new Event('change')); }", str(k))
+            expected = package.translate(sentence, beam_size=k)
+            t.page.wait_for_function(shown, arg=f"English: {expected}")
+            assert (f"beam size {k}" if k > 1 else "greedy") in root.inner_text()
         assert root.locator("svg.translator-map").count() == 4  # one per decoder layer
         assert root.evaluate("r => r.scrollWidth <= r.clientWidth + 1"), "fits the column"
         assert t.problems() == []
@@ -249,7 +283,7 @@ def test_the_site_opened_from_disk_translates_typed_german(built, web, package):
         box = page.get_by_role("textbox", name="German")
         box.fill(sentence)
         page.locator(".translator-go").click()
-        expected = package.translate(sentence, beam_size=1)
+        expected = package.translate(sentence, beam_size=5)  # the slider starts at 5
         page.wait_for_function("t => document.querySelector('.translator-output')"
                                ".textContent === t", arg=f"English: {expected}")
         assert errors == []

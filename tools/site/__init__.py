@@ -368,9 +368,9 @@ def _translator_widget(n: int, download_bytes: int) -> dict:
         f":::{{admonition}} {TRANSLATOR_NOTE_TITLE}", ":class: widget-live", "",
         "This page runs the course's shipped translator (the one this notebook loads with "
         "`convs2s.pretrained(\"de-en\")`), exported to ONNX, in your browser with "
-        "onnxruntime-web: type German and translate, with no Python. It decodes greedily (beam "
-        "size 1): the notebook's widget also offers beam search. Each decoder layer's attention "
-        "is drawn as in the notebook. A test compares its translations with the package's.", "",
+        "onnxruntime-web: type German and translate, with no Python, greedily (beam size 1) or "
+        "with beam search, as the notebook's widget does. Each decoder layer's attention is "
+        "drawn as in the notebook. Tests compare its translations with the package's.", "",
         f'<div class="convs2s-translator" data-download-bytes="{download_bytes}" '
         f'data-sentence="{html.escape(DEFAULT_SENTENCE, quote=True)}" role="group" '
         'aria-label="The translator: German in, English out"></div>', ":::"]),
@@ -439,11 +439,13 @@ def figure_alt(heading: str | None, source: str) -> str:
     return f"{words}: {title_text}" if title_text else words
 
 
-def widget_alt(heading: str | None, labels: set[str]) -> str:
-    """The alt text of a widget's picture: the widget's controls, and the heading it is under."""
+def widget_alt(heading: str | None, labels: set[str], picture: bool = True) -> str:
+    """The alt text of a widget's picture (or, ``picture=False``, the label of a widget that
+    responds in the page): the widget's controls, and the heading it is under."""
     where = f" under the heading “{plain_text(heading)}”" if heading else ""
     controls = ", ".join(sorted(labels)) or "none"
-    return f"Picture of the interactive widget{where}, with the controls: {controls}"
+    what = "Picture of the interactive widget" if picture else "Interactive widget"
+    return f"{what}{where}, with the controls: {controls}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -565,7 +567,8 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
                 continue
             live = live_widget_for(lesson.name, labels)
             if live:  # computed in the page: live, no picture needed
-                cells.append(_live_widget(live, alt, widgets))
+                cells.append(_live_widget(live, widget_alt(heading, labels, picture=False),
+                                          widgets))
                 continue
             image = screenshot_for(f"{lesson.name}.ipynb", labels)
             if image and image in available_images:

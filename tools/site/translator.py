@@ -3,11 +3,11 @@ into ``_static/translator/`` for notebook 06's page (``static/translator.js`` ru
 
 - The shipped model (``convs2s.pretrained("de-en")``, the checkpoint notebook 06 studies) is
   exported to ONNX as two graphs with torch's exporter: the encoder (``src [1, src_len]`` ->
-  ``conved``, ``combined``) and the decoder over the whole target prefix (``trg [1, trg_len]``
-  and the encoder's outputs -> the last position's logits and every layer's attention row).
-  The page decodes greedily by running the decoder on the growing prefix: the same tokens as the
-  package's incremental decoding (a causal decoder's earlier rows do not change), and one graph
-  without a cache to carry between calls.
+  ``conved``, ``combined``) and the decoder over whole target prefixes (``trg [beam, trg_len]``
+  and the encoder's outputs -> the last position's logits and every layer's attention).
+  The page decodes greedily or with beam search by running the decoder on the growing prefixes:
+  the same tokens as the package's incremental decoding (a causal decoder's earlier rows do not
+  change), and one graph without a cache to carry between calls.
 - Weights are stored as float16, as the shipped checkpoint stores them (each float16 initializer
   is cast to float32 when the page loads the model, so the page computes in float32 from the
   same numbers as the package: the export refuses a weight that float16 would change).
@@ -89,7 +89,7 @@ def ort_files(node_modules: Path = NODE_MODULES) -> dict[str, Path]:
 
 
 def _graphs(model):
-    """The two modules the page runs, for batch 1 (a sentence without padding)."""
+    """The two modules the page runs, for one sentence (without padding)."""
     import torch
 
     from convs2s.model.encoder import EncoderOut
@@ -108,11 +108,12 @@ def _graphs(model):
             super().__init__()
             self.model = model
 
-        def forward(self, trg, conved, combined):  # trg = [1, trg_len]
-            mask = torch.ones(conved.shape[:2], dtype=torch.bool)  # no padding in one sentence
+        def forward(self, trg, conved, combined):  # trg = [beam, trg_len]
+            # one sentence, no padding; its encoder output repeated once per hypothesis
+            mask = torch.ones(conved.shape[:2], dtype=torch.bool)
             logits, attention = self.model.decode(trg, EncoderOut(conved, combined, mask))
-            # the next token's logits [1, vocab]; each layer's attention for it [layers, src_len]
-            return logits[:, -1], attention[0, :, -1]
+            # the next token's logits [beam, vocab]; attention [beam, layers, trg_len, src_len]
+            return logits[:, -1], attention
 
     return Encoder(), Decoder()
 
@@ -170,8 +171,9 @@ def export_onnx(translator) -> dict[str, bytes]:
     model = translator.model.float().eval()
     encoder, decoder = _graphs(model)
     src = torch.tensor([[5, 6, 7, 8, 9, translator.src_vocab.eos_idx]])
-    trg = torch.tensor([[translator.trg_vocab.bos_idx, 10, 11]])
+    trg = torch.tensor([[translator.trg_vocab.bos_idx, 10, 11]] * 2)
     src_len = torch.export.Dim("src_len", min=1, max=model.config["max_positions"])
+    beam = torch.export.Dim("beam", min=1, max=64)
     trg_len = torch.export.Dim("trg_len", min=1, max=model.config["max_positions"])
     out = {}
     with tempfile.TemporaryDirectory(prefix="convs2s-onnx-") as tmp, \
@@ -179,11 +181,12 @@ def export_onnx(translator) -> dict[str, bytes]:
             contextlib.redirect_stdout(None):
         warnings.simplefilter("ignore")
         logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-        conved, combined = encoder(src)
+        conved, combined = (t.expand(2, -1, -1).contiguous() for t in encoder(src))
         for name, module, args, shapes, inputs, outputs in (
                 ("encoder", encoder, (src,), ({1: src_len},), ["src"], ["conved", "combined"]),
                 ("decoder", decoder, (trg, conved, combined),
-                 ({1: trg_len}, {1: src_len}, {1: src_len}), ["trg", "conved", "combined"],
+                 ({0: beam, 1: trg_len}, {0: beam, 1: src_len}, {0: beam, 1: src_len}),
+                 ["trg", "conved", "combined"],
                  ["logits", "attention"])):
             path = Path(tmp) / f"{name}.onnx"
             torch.onnx.export(module, args, str(path), dynamo=True, dynamic_shapes=shapes,
@@ -285,6 +288,7 @@ def write_assets(dest: Path, log=print) -> dict:
     manifest = {
         "model": {"direction": "de-en", "file": pretrained_path("de-en").name,
                   "sha256": rec["sha256"], "epochs": rec["training"]["epochs"],
+                  "length_penalty": translator.length_penalty,
                   "greedy_sacrebleu": {split: rec["scores"]["splits"][split]["float16"]
                                        ["beam1"]["sacrebleu"] for split in ("valid", "test")}},
         "onnxruntime_web": locked_version(),

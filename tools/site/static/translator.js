@@ -1,6 +1,7 @@
 /* Notebook 06's translator in the reader's browser (issue 38): the course's shipped de-en model,
    exported to ONNX by tools/site/translator.py, run by onnxruntime-web (WebAssembly), greedy
-   decoding, every decoder layer's attention drawn as in notebook 06.
+   decoding or beam search (the notebook's beam size slider), every decoder layer's attention
+   drawn as in notebook 06.
 
    Nothing is downloaded until the reader presses the button: then manifest.js (the tokenizer,
    the parts), onnxruntime-web's script and the chunks (base64 classic scripts: a page opened
@@ -180,7 +181,8 @@
                                                                 {type: "text/javascript"}))};
     const encoder = await ort.InferenceSession.create(parts.encoder);
     const decoder = await ort.InferenceSession.create(parts.decoder);
-    model = {ort, encoder, decoder, tok: vocabulary(m.tokenizer)};
+    model = {ort, encoder, decoder, tok: vocabulary(m.tokenizer),
+             lengthPenalty: m.model.length_penalty};
     return model;
   }
 
@@ -188,14 +190,20 @@
   const ids64 = (ort, ids) => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)),
                                              [1, ids.length]);
 
+  /* the encoder's outputs for one sentence, repeated ``rows`` times (one per hypothesis) */
+  function repeated(ort, t, rows) {
+    const data = new Float32Array(t.data.length * rows);
+    for (let r = 0; r < rows; r++) data.set(t.data, r * t.data.length);
+    return new ort.Tensor("float32", data, [rows, ...t.dims.slice(1)]);
+  }
+
   /* the package's greedy_decode for one sentence: never <pad> or <bos>, at most max_positions
-     steps; the attention row of every layer for every output token */
-  async function greedy(srcIds) {
-    const {ort, encoder, decoder, tok} = model;
-    const {conved, combined} = await encoder.run({src: ids64(ort, srcIds)});
-    const out = [tok.bos], rows = [];
+     steps */
+  async function greedy(encoded) {
+    const {ort, decoder, tok} = model;
+    const out = [tok.bos];
     for (let step = 0; step < tok.max_positions; step++) {
-      const r = await decoder.run({trg: ids64(ort, out), conved, combined});
+      const r = await decoder.run({trg: ids64(ort, out), ...encoded});
       const logits = r.logits.data;
       let best = -1, bestValue = -Infinity;
       for (let i = 0; i < logits.length; i++) {
@@ -203,19 +211,86 @@
         if (logits[i] > bestValue) { bestValue = logits[i]; best = i; }
       }
       if (best === tok.eos) break;
-      rows.push(Array.from(r.attention.data));  // [layers * src_len]
       out.push(best);
     }
-    const layers = rows.length ? rows[0].length / srcIds.length : 0;
-    // attention[layer][output token][source token], as translate_with_attention's
-    const attention = Array.from({length: layers}, (_, l) =>
-      rows.map((row) => row.slice(l * srcIds.length, (l + 1) * srcIds.length)));
-    return {ids: out.slice(1), attention};
+    return out.slice(1);
   }
 
-  /* {ok, message, sourcePieces, unknown, tokens, text, attention}: like the notebook's
-     translate_for_display, with greedy decoding; the package's messages for bad input */
-  async function translate(sentence) {
+  /* the package's beam search (convs2s.model.search.beam_search) for one sentence: each step
+     extends every live hypothesis by every token; of the 2k best candidates by total
+     log-probability, <eos> among the k best finishes a hypothesis, the others (k at most) live
+     on; done with k finished ones or after max_positions tokens; the finished ones are ranked by
+     (sum of log p) / length ** alpha. Sums in float32, as the package's. */
+  async function beamSearch(encoded, k, alpha) {
+    const {ort, decoder, tok} = model;
+    const f32 = Math.fround;
+    const conved = repeated(ort, encoded.conved, k), combined = repeated(ort, encoded.combined, k);
+    let rows = Array.from({length: k}, () => [tok.bos]);
+    let scores = rows.map((_, j) => (j === 0 ? 0 : -Infinity));  // only hypothesis 0 at first
+    const finished = [];
+    for (let step = 0; step < tok.max_positions; step++) {
+      const lastStep = step === tok.max_positions - 1;
+      const trg = new ort.Tensor("int64", BigInt64Array.from(rows.flat().map(BigInt)),
+                                 [k, rows[0].length]);
+      const r = await decoder.run({trg, conved, combined});
+      const vocab = r.logits.dims[1], logits = r.logits.data;
+      const nCand = Math.min(2 * k, k * vocab);
+      const top = [];  // the nCand best [score, beam, token], best first
+      for (let j = 0; j < k; j++) {
+        if (scores[j] === -Infinity) continue;
+        const row = logits.subarray(j * vocab, (j + 1) * vocab);
+        let max = -Infinity, sum = 0;
+        for (const x of row) max = Math.max(max, x);
+        for (const x of row) sum += Math.exp(x - max);
+        const logSum = max + Math.log(sum);
+        for (let v = 0; v < vocab; v++) {
+          if (v === tok.pad || v === tok.bos) continue;
+          const score = f32(scores[j] + f32(row[v] - logSum));
+          if (top.length === nCand && score <= top[nCand - 1][0]) continue;
+          let at = top.length;
+          while (at > 0 && top[at - 1][0] < score) at--;
+          top.splice(at, 0, [score, j, v]);
+          if (top.length > nCand) top.pop();
+        }
+      }
+      const next = [], nextScores = [];
+      top.forEach(([score, beam, token], rank) => {
+        const prefix = rows[beam].slice(1);
+        if (token === tok.eos) {
+          if (rank < k) finished.push([score, step + 1, prefix]);  // only among the k best
+        } else if (next.length < k) {
+          if (lastStep) finished.push([score, step + 1, [...prefix, token]]);
+          else { next.push([...rows[beam], token]); nextScores.push(score); }
+        }
+      });
+      if (lastStep || next.length === 0 || finished.length >= k) break;
+      while (next.length < k) {  // empty slots: never extended (score -inf)
+        next.push([...rows[0], tok.eos]);
+        nextScores.push(-Infinity);
+      }
+      rows = next;
+      scores = nextScores;
+    }
+    const ranked = finished.map(([total, length, tokens], order) =>
+      [total / Math.pow(length, alpha), order, tokens]);
+    ranked.sort((a, b) => b[0] - a[0] || a[1] - b[1]);  // stable: the first finished first
+    return ranked.length ? ranked[0][2] : [];
+  }
+
+  /* every decoder layer's attention while producing ``ids`` (analysis.forced_attention):
+     [layer][output token][source piece] */
+  async function forcedAttention(encoded, ids) {
+    const {ort, decoder, tok} = model;
+    if (!ids.length) return [];
+    const r = await decoder.run({trg: ids64(ort, [tok.bos, ...ids.slice(0, -1)]), ...encoded});
+    const [, layers, steps, srcLen] = r.attention.dims, a = r.attention.data;
+    return Array.from({length: layers}, (_, l) => Array.from({length: steps}, (_, i) =>
+      Array.from(a.subarray((l * steps + i) * srcLen, (l * steps + i + 1) * srcLen))));
+  }
+
+  /* {ok, message, sourcePieces, unknown, tokens, text, attention}: the notebook's
+     translate_for_display (beam size 1: greedy), with the package's messages for bad input */
+  async function translate(sentence, beamSize = 1) {
     const m = model || await loadModel();
     const tok = m.tok;
     const empty = {sourcePieces: [], unknown: [], tokens: [], text: "", attention: []};
@@ -232,11 +307,14 @@
         `max_positions >= ${n}.`};
     }
     const srcIds = encodeIds(sourcePieces, tok);
-    const {ids, attention} = await greedy(srcIds);
+    const encoded = await m.encoder.run({src: ids64(m.ort, srcIds)});
+    const ids = beamSize > 1 ? await beamSearch(encoded, beamSize, m.lengthPenalty)
+                             : await greedy(encoded);
     const tokens = ids.map((i) => tok.pieces[i]);
     return {ok: true, message: "", sourcePieces,
             unknown: sourcePieces.filter((p, i) => srcIds[i] === tok.unk),
-            tokens, text: decodePieces(tokens, tok), attention};
+            tokens, text: decodePieces(tokens, tok),
+            attention: await forcedAttention(encoded, ids)};
   }
 
   /* ---------------------------------------------------------------- drawing */
@@ -337,6 +415,13 @@
     input.setAttribute("aria-label", "German");
     const label = node("label", {className: "translator-input"}, "German ");
     label.appendChild(input);
+    // the notebook's beam size slider: 1 to 10, starting at 5
+    const beam = node("input", {type: "range", min: 1, max: 10, step: 1, name: "beam_size",
+                                value: root.dataset.beam || 5});
+    beam.setAttribute("aria-label", "beam size");
+    const beamShown = node("output", {}, beam.value);
+    const beamLabel = node("label", {className: "translator-input"}, "beam size ");
+    beamLabel.append(beam, beamShown);
     const load = node("button", {type: "button", className: "translator-load"},
                       `Load the translator (${mb} MB)`);
     const go = node("button", {type: "button", className: "translator-go", disabled: true},
@@ -348,18 +433,20 @@
     const output = node("p", {className: "translator-output"});
     output.setAttribute("aria-live", "polite");
     const maps = node("div", {className: "translator-maps"});
-    root.replaceChildren(label, node("div", {className: "translator-buttons"}, ""), bar, status,
-                         output, maps);
+    root.replaceChildren(label, beamLabel, node("div", {className: "translator-buttons"}, ""),
+                         bar, status, output, maps);
     root.querySelector(".translator-buttons").append(load, go);
 
     const run = async () => {
       go.disabled = true;
       const t0 = performance.now();
-      const result = await translate(input.value);
+      const k = Number(beam.value);
+      const result = await translate(input.value, k);
       const ms = performance.now() - t0;
       output.textContent = result.ok ? `English: ${result.text}` : `(${result.message})`;
       status.textContent = result.ok
-        ? `greedy, ${result.tokens.length} output pieces in ${ms.toFixed(0)} ms` +
+        ? `${k === 1 ? "greedy" : `beam size ${k}`}, ${result.tokens.length} output pieces in ` +
+          `${ms.toFixed(0)} ms` +
           (result.unknown.length ? `; unknown German pieces: ${result.unknown.join(", ")}` : "")
         : "";
       drawAttention(maps, result);
@@ -391,6 +478,8 @@
       await run();
     });
     go.addEventListener("click", run);
+    beam.addEventListener("input", () => { beamShown.value = beam.value; });
+    beam.addEventListener("change", () => { if (!go.disabled) run(); });
     input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !go.disabled) run(); });
   }
 
