@@ -1,11 +1,12 @@
 """The course as a static website, built from the committed notebooks and their stored outputs.
 
-``python -m tools.site --out build/site`` (``make site``) runs nothing: it reads every course
-notebook ``notebooks/NN_<name>.ipynb`` as it is, writes a *site copy* of each into a temporary
-Sphinx source folder, and builds that with Sphinx, ``myst-nb`` (notebooks as pages, stored
+``python -m tools.site --out build/site`` (``make site``) runs no notebook: it reads every course
+notebook ``notebooks/NN_<name>.ipynb`` as it is (the package runs only to draw the widgets'
+flipbooks and to export the shipped translator, below), writes a *site copy* of each into a
+temporary Sphinx source folder, and builds that with Sphinx, ``myst-nb`` (notebooks as pages, stored
 outputs shown, execution off) and ``sphinx-book-theme``; the maths is written into the pages
 as MathML (``tools/site/mathml.py``), which browsers display without a maths library. No step
-needs the network.
+of the build needs the network (``make site`` installs onnxruntime-web with ``npm ci`` first).
 
 What a site copy changes, and why (the notebooks themselves are never written):
 
@@ -16,10 +17,15 @@ What a site copy changes, and why (the notebooks themselves are never written):
   outputs (a solution cell is recognised as ``tools/README.md`` writes it: ``role: solution``
   in ``metadata["convs2s"]``, a first line ``#@title Solution``, or Colab's and JupyterLab's
   hidden-source metadata); an *explain* solution is already a closed ``<details>`` block;
-- a widget, which needs a running kernel, is shown as its screenshot from ``images/`` (the one
-  ``make images`` takes of it, found by its controls' labels as ``tools.screenshots`` finds the
-  widget) or, for a widget without one, the figure its saved state holds, after a note saying
-  that it is a picture, not interactive here, and to run the notebook in JupyterLab or Colab;
+- a widget, which needs a running kernel, becomes one that responds in the page with the
+  notebook's controls (issue 38): notebooks 01's and 08's computed by ``static/live.js``, 03's,
+  04's and 05's flipbooks of what the build computed and drew (``flipbooks.py``), 06's
+  translator running the shipped model (``translator.py``); each after a note saying where its
+  numbers or pictures come from. A widget the site does not know is shown as its screenshot
+  from ``images/`` (the one ``make images`` takes of it, found by its controls' labels as
+  ``tools.screenshots`` finds the widget) or the figure its saved state holds, after a note
+  saying that it is a picture, not interactive here, and to run the notebook in JupyterLab or
+  Colab;
 - an exercise's check cell loses its stored output (in a committed notebook: "not implemented
   yet" and ``False``) and is followed by a line on where to run it and the exercise's hints,
   each folded, the nudge before the closer hint (the package's ``checks.HINTS``, what the check
