@@ -91,3 +91,46 @@ def tiny_corpus(tmp_path) -> Path:
         write_gz(root / f"{stem}.de.gz", [de for de, _ in TINY_PAIRS[part]])
         write_gz(root / f"{stem}.en.gz", [en for _, en in TINY_PAIRS[part]])
     return root
+
+
+# --------------------------------------------------------------------------------------------
+# The real course website, built once for the whole run and shared by the modules that check
+# it (site_and_tools/test_site.py, test_site_flipbooks.py, test_site_translator.py). Here, not in
+# a site_and_tools/conftest.py: the test modules import this file as ``conftest``, and a second
+# conftest module would take that name from them.
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """The site as ``make site`` builds it, from notebooks/ as they are (``site.build``'s
+    result: ``.out`` is the folder)."""
+    from tools import site
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path_factory.mktemp("site") / "site"
+    return site.build(out, root / "notebooks", root, log=lambda line: None)
+
+
+@pytest.fixture(scope="session")
+def web(built):
+    """The built site served on localhost, and one headless Chromium."""
+    from test_browser import _require_browser  # the same skip/require rule as the widget tests
+
+    from tools import screenshots
+    from tools import site_screenshots as shots
+
+    _require_browser()
+    with shots.serve(built.out) as base, screenshots.Browser() as browser:
+        yield base, browser
+
+
+@pytest.fixture
+def tab(web):
+    """A fresh tab of the served site."""
+    from tools import site_screenshots as shots
+
+    base, browser = web
+    t = shots.SitePage(browser, base)
+    yield t
+    t.close()

@@ -566,7 +566,7 @@ def test_a_readme_title_with_html_is_refused_in_one_line(tmp_path, capsys, monke
 # --------------------------------------------------------------------------------------------
 
 
-# ``built``, ``web`` and ``tab``: conftest.py (one site for every module that checks it)
+# ``built``, ``web`` and ``tab``: tests/conftest.py (one site for every module that checks it)
 
 
 def _pages(site_dir: Path) -> list[Path]:
