@@ -114,9 +114,11 @@
     wrap.className = "live-control";
     const name = document.createElement("span");
     name.textContent = label;
-    const value = document.createElement("output");
-    wrap.append(name, input, value);
+    wrap.append(name, input);
     form.appendChild(wrap);
+    if (input.tagName === "SELECT") return;  // a dropdown shows its value itself
+    const value = document.createElement("output");
+    wrap.appendChild(value);
     const show = () => { value.textContent = input.value; };
     input.addEventListener("input", show);
     show();
