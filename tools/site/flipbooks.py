@@ -351,27 +351,38 @@ def stage(out: Path, notebooks: dict[str, dict]) -> dict[str, int]:
     for widget, name in NOTEBOOKS.items():
         if name not in notebooks:
             continue
-        nb = notebooks[name]
-        frames: list[Frame] = []
-        if widget == "decoder-explorer":
-            payload = decoder_numbers(nb)
-        elif widget == "attention-by-sentence":
-            import convs2s
-
-            control = widget_controls(nb, ("validation sentence",))["validation sentence"]
-            frames = sentence_frames(read_json(SENTENCES_04),
-                                     convs2s.pretrained("de-en", device="cpu"))
-            payload = _frames_payload(control, frames)
-        else:
-            control = widget_controls(nb, ("epoch",))["epoch"]
-            frames = epoch_frames(read_json(EPOCHS_05))
-            payload = _frames_payload(control, frames)
-        script = _flipbook_script(widget, payload).encode("utf-8")
+        data = {"attention-by-sentence": SENTENCES_04, "attention-by-epoch": EPOCHS_05}.get(widget)
+        script, frames = _made(widget, json.dumps(notebooks[name], sort_keys=True),
+                               data.read_bytes() if data and data.is_file() else b"")
         (out / f"{widget}.js").write_bytes(script)
         for f in frames:
             (out / f.file).write_bytes(f.png)
         written[widget] = len(script) + sum(len(f.png) for f in frames)
     return written
+
+
+@functools.lru_cache(maxsize=6)
+def _made(widget: str, notebook: str, data: bytes) -> tuple[bytes, tuple[Frame, ...]]:
+    """One flipbook's script and frames, from its notebook (as JSON text) and its data file's
+    bytes: made once per process for the same inputs (a test run builds the site several times;
+    rendering 04's frames takes seconds)."""
+    nb = json.loads(notebook)
+    frames: list[Frame] = []
+    if widget == "decoder-explorer":
+        payload = decoder_numbers(nb)
+    elif widget == "attention-by-sentence":
+        import convs2s
+
+        control = widget_controls(nb, ("validation sentence",))["validation sentence"]
+        frames = sentence_frames(read_json(SENTENCES_04),
+                                 convs2s.pretrained("de-en", device="cpu"))
+        payload = _frames_payload(control, frames)
+    else:
+        control = widget_controls(nb, ("epoch",))["epoch"]
+        frames = epoch_frames(read_json(EPOCHS_05))
+        payload = _frames_payload(control, frames)
+    del data  # the cache key: read_json reads the same file
+    return _flipbook_script(widget, payload).encode("utf-8"), tuple(frames)
 
 
 # --------------------------------------------------------------------------------------------

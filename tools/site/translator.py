@@ -31,7 +31,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -260,48 +259,60 @@ def _validation_sentences(count: int) -> list[str]:
         return []
 
 
-def write_assets(dest: Path, log=print) -> dict:
-    """Write the translator's files into ``dest`` (a new folder under the built site's
-    ``_static``); returns what was written: ``{"files": {name: bytes}, "download_bytes": n}``
-    (the bytes a reader downloads on pressing the button)."""
+@functools.lru_cache(maxsize=1)
+def _asset_files(model_sha256: str, ort_version: str,
+                 examples: tuple[str, ...]) -> dict[str, bytes]:
+    """The files of ``_static/translator/`` by name: made once per process for the same model,
+    onnxruntime-web and examples (a test run builds the site several times)."""
     import convs2s
     from convs2s.run.pretrained import pretrained_path, record
 
     files = ort_files()
     rec = record("de-en")
     translator = convs2s.pretrained("de-en")
-    encoder, decoder = _exported(rec["sha256"])
-    glue = files[ORT_GLUE].read_bytes()
-    parts = [("glue", glue), ("wasm", files[ORT_WASM].read_bytes()), ("encoder", encoder),
-             ("decoder", decoder)]
+    encoder, decoder = _exported(model_sha256)
+    parts = [("glue", files[ORT_GLUE].read_bytes()), ("wasm", files[ORT_WASM].read_bytes()),
+             ("encoder", encoder), ("decoder", decoder)]
     stream = b"".join(data for _, data in parts)
-    dest.mkdir(parents=True)
-    shutil.copyfile(files[ORT_SCRIPT], dest / ORT_SCRIPT)
+    out = {ORT_SCRIPT: files[ORT_SCRIPT].read_bytes()}
     chunks = []
     for i in range(0, len(stream), CHUNK_BYTES):
         name = f"chunk-{i // CHUNK_BYTES:03d}.js"
         data = base64.b64encode(stream[i:i + CHUNK_BYTES]).decode("ascii")
-        (dest / name).write_text(f'window.convs2sTranslatorChunk({i // CHUNK_BYTES}, "{data}");\n',
-                                 encoding="ascii")
-        chunks.append({"file": name, "bytes": (dest / name).stat().st_size})
-    examples = [DEFAULT_SENTENCE, *_validation_sentences(FALLBACK_EXAMPLES - 1)]
+        out[name] = f'window.convs2sTranslatorChunk({i // CHUNK_BYTES}, "{data}");\n'.encode()
+        chunks.append({"file": name, "bytes": len(out[name])})
     manifest = {
         "model": {"direction": "de-en", "file": pretrained_path("de-en").name,
-                  "sha256": rec["sha256"], "epochs": rec["training"]["epochs"],
+                  "sha256": model_sha256, "epochs": rec["training"]["epochs"],
                   "length_penalty": translator.length_penalty,
                   "greedy_sacrebleu": {split: rec["scores"]["splits"][split]["float16"]
                                        ["beam1"]["sacrebleu"] for split in ("valid", "test")}},
-        "onnxruntime_web": locked_version(),
+        "onnxruntime_web": ort_version,
         "parts": [{"name": name, "bytes": len(data),
                    "sha256": hashlib.sha256(data).hexdigest()} for name, data in parts],
         "chunks": chunks,
         "tokenizer": tokenizer_data(translator),
         "examples": fallback_examples(translator, examples),
     }
-    (dest / "manifest.js").write_text(
-        "window.convs2sTranslatorManifest = " + json.dumps(manifest, ensure_ascii=False) + ";\n",
-        encoding="utf-8")
-    written = {p.name: p.stat().st_size for p in sorted(dest.iterdir())}
+    out["manifest.js"] = ("window.convs2sTranslatorManifest = " +
+                          json.dumps(manifest, ensure_ascii=False) + ";\n").encode("utf-8")
+    return out
+
+
+def write_assets(dest: Path, log=print) -> dict:
+    """Write the translator's files into ``dest`` (a new folder under the built site's
+    ``_static``); returns what was written: ``{"files": {name: bytes}, "download_bytes": n}``
+    (the bytes a reader downloads on pressing the button)."""
+    from convs2s.run.pretrained import record
+
+    ort_files()  # the installed onnxruntime-web is the locked one, or one line says what to do
+    examples = (DEFAULT_SENTENCE, *_validation_sentences(FALLBACK_EXAMPLES - 1))
+    files = _asset_files(record("de-en")["sha256"], locked_version(), examples)
+    dest.mkdir(parents=True)
+    for name, data in files.items():
+        (dest / name).write_bytes(data)
+    written = {name: len(data) for name, data in sorted(files.items())}
     download = sum(written.values())
-    log(f"translator: {len(chunks)} chunks, {download / 1e6:.1f} MB to download on request")
+    chunks = sum(name.startswith("chunk-") for name in files)
+    log(f"translator: {chunks} chunks, {download / 1e6:.1f} MB to download on request")
     return {"files": written, "download_bytes": download}
