@@ -8,33 +8,13 @@
    - "attention-by-sentence" (04) and "attention-by-epoch" (05): one picture per setting, the
      build's; a slider switches the image's src, so the page downloads the frame shown only. */
 (() => {
-  const SVG = "http://www.w3.org/2000/svg";
   // dependency.plot_visible_positions: hidden, past or present, future
   const MAP_COLOURS = ["#f2f2f2", "#1f4e79", "#d62728"];
   // dependency.plot_perturbation: before the changed token, the changed token, after it
   const BAR_COLOURS = {before: "#d62728", at: "#ff7f0e", after: "#1f77b4"};
 
-  function svgElement(name, attributes, text) {
-    const e = document.createElementNS(SVG, name);
-    for (const [key, value] of Object.entries(attributes)) e.setAttribute(key, value);
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function control(form, label, input, shown) {
-    const wrap = document.createElement("label");
-    wrap.className = "live-control";
-    const name = document.createElement("span");
-    name.textContent = label;
-    wrap.append(name, input);
-    form.appendChild(wrap);
-    if (input.tagName === "SELECT") return;  // a dropdown shows its value itself
-    const value = document.createElement("output");
-    wrap.appendChild(value);
-    const show = () => { value.textContent = shown ? shown(input.value) : input.value; };
-    input.addEventListener("input", show);
-    show();
-  }
+  // live.js (loaded before this script) builds the SVG elements and the controls for both
+  const {svgElement, control} = window.convs2sLive;
 
   /* One of the notebook's controls ({label, value, min, max, step, options}, as it saved it):
      a select for a dropdown, a slider otherwise. */

@@ -75,9 +75,10 @@
 
   const SVG = "http://www.w3.org/2000/svg";
 
-  function svgElement(name, attributes) {
+  function svgElement(name, attributes, text) {
     const e = document.createElementNS(SVG, name);
     for (const [key, value] of Object.entries(attributes)) e.setAttribute(key, value);
+    if (text !== undefined) e.textContent = text;
     return e;
   }
 
@@ -109,7 +110,10 @@
     figure.appendChild(svg);
   }
 
-  function control(form, label, input) {
+  /* one of the notebook's controls in the form: its label, the input, the value it shows
+     (``shown(value)`` where the value is not what the reader should read); shared with
+     flipbook.js */
+  function control(form, label, input, shown) {
     const wrap = document.createElement("label");
     wrap.className = "live-control";
     const name = document.createElement("span");
@@ -119,7 +123,7 @@
     if (input.tagName === "SELECT") return;  // a dropdown shows its value itself
     const value = document.createElement("output");
     wrap.appendChild(value);
-    const show = () => { value.textContent = input.value; };
+    const show = () => { value.textContent = shown ? shown(input.value) : input.value; };
     input.addEventListener("input", show);
     show();
   }
@@ -240,7 +244,8 @@
   }
 
   const WIDGETS = {"dependency-explorer": dependencyExplorer, "conv-costs": costsWidget};
-  window.convs2sLive = {dependencyMap, describe, line, receptiveField, convCosts, costsTitle};
+  window.convs2sLive = {dependencyMap, describe, line, receptiveField, convCosts, costsTitle,
+                        control, svgElement};
   document.addEventListener("DOMContentLoaded", () => {
     for (const root of document.querySelectorAll(".convs2s-live[data-widget]")) {
       const build = WIDGETS[root.dataset.widget];
