@@ -79,7 +79,7 @@ from pathlib import Path
 
 from tools.site import flipbooks  # notebooks 03-05's widgets (flipbooks.py)
 from tools.site.png import smaller_png, smaller_png_base64
-from tools.site.translator import TranslatorAssetError, write_assets
+from tools.site.translator import DEFAULT_SENTENCE, TranslatorAssetError, write_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = Path(__file__).resolve().parent
@@ -345,9 +345,8 @@ LIVE_WIDGETS = {
         "dependency-explorer",
     ("08_beyond_convs2s", ("channels d", "kernel k")): "conv-costs",
 }
-# --- flipbooks hook: notebooks 03-05's widgets, shown by static/flipbook.js (flipbooks.py) ---
+# notebooks 03-05's widgets: flipbooks shown by static/flipbook.js (flipbooks.py)
 LIVE_WIDGETS.update(flipbooks.WIDGETS)
-# --- end of the flipbooks hook ---
 
 
 def live_widget_for(notebook: str, labels: set[str]) -> str | None:
@@ -356,7 +355,7 @@ def live_widget_for(notebook: str, labels: set[str]) -> str | None:
         if name == notebook and set(controls) <= labels:
             return widget
     return None
-#: Notebook 06's translator widget (its notebook and its controls' labels, sorted): on the site,
+#: Notebook 06's translator widget (its notebook and its controls' labels): on the site,
 #: the shipped model in the reader's browser (``translator.py``, ``static/translator.js``).
 TRANSLATOR_WIDGET = ("06_inference_beam_search_bleu", "German", "beam size")
 
@@ -368,8 +367,6 @@ TRANSLATOR_NOTE_TITLE = "Interactive widget: the trained translator, in your bro
 def _translator_widget(n: int, download_bytes: int) -> dict:
     """Notebook 06's translator as the page runs it: the note, then the element that
     ``static/translator.js`` fills (nothing is downloaded until the reader asks)."""
-    from tools.site.translator import DEFAULT_SENTENCE
-
     return _markdown_cell("\n".join([
         f":::{{admonition}} {TRANSLATOR_NOTE_TITLE}", ":class: widget-live", "",
         "This page runs the course's shipped translator (the one this notebook loads with "
@@ -395,11 +392,10 @@ LIVE_SOURCES = {
 def _live_widget(name: str, alt: str, n: int) -> dict:
     """A widget that runs in the reader's browser (``static/live.js``): the note, then the
     element the script fills with the notebook's controls and figure."""
-    # --- flipbooks hook: notebooks 03-05's widgets have their own note and script ---
+    # notebooks 03-05's flipbooks have their own note (flipbooks.py)
     if name in flipbooks.NOTEBOOKS:
         return _markdown_cell(flipbooks.note(name, plain_text(alt), LIVE_NOTE_TITLE),
                               f"site-live-{n}")
-    # --- end of the flipbooks hook ---
     return _markdown_cell("\n".join([
         f":::{{admonition}} {LIVE_NOTE_TITLE}", ":class: widget-live", "",
         f"Move the controls: this page computes the figure in your browser, {LIVE_SOURCES[name]}"
@@ -744,9 +740,8 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
         widgets += site.widgets
     for name in sorted(shown):
         (src / "images" / name).write_bytes(smaller_png(_read_bytes(images_dir / name)))
-    # --- flipbooks hook: the data and frames of notebooks 03-05's widgets (flipbooks.py) ---
+    # the data and frames of notebooks 03-05's flipbooks (flipbooks.py)
     flipbooks.stage(src / flipbooks.STAGED, {p.stem: nb for p, nb in notebooks})
-    # --- end of the flipbooks hook ---
     (src / "index.md").write_text(landing_page(readme, lessons, repo_url), encoding="utf-8")
     digests = {p.name: hashlib.sha256(raw[p]).hexdigest() for p in paths}
     return Staged(lessons, solutions, widgets, digests)
@@ -842,22 +837,19 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".site-build-", dir=out.parent) as tmp:
         work = Path(tmp)
-        # --- translator hook: the shipped model for notebook 06's page (translator.py) ---
+        # the shipped model for notebook 06's page (translator.py), before the pages: the
+        # translator's note says how much it downloads
         try:
             assets = write_assets(work / "translator", log)
         except TranslatorAssetError as e:
             raise SiteError(str(e)) from None
-        # --- end of the translator hook ---
         staged = stage(work / "src", notebooks, root, repo_url,
                        translator_bytes=assets["download_bytes"])
         html = work / "html"
         warnings = sphinx_build(work / "src", html, work / "doctrees")
-        # --- translator hook: its files beside the site's other static files ---
+        # the translator's and the flipbooks' files beside the site's other static files
         shutil.move(work / "translator", html / "_static" / "translator")
-        # --- end of the translator hook ---
-        # --- flipbooks hook: their frames and data beside the site's other static files ---
         shutil.copytree(work / "src" / flipbooks.STAGED, html / flipbooks.STATIC)
-        # --- end of the flipbooks hook ---
         (html / MARKER).write_text("built by `python -m tools.site` (make site); "
                                    "a rebuild replaces this folder\n", encoding="utf-8")
         _replace(out, html, work / "old")
@@ -887,7 +879,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = build(args.out, args.notebooks, Path.cwd())
-    except (SiteError, flipbooks.FlipbookError) as e:  # FlipbookError: flipbooks hook
+    except (SiteError, flipbooks.FlipbookError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     staged = result.staged
