@@ -29,11 +29,11 @@ def _fresh_hint_counts():
     core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
         core._wrong_tries.clear()
-        core._graded = False
+        core._graded, core._variant = False, None
     yield
     core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
-        core._graded = False
+        core._graded, core._variant = False, None
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -20,13 +20,23 @@ def stub(*_args, **_kwargs):
     raise NotImplementedError()
 
 
-def hidden(notebook: str) -> ModuleType:
-    """The hidden grading tests of notebook ``notebook`` ("01" ... "08"), coursework/hidden/."""
+def hidden(notebook: str, variant: str | None = None) -> SimpleNamespace:
+    """The hidden grading tests of notebook ``notebook`` ("01" ... "08"), coursework/hidden/,
+    each with the ``_variant`` its test cell gives it: the public version's values, or those
+    of the class ``variant`` (tools/variants.py)."""
+    from tools import variants
+
     spec = importlib.util.spec_from_file_location(f"hidden{notebook}",
                                                   ROOT / "coursework" / "hidden" / f"{notebook}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    tests = {}
+    for name, fn in vars(module).items():
+        if isinstance(fn, FunctionType) and fn.__module__ == module.__name__:
+            version = variants.variant(name, variant)
+            scope = {**vars(module), "_variant": version.params if version else {}}
+            tests[name] = FunctionType(fn.__code__, scope, name, fn.__defaults__)
+    return SimpleNamespace(**tests)
 
 
 def notebook_path(notebook: str) -> Path:

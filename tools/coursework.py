@@ -51,11 +51,13 @@ import re
 import sys
 import textwrap
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from convs2s.course.checks import answer_rules
 from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
 from convs2s.system.signals import run_command
+from tools import variants
 from tools.notebook_format import NotebookFormatError, check_notebook
 
 SCHEMA_VERSION = 3
@@ -453,19 +455,14 @@ def _bound_names(statements: list[ast.stmt], *, imports: bool) -> set[str]:
 
 
 def _check_hidden(nb: NotebookExercises, hidden: dict[str, HiddenTest], hidden_path: Path) -> None:
-    """Every graded exercise has its hidden test, with the check's answer names, and no hidden
-    test rebinds a name the learner's cells use (grade cells run in the learner's namespace)."""
+    """Every graded exercise has its hidden test, with the check's answer names. (A hidden test
+    runs as a function, in a namespace of its own when graded, so its names never meet the
+    learner's.)"""
     ids = {ex.id for ex in nb.exercises}
     for name in hidden:
         if name not in ids:
             raise CourseworkError(f"{hidden_path}: {name} is not an exercise of {nb.path.name} "
                                   f"(its exercises: {', '.join(sorted(ids))})")
-    learner: set[str] = set()
-    for source in [nb.setup] + [c for ex in nb.exercises if not ex.manual
-                                for c in (ex.answer, ex.solution)]:
-        learner |= _bound_names(_parse(source, nb.path.name).body, imports=True)
-    setup_imports = {ast.dump(n) for n in _parse(nb.setup, nb.path.name).body
-                     if isinstance(n, ast.Import | ast.ImportFrom)}
     for ex in nb.exercises:
         if ex.manual:
             if ex.id in hidden:
@@ -495,18 +492,6 @@ def _check_hidden(nb: NotebookExercises, hidden: dict[str, HiddenTest], hidden_p
             raise CourseworkError(
                 f"{hidden_path}: {ex.id} ends with an expression, whose value nbgrader would "
                 "read as a partial score; end it with an assert (or a statement)")
-        clash = _bound_names(body.body, imports=False) & learner
-        imports = [n for n in _parse(test.imports, str(hidden_path)).body + body.body
-                   if isinstance(n, ast.Import | ast.ImportFrom)]
-        for node in imports:  # an import the setup cell also makes binds the same thing
-            if ast.dump(node) not in setup_imports:
-                clash |= _bound_names([node], imports=True) & learner
-        clash = sorted(clash)
-        if clash:
-            raise CourseworkError(
-                f"{hidden_path}: {ex.id} assigns {', '.join(clash)}, a name the notebook's "
-                "exercises use; the grade cell runs in the learner's namespace, so rename it "
-                f"(e.g. _{clash[0]})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -621,20 +606,31 @@ def solution_cell_source(ex: Exercise) -> str:
     return "\n".join(out).rstrip()
 
 
-def grade_cell_source(ex: Exercise, hidden: HiddenTest) -> str:
-    """The autograded cell: the notebook's visible check, asserted, then the hidden tests."""
+def grade_cell_source(ex: Exercise, hidden: HiddenTest, params: dict | None = None) -> str:
+    """The autograded cell: the notebook's visible check, asserted, then the hidden test.
+
+    The hidden test is the function of ``coursework/hidden/NN.py``, as ``_hidden_test``, called
+    with the answer names; ``params`` (``tools/variants.py``: this copy's numbers) become
+    ``_variant``. Grading runs this part in a namespace of its own
+    (``coursework/fresh_process_grading.py``), so no name of the student's meets the test's.
+    """
     points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
+    names = ", ".join(ex.answer_names)
     lines = [
-        f"# Autograded ({points}): the visible check convs2s.course.checks.{ex.id} must pass;",
-        "# grading also runs hidden tests. Do not edit this cell (it is restored for grading).",
+        f"# Autograded ({points}): the visible check convs2s.course.checks.{ex.id} runs here;",
+        "# grading runs it again with hidden tests, in a fresh process, from your answer cell's",
+        "# code alone. Do not edit this cell (it is restored for grading).",
         f"assert {ex.check}",
         BEGIN_HIDDEN,
+        f"_variant = {params or {}!r}",
+        f"def _hidden_test({names}):",
     ]
     used = {n.id for n in ast.walk(ast.parse(hidden.body)) if isinstance(n, ast.Name)}
     for node in ast.parse(hidden.imports).body:  # the module's imports this body uses
         if _bound_names([node], imports=True) & used:
-            lines.append(ast.get_source_segment(hidden.imports, node))
-    lines += [hidden.body, END_HIDDEN]
+            lines += _reindent(ast.get_source_segment(hidden.imports, node), "    ")
+    lines += _reindent(hidden.body, "    ")
+    lines += [f"_hidden_test({names})", END_HIDDEN]
     return "\n".join(lines)
 
 
@@ -664,19 +660,25 @@ def _with_checks_import(setup: str) -> str:
     return setup.strip("\n") + "\n\nfrom convs2s.course import checks"
 
 
-def _graded_setup(setup: str) -> str:
+def _graded_setup(setup: str, variant: str | None = None) -> str:
     """The assignment's setup cell: the notebook's, with ``checks`` imported, then
-    ``checks.graded_copy()``: in a graded copy no check shows the value it grades, and
+    ``checks.graded_copy()``: in a graded copy a predict check (and in a class's variant a
+    derive check) only records the answer, no check shows the value it grades, and
     ``checks.hint`` and ``checks.show_me`` are off (:mod:`convs2s.course.checks`)."""
-    return (_with_checks_import(setup) + "\n\n# a graded copy: checks say held / did not hold, "
-            "one hint per wrong try\nchecks.graded_copy()")
+    call = f"checks.graded_copy(variant={variant!r})" if variant else "checks.graded_copy()"
+    return (_with_checks_import(setup) + "\n\n# a graded copy: checks record or say held / did "
+            f"not hold, one hint per wrong try\n{call}")
 
 
-def _task_markdown(ex: Exercise) -> str:
+def _task_markdown(ex: Exercise, variant: str | None = None) -> str:
     lines = ex.task.splitlines()
     points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
     graded = "graded by hand" if ex.manual else "autograded"
-    return "\n".join([f"{lines[0].rstrip()} ({points}, {graded})", *lines[1:]])
+    text = "\n".join([f"{lines[0].rstrip()} ({points}, {graded})", *lines[1:]])
+    if ex.kind == "predict" or (ex.kind == "derive" and variant):
+        text += ("\n\n*In this graded copy the check only records your answer and says "
+                 "nothing of its value: grading decides.*")
+    return text
 
 
 def repository_url(root: str | Path | None = None) -> str:
@@ -691,7 +693,7 @@ def repository_url(root: str | Path | None = None) -> str:
     return DEFAULT_REPOSITORY
 
 
-def _header(nb: NotebookExercises, repo_url: str) -> str:
+def _header(nb: NotebookExercises, repo_url: str, variant: str | None = None) -> str:
     link = f"{repo_url}/blob/main/notebooks/{nb.name}.ipynb"
     auto = [ex for ex in nb.exercises if not ex.manual]
     manual = [ex for ex in nb.exercises if ex.manual]
@@ -699,12 +701,14 @@ def _header(nb: NotebookExercises, repo_url: str) -> str:
     split = f"{sum(ex.points for ex in auto)} autograded"
     if manual:
         split += f", {sum(ex.points for ex in manual)} graded by hand"
+    version = (f" This is your class's version (\"{variant}\"): its numbers differ from the "
+               "course notebook's, so work them out here." if variant else "")
     return "\n".join([
         f"# Coursework {nb.number} · {nb.title}",
         "",
         f"Graded exercises of the course notebook [`{nb.name}.ipynb`]({link}) (Convolutional "
         "Sequence to Sequence Learning, Gehring et al., 2017). Work through the notebook first; "
-        "the exercises here run on their own, on a CPU, in seconds.",
+        "the exercises here run on their own, on a CPU, in seconds." + version,
         "",
         "How to work:",
         "",
@@ -716,31 +720,50 @@ def _header(nb: NotebookExercises, repo_url: str) -> str:
         "two sentences in place of \"YOUR ANSWER HERE\"; it is graded by hand.",
         "3. Run the test cell under your answer: it runs `convs2s.course.checks.<exercise>`, the "
         "same check as in the course notebook, and prints ✓, or what is wrong with one hint. "
-        "In this graded copy a check never shows the value it grades: a *predict* check says "
-        "only whether your prediction held; `checks.hint` and `checks.show_me` are off.",
-        "4. Grading runs every test cell again, followed by hidden tests, so make each answer "
+        "In this graded copy a check never shows the value it grades: a *predict* check"
+        + (" and a *derive* check only record your answer (this class's version has numbers "
+           "of its own; grading decides)" if variant else
+           " only records your prediction (grading decides whether it holds)")
+        + "; `checks.hint` and `checks.show_me` are off.",
+        "4. Grading runs every test cell again, with hidden tests, so make each answer "
         "right in general, not only for the visible cases. Do not edit the test cells: they "
         "are restored before grading.",
-        "5. Before you submit: restart the kernel and run all cells.",
+        "5. " + answer_rules.RULES,
+        "6. Before you submit: restart the kernel and run all cells.",
         "",
         f"This assignment has {len(nb.exercises)} exercises ({kinds}) worth {nb.points} points "
         f"({split}).",
     ])
 
 
+def _versioned(ex: Exercise, version: variants.Variant | None, where: str) -> Exercise:
+    """``ex`` as this copy asks it: a class's variant changes its task, answer and solution."""
+    if version is None or version.public:
+        return ex
+    task = variants.apply_text(ex.task, version.replace, f"{where}: the task of {ex.id}")
+    if version.note:
+        task = f"{task}\n\n{version.note}"
+    answer = variants.apply_text(ex.answer, version.answer_replace,
+                                 f"{where}: the answer cell of {ex.id}")
+    return replace(ex, task=task, answer=answer, solution=version.solution or ex.solution)
+
+
 def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
-                     repo_url: str = DEFAULT_REPOSITORY) -> dict:
-    """The nbgrader source notebook (instructor version, a notebook JSON dict) of ``nb``."""
+                     repo_url: str = DEFAULT_REPOSITORY, variant: str | None = None) -> dict:
+    """The nbgrader source notebook (instructor version, a notebook JSON dict) of ``nb``, in the
+    class's ``variant`` (``tools/variants.py``) or the public version (None)."""
     prefix = f"cw{nb.number}"
     cells = [
-        _cell("markdown", _header(nb, repo_url), f"{prefix}-header",
+        _cell("markdown", _header(nb, repo_url, variant), f"{prefix}-header",
               _nbgrader("header", locked=True)),
-        _cell("code", _graded_setup(nb.setup), f"{prefix}-setup",
+        _cell("code", _graded_setup(nb.setup, variant), f"{prefix}-setup",
               _nbgrader("setup", locked=True)),
     ]
     for n, ex in enumerate(nb.exercises, start=1):
+        version = variants.variant(ex.id, variant)
+        ex = _versioned(ex, version, nb.path.name)
         cid = f"{prefix}-{n}"
-        cells.append(_cell("markdown", _task_markdown(ex), f"{cid}-task",
+        cells.append(_cell("markdown", _task_markdown(ex, variant), f"{cid}-task",
                            _nbgrader(f"{ex.id}_task", locked=True)))
         if ex.manual:
             cells.append(_cell("markdown", ex.solution, f"{cid}-answer",
@@ -748,7 +771,8 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
             continue
         cells.append(_cell("code", solution_cell_source(ex), f"{cid}-answer",
                            _nbgrader(ex.id, solution=True)))
-        cells.append(_cell("code", grade_cell_source(ex, hidden[ex.id]), f"{cid}-tests",
+        params = version.params if version is not None else {}
+        cells.append(_cell("code", grade_cell_source(ex, hidden[ex.id], params), f"{cid}-tests",
                            _nbgrader(f"{ex.id}_tests", grade=True, locked=True,
                                      points=ex.points)))
     return {
@@ -970,7 +994,8 @@ def clean(out_dir: str | Path, notebooks_dir: str | Path) -> list[Path]:
 def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebooks",
                       hidden_dir: str | Path = "coursework/hidden", *,
                       repo_url: str | None = None, clean_first: bool = False,
-                      only: set[str] | None = None) -> list[BuiltAssignment]:
+                      only: set[str] | None = None,
+                      variant: str | None = None) -> list[BuiltAssignment]:
     """Write ``out_dir/<name>/<name>.ipynb`` for every course notebook with exercises (or those
     numbered or named in ``only``). ``out_dir`` is checked first (:func:`check_out`), then
     everything is read and checked before anything is written.
@@ -991,7 +1016,7 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
         hidden_path = Path(hidden_dir) / f"{nb.number}.py"
         hidden = read_hidden(hidden_path)
         _check_hidden(nb, hidden, hidden_path)
-        planned.append((nb, build_assignment(nb, hidden, repo_url)))
+        planned.append((nb, build_assignment(nb, hidden, repo_url, variant)))
     targets = [f"{nb.name}/{nb.name}.ipynb" for nb, _ in planned]
     listed = _read_marker(resolved) if resolved.is_dir() else None
     _check_targets(out, resolved, targets, listed)
@@ -1035,16 +1060,21 @@ def main(argv: list[str] | None = None) -> int:
                              f"this tool made: it holds {MARKER})")
     parser.add_argument("--only", nargs="*", default=None,
                         help="notebook numbers or names to build (default: all)")
+    parser.add_argument("--variant", default=None, metavar="NAME",
+                        help="a class's own version: new numbers for every predict and derive "
+                             "exercise, drawn from NAME (the same name gives the same copy); "
+                             "default: the course notebooks' numbers")
     args = parser.parse_args(argv)
     if not Path(args.notebooks).is_dir():
         print(f"error: no notebooks folder {args.notebooks} (run from the repository root or "
               "pass --notebooks)", file=sys.stderr)
         return 2
     try:
+        variant = variants.check_name(args.variant) if args.variant is not None else None
         built = write_assignments(args.out, args.notebooks, args.hidden,
                                   clean_first=args.clean,
-                                  only=set(args.only) if args.only else None)
-    except CourseworkError as e:
+                                  only=set(args.only) if args.only else None, variant=variant)
+    except (CourseworkError, variants.VariantError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # e.g. a hidden-test path that is a folder

@@ -15,7 +15,8 @@ The method (README, "How long the course takes"):
   CPU; the cells' own execution times, recorded by nbclient), for the cells that took longer than
   ``WAIT_SECONDS``: those a learner waits for;
 - an optional deep-dive section (a heading with "Deep dive (optional)") is counted apart: the
-  main path is everything else.
+  main path is everything else. An exercise in a deep dive is graded like any other, so its
+  minutes count in the main path (the reading around it stays the deep dive's).
 
 Each part is rounded up to whole minutes and the total to 5 minutes.
 """
@@ -125,7 +126,8 @@ def estimate(path: Path) -> Estimate:
             continue
         if cell.get("cell_type") == "markdown":  # the estimate itself is not counted
             where.words += len(re.findall(r"\S+", _TIME_LINE.sub("", text)))
-            where.exercises += tuple(k.lower() for k in _EXERCISE.findall(text))
+            # graded wherever it sits: an exercise is never optional
+            main.exercises += tuple(k.lower() for k in _EXERCISE.findall(text))
         elif cell.get("cell_type") == "code":
             where.code_lines += sum(1 for line in text.splitlines() if line.strip())
             seconds = _seconds(cell)

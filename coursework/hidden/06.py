@@ -1,33 +1,45 @@
-"""Hidden tests of notebook 06's exercises (nbgrader grading; never shown to learners).
+"""Hidden tests of notebook 06's exercises (autograding runs them after the visible checks).
 
-One function per exercise id; its parameters are the names the learner's answer defines, and
-the course builder copies its body (plain asserts) into the exercise's grade cell, after the
-visible ``checks.<id>(...)`` call. Explain exercises are graded by hand: no function here.
+The conventions are those of ``01.py``. The ``explain`` exercise (``beam_vs_greedy``) is graded
+by hand and has none.
 """
 
 
 def rerank(rerank):
+    import copy
+
+    from convs2s.course.checks import _core, nb06
+
     # Σ log p: -2.0 (1 token + <eos>), -3.3 (2 + <eos>), -5.4 (5 + <eos>); scores with α = 1
-    _hyps = [([5], -2.0 / 2), ([5, 6], -3.3 / 3), ([5, 6, 7, 8, 9], -5.4 / 6)]
-    assert [list(t) for t in rerank(_hyps, 1.0)] == [[5, 6, 7, 8, 9], [5], [5, 6]]
-    assert [list(t) for t in rerank(_hyps, 0.0)] == [[5], [5, 6], [5, 6, 7, 8, 9]]
-    assert [list(t) for t in rerank(_hyps, 2.0)] == [[5, 6, 7, 8, 9], [5, 6], [5]]
-    assert [list(t) for t in rerank([], 1.0)] == []
-    assert _hyps[0] == ([5], -1.0), "the hypotheses passed in must not be changed"
+    hyps = [([5], -2.0 / 2), ([5, 6], -3.3 / 3), ([5, 6, 7, 8, 9], -5.4 / 6)]
+    for alpha, order in [(1.0, [[5, 6, 7, 8, 9], [5], [5, 6]]),
+                         (0.0, [[5], [5, 6], [5, 6, 7, 8, 9]]),
+                         (2.0, [[5, 6, 7, 8, 9], [5, 6], [5]])]:
+        given = copy.deepcopy(hyps)
+        result = [[_core._assert_int(t, "each token") for t in _core._answer(tokens, "items")]
+                  for tokens in _core._answer(rerank(given, alpha), "items")]
+        _core._assert_equal(result, order, name=f"the order at alpha={alpha}")
+        nb06.assert_unchanged(given, hyps)
+    _core._assert_equal(list(_core._answer(rerank([], 1.0), "items")), [], name="rerank([], 1.0)")
 
 
 def brevity_prediction(prediction):
-    import math as _math
+    from convs2s.course.checks import nb06
 
-    assert abs(float(prediction) - 100 * _math.exp(1 - 2)) <= 1.0
+    nb06.accept_brevity_prediction(prediction, _variant["expected"])  # noqa: F821
 
 
 def repeats(repeats):
-    assert repeats(["play", "play"], 1)
-    assert repeats("two men play play".split(), 1)
-    assert repeats("on the grass on the grass".split(), 3)
-    assert repeats("a b c d a b c d".split(), 4)
-    assert not repeats("a b c d a b c".split(), 4)
-    assert not repeats("a b a b".split(), 3)
-    assert not repeats([], 2)
-    assert repeats("the the".split())  # n defaults to 1
+    from convs2s.course.checks import _core
+
+    for tokens, n, expected in [(["play", "play"], 1, True),
+                                ("two men play play".split(), 1, True),
+                                ("on the grass on the grass".split(), 3, True),
+                                ("a b c d a b c d".split(), 4, True),
+                                ("a b c d a b c".split(), 4, False),
+                                ("a b a b".split(), 3, False),
+                                ([], 2, False)]:
+        _core._assert_equal(_core._answer(repeats(tokens, n), "bool"), expected,
+                            name=f"repeats({' '.join(tokens)!r}, {n})")
+    _core._assert_equal(_core._answer(repeats("the the".split()), "bool"), True,
+                        name="repeats('the the') (n defaults to 1)")

@@ -1,42 +1,51 @@
-"""Hidden grading tests of notebook 07 (ConvS2S vs an RNN with attention).
+"""Hidden tests of notebook 07's exercises (autograding runs them after the visible checks).
 
-One function per exercise id; its parameters are the names the learner's answer defines, its
-body plain asserts (the course builder copies the body into the exercise's grade cell).
+The conventions are those of ``01.py``. The ``explain`` exercise (``cpu_speed``) is graded by
+hand and has none.
 """
 
 
 def training_steps(prediction):
-    assert [int(v) for v in prediction["GRU + attention"]] == [20, 40, 80]
-    assert [int(v) for v in prediction["ConvS2S"]] == [6, 6, 6]
+    from convs2s.course.checks import nb07
+
+    nb07.accept_training_steps(prediction, _variant["expected"])  # noqa: F821
 
 
 def path_length(conv_path_length, rnn_path_length):
-    from convs2s.course.checks import guarded as _guarded
+    from convs2s.course.checks import _core, guarded
 
-    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
-    _conv_path_length = _guarded("path_length", conv_path_length)
-    _rnn_path_length = _guarded("path_length", rnn_path_length)
-
-    assert _conv_path_length(1, 9) == 1 and _conv_path_length(8, 9) == 1
-    assert _conv_path_length(9, 9) == 2
-    assert _conv_path_length(1000, 3) == 500 and _conv_path_length(1001, 3) == 501
-    assert _conv_path_length(13, 6) == 3
-    assert isinstance(_conv_path_length(1000, 3), int)
-    assert _rnn_path_length(1000) == 1000
+    conv = guarded("path_length", conv_path_length)
+    rnn = guarded("path_length", rnn_path_length)
+    convs = _variant["convs_per_layer"]  # noqa: F821 - 1 in the notebook
+    for n, k in [(1, 9), (8, 9), (9, 9), (1000, 3), (1001, 3), (13, 6), (5, 2)]:
+        _core._assert_equal(_core._assert_int(conv(n, k)), -(-n // (convs * (k - 1))),
+                            name=f"conv_path_length({n}, {k})")
+    for n in (1, 7, 1000):
+        _core._assert_equal(_core._assert_int(rnn(n)), n, name=f"rnn_path_length({n})")
 
 
 def baseline_parameters(gru_parameters, baseline_parameters):
-    from convs2s.course.checks import guarded as _guarded
+    from convs2s.course.checks import _core, guarded
 
-    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
-    _gru_parameters = _guarded("baseline_parameters", gru_parameters)
-    _baseline_parameters = _guarded("baseline_parameters", baseline_parameters)
+    gru = guarded("baseline_parameters", gru_parameters)
+    total = guarded("baseline_parameters", baseline_parameters)
+    gru_bias, u_bias = _variant["gru_bias"], _variant["u_bias"]  # noqa: F821
 
-    from convs2s.course.baselines import rnn_parameter_count as _count
+    def gru_count(i, h):
+        return 3 * h * (i + h) + (6 * h if gru_bias else 0)
 
-    assert _gru_parameters(1, 1) == 12 and _gru_parameters(10, 20) == 3 * 20 * 30 + 120
-    for _cfg in (dict(src_vocab_size=1000, trg_vocab_size=1200, emb_dim=256, enc_hid_dim=512,
-                      dec_hid_dim=512, attn_dim=512, out_dim=256),
-                 dict(src_vocab_size=5, trg_vocab_size=6, emb_dim=1, enc_hid_dim=2,
-                      dec_hid_dim=3, attn_dim=4, out_dim=5)):
-        assert _baseline_parameters(_cfg) == _count(**_cfg), _cfg
+    for i, h in [(1, 1), (10, 20), (256, 512)]:
+        _core._assert_equal(_core._assert_int(gru(i, h)), gru_count(i, h),
+                            name=f"gru_parameters({i}, {h})")
+    for cfg in (dict(src_vocab_size=1000, trg_vocab_size=1200, emb_dim=256, enc_hid_dim=512,
+                     dec_hid_dim=512, attn_dim=512, out_dim=256),
+                dict(src_vocab_size=5, trg_vocab_size=6, emb_dim=1, enc_hid_dim=2,
+                     dec_hid_dim=3, attn_dim=4, out_dim=5)):
+        E, H, D = cfg["emb_dim"], cfg["enc_hid_dim"], cfg["dec_hid_dim"]
+        A, O, Vs, Vt = cfg["attn_dim"], cfg["out_dim"], cfg["src_vocab_size"], cfg["trg_vocab_size"]
+        expected = (Vs * E + 2 * gru_count(E, H) + 2 * H * D + D            # encoder, s_0
+                    + D * A + 2 * H * A + (A if u_bias else 0) + A          # attention
+                    + Vt * E + gru_count(E + 2 * H, D)                      # decoder
+                    + (D + 2 * H + E) * 2 * O + 2 * O + O * Vt + Vt)        # readout, output
+        _core._assert_equal(_core._assert_int(total(dict(cfg))), expected,
+                            name="baseline_parameters(config)")

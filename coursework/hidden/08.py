@@ -1,38 +1,48 @@
-"""Hidden grading tests of notebook 08 (beyond ConvS2S).
+"""Hidden tests of notebook 08's exercises (autograding runs them after the visible checks).
 
-One function per exercise id; its parameters are the names the learner's answer defines, its
-body plain asserts (the course builder copies the body into the exercise's grade cell).
+The conventions are those of ``01.py``. The ``explain`` exercise (``flops_not_speed``) is graded
+by hand and has none.
 """
 
 
 def separable_params(separable_params, saving):
-    from convs2s.course.checks import guarded as _guarded
+    import math
 
-    # the learner's functions, with their shortcuts refused (checks.SHORTCUTS)
-    _separable_params = _guarded("separable_params", separable_params)
-    _saving = _guarded("separable_params", saving)
+    from convs2s.course.checks import _core, guarded
 
-    assert _separable_params(1, 1, 1) == 3 and _separable_params(1, 1, 1, bias=False) == 2
-    assert _separable_params(512, 1024, 5, bias=False) == 512 * 5 + 512 * 1024
-    assert 2.9 < _saving(1024, 2048, 3) < 3.0  # about k for many channels
-    assert abs(_saving(2, 3, 4) - 27 / 17) < 1e-12
+    count = guarded("separable_params", separable_params)
+    ratio = guarded("separable_params", saving)
+    m = _variant["multiplier"]  # noqa: F821 - the depth multiplier (1 in the notebook)
+    for c_in, c_out, k in [(1, 1, 1), (512, 1024, 5), (2, 3, 4), (64, 16, 7)]:
+        weights = m * c_in * k + m * c_in * c_out
+        _core._assert_equal(_core._assert_int(count(c_in, c_out, k)), weights + c_out,
+                            name=f"separable_params({c_in}, {c_out}, {k})")
+        _core._assert_equal(_core._assert_int(count(c_in, c_out, k, bias=False)), weights,
+                            name=f"separable_params({c_in}, {c_out}, {k}, bias=False)")
+        expected = (c_in * c_out * k + c_out) / (weights + c_out)
+        got = _core._float(ratio(c_in, c_out, k), f"saving({c_in}, {c_out}, {k})")
+        assert math.isclose(got, expected, rel_tol=1e-6), f"saving({c_in}, {c_out}, {k})"
 
 
 def attention_vs_conv(prediction):
-    assert abs(float(prediction) - 768) <= 0.02 * 768  # k·d = 3·256 positions
+    from convs2s.course.checks import nb08
+
+    nb08.accept_attention_vs_conv(prediction, _variant["expected"])  # noqa: F821
 
 
 def lightweight_conv(lightweight_conv):
-    import torch as _torch
-    import torch.nn.functional as _F
+    import torch
+    import torch.nn.functional as F
 
-    _g = _torch.Generator().manual_seed(809)
-    _x = _torch.randn(3, 8, 6, generator=_g, dtype=_torch.float64)
-    _w = _torch.zeros(2, 1, dtype=_torch.float64)  # k = 1: every output is its input
-    _torch.testing.assert_close(lightweight_conv(_x, _w), _x)
-    for _heads, _k in [(1, 3), (8, 2), (4, 4)]:
-        _w = _torch.randn(_heads, _k, generator=_g, dtype=_torch.float64)
-        _taps = _torch.softmax(_w, -1).repeat_interleave(8 // _heads, dim=0)  # [8, k]
-        _win = _F.pad(_x, (_k - 1, 0)).unfold(2, _k, 1)  # [3, 8, 6, k]
-        _expected = (_win * _taps[None, :, None, :]).sum(-1)  # [3, 8, 6]
-        _torch.testing.assert_close(lightweight_conv(_x, _w), _expected)
+    from convs2s.course.checks import _core
+
+    g = torch.Generator().manual_seed(809)
+    x = torch.randn(3, 8, 6, generator=g)
+    _core._assert_close(lightweight_conv(x, torch.zeros(2, 1)), x,
+                        ref="the input (k = 1: every output is its input)")
+    for heads, k in [(1, 3), (8, 2), (4, 4)]:
+        w = torch.randn(heads, k, generator=g)
+        taps = torch.softmax(w, -1).repeat_interleave(8 // heads, dim=0)  # [8, k]
+        windows = F.pad(x, (k - 1, 0)).unfold(2, k, 1)  # [3, 8, 6, k]
+        _core._assert_close(lightweight_conv(x, w), (windows * taps[None, :, None, :]).sum(-1),
+                            ref="a causal lightweight convolution")

@@ -63,3 +63,24 @@ def test_the_method_on_a_made_up_notebook(tmp_path):
     assert "plus about 10 for the optional deep dive" in te.sentence(est)
     assert te.write(path, est) and not te.write(path, est)  # written once, then unchanged
     assert "**Estimated time:** about 25 minutes" in path.read_text()
+
+
+def test_an_exercise_in_a_deep_dive_is_graded_so_it_counts_in_the_main_path(tmp_path):
+    """Issue 44: notebook 02's Exercise 4 sits in its optional deep dive but is graded like the
+    others; the estimate counts it with them ("the 4 exercises"), the reading stays the dive's."""
+    def md(text):
+        return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+    cells = [md("# 99 · Title\n\n**Estimated time:** soon.\n\n" + "word " * 140),
+             md("### Exercise 1 (predict): a thing"),
+             md("## 2. Deep dive (optional): more\n\n" + "word " * 290),
+             md("### Exercise 2 (derive): another thing"),
+             md("## Summary\n\nshort.")]
+    path = tmp_path / "99_made_up.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    est = te.estimate(path)
+    assert est.main.exercises == ("predict", "derive") and est.deep_dive.exercises == ()
+    assert est.main.exercise_minutes == 20
+    assert est.deep_dive.words == 6 + 290 + 6  # its heading, its text and the exercise's
+    assert "20 for the 2 exercises" in te.sentence(est)

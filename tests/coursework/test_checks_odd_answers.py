@@ -217,8 +217,8 @@ def test_sys_exit_while_a_prediction_is_read_is_a_failed_check_of_one_line(capsy
     with pytest.raises(AssertionError, match=r"called sys.exit\(\)"):
         checks.training_steps(prediction)
     out = capsys.readouterr().out
-    assert out.startswith("✗ training_steps: GRU + attention, decoder length 10: the answer "
-                          "called sys.exit()")
+    assert out.startswith("✗ training_steps: GRU + attention, decoder lengths [10, 20, 40]: "
+                          "the answer called sys.exit()")
     assert out.count("\n") == 1
 
 

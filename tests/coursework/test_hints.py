@@ -344,3 +344,24 @@ def test_every_registered_and_shortcut_hint_is_checked_for_fix_words():
                for _, h in _module_hints(importlib.import_module(f"convs2s.course.checks.{m}"))}
     for hint in [*_core.HINTS.values(), *_core.SHORTCUT_HINTS.values()]:
         assert id(hint) in checked
+
+
+#: Words that state a fix in a docstring, beyond each module's FIX_WORDS.
+DOCSTRING_FIX_WORDS = ["exp of", "exp(1 - 2)", "100 · exp", "must feed", "2 to the power"]
+
+
+@pytest.mark.parametrize("module_name", sorted(FIX_WORDS))
+def test_no_docstring_of_a_check_states_its_exercises_fix(module_name):
+    """A student can read a check's docstring in a graded copy (`help(checks.my_glu)`): like
+    the hints, it says what is compared, never the answer."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(f"convs2s.course.checks.{module_name}")
+    texts = {module_name: module.__doc__ or ""}
+    for name, value in vars(module).items():
+        if inspect.isfunction(value) and value.__module__ == module.__name__:
+            texts[name] = inspect.getdoc(value) or ""
+    stated = [f"{name}: {word!r}" for name, text in texts.items()
+              for word in [*FIX_WORDS[module_name], *DOCSTRING_FIX_WORDS] if word in text.lower()]
+    assert not stated, "docstrings that state a fix:\n" + "\n".join(stated)

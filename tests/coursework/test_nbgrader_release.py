@@ -244,6 +244,7 @@ def _nbgrader(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def _course(root: Path, notebooks: Path, hidden: Path) -> Path:
     """A course directory as `make student` makes it: source/ from the notebooks, release/."""
     shutil.copy(CONFIG, root / "nbgrader_config.py")
+    shutil.copy(CONFIG.parent / "fresh_process_grading.py", root / "fresh_process_grading.py")
     coursework.write_assignments(root / "source", notebooks, hidden)
     _nbgrader("generate_assignment", "*", "--force", cwd=root)
     return root
@@ -329,11 +330,16 @@ def test_grade_cell_asserts_the_check_then_the_hidden_body(tmp_path):
     assert "assert checks.field_size(field)" in lines
     begin, end = lines.index(coursework.BEGIN_HIDDEN), lines.index(coursework.END_HIDDEN)
     assert lines.index("assert checks.field_size(field)") < begin < end == len(lines) - 1
+    # the hidden test as a function of the answers (a namespace of its own when graded), with
+    # the module's imports it uses, and this copy's values as _variant
     assert lines[begin + 1:end] == [
-        "import math as _math",
-        "for _k, _n in [(2, 10), (9, 6)]:",
-        "    assert field(_k, _n) == 1 + _n * (_k - 1)",
-        "assert _math.isfinite(field(3, 3))"]
+        "_variant = {}",
+        "def _hidden_test(field):",
+        "    import math as _math",
+        "    for _k, _n in [(2, 10), (9, 6)]:",
+        "        assert field(_k, _n) == 1 + _n * (_k - 1)",
+        "    assert _math.isfinite(field(3, 3))",
+        "_hidden_test(field)"]
 
 
 def test_built_assignment_has_the_nbgrader_cells(tmp_path):
@@ -446,13 +452,6 @@ def test_hidden_tests_must_match_the_exercises(tmp_path):
     renamed = FIXTURE_HIDDEN.replace("def field_size(field):", "def field_size(f):")
     assert "field_size takes (f) but the check is called with (field): use the answer names" in \
         _broken(tmp_path / "c", keep, renamed)
-    clobber = FIXTURE_HIDDEN.replace("    assert prediction == 12",
-                                     "    mean = 3\n    assert prediction == 12")
-    assert "guess_count assigns mean, a name the notebook's exercises use" in _broken(
-        tmp_path / "d", keep, clobber)
-    shadow = FIXTURE_HIDDEN.replace("    assert prediction == 12",
-                                    "    import operator as types\n    assert prediction == 12")
-    assert "guess_count assigns types" in _broken(tmp_path / "h", keep, shadow)
     trailing = FIXTURE_HIDDEN + "\n\ndef why_gate(x):\n    assert x\n"
     assert "why_gate is an explain exercise" in _broken(tmp_path / "e", keep, trailing)
     idle = FIXTURE_HIDDEN.replace("assert prediction == 12", "prediction == 12")
@@ -751,6 +750,108 @@ def test_autograde_every_assignment(course):
             assert g["solver"]["cells"][ex_id] == (None, True), (nb.name, ex_id)
         assert g["blank"]["score"] == 0 and not g["blank"]["manual"], (nb.name, g["blank"])
         assert _give_manual_points(course, nb.name, "solver") == nb.points
+
+
+# --------------------------------------------------------------------------------------------
+# Grading trusts nothing the student's kernel holds: each test cell is graded again, in a fresh
+# process, from the answer cell's text (coursework/fresh_process_grading.py)
+# --------------------------------------------------------------------------------------------
+
+#: A cell a student adds after the setup cell: from then on the kernel runs every test cell as
+#: `pass` (an input transformer), the checks are switched off and torch's comparison with them.
+KERNEL_TAMPERING = """\
+ip = get_ipython()
+ip.input_transformers_cleanup.append(
+    lambda lines: ["pass\\n"] if any("_hidden_test" in line for line in lines) else lines)
+checks.SHORTCUTS.clear()
+checks._core._graded = False
+torch.testing.assert_close = lambda *a, **k: None
+"""
+
+
+def _submit_answers(course: Path, name: str, student: str, answers: dict[str, str],
+                    own_cell: str | None = None) -> None:
+    """A submission: the student version with ``answers`` (source by exercise id) in its answer
+    cells, and ``own_cell``, a cell of the student's own, added after the setup cell."""
+    nb = json.loads((course / "release" / name / f"{name}.ipynb").read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if _meta(cell).get("grade_id") in answers:
+            cell["source"] = answers[_meta(cell)["grade_id"]].splitlines(keepends=True)
+    if own_cell is not None:
+        at = next(i for i, c in enumerate(nb["cells"]) if _meta(c).get("grade_id") == "setup")
+        nb["cells"].insert(at + 1, {"cell_type": "code", "execution_count": None, "id": "mine",
+                                    "metadata": {}, "outputs": [],
+                                    "source": own_cell.splitlines(keepends=True)})
+    dest = course / "submitted" / student / name
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / f"{name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+
+
+GLU_RIGHT = ("def my_glu(h, dim=-1):\n    if h.size(dim) % 2:\n        raise ValueError('odd')\n"
+             "    a, b = h.chunk(2, dim)\n    return a * torch.sigmoid(b)\n")
+
+
+@pytest.mark.slow
+def test_tampering_scores_nothing_and_right_answers_of_any_name_score_full(course):
+    """Through a real `nbgrader autograde`: kernel tampering (every test cell run as `pass`,
+    checks and torch's comparison switched off), the package's or PyTorch's own answer reached
+    by a back door, a value that lies about equality: 0 autograded points each; right answers
+    whose helpers take the hidden tests' names: full marks."""
+    name = "01_glu_and_padding"
+    wrong = dict(my_glu="def my_glu(h, dim=-1):\n    return h[..., :1]\n",
+                 same_padding_moves="moved_outputs = [0]\n",
+                 my_receptive_field="def my_receptive_field(k, n_layers):\n    return 0\n")
+    _submit_answers(course, name, "t_kernel", wrong, own_cell=KERNEL_TAMPERING)
+    _submit_answers(course, name, "t_backdoor", dict(
+        my_glu="def my_glu(h, dim=-1):\n    return torch._C._nn.glu(h, dim)\n",
+        same_padding_moves="moved_outputs = checks.nb01._measured_moves()\n",
+        my_receptive_field=(
+            "import importlib.util\n"
+            "spec = importlib.util.find_spec('convs2s.course.receptive_field')\n"
+            "rf = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(rf)\n"
+            "my_receptive_field = rf.receptive_field\n")))
+    _submit_answers(course, name, "t_liar", dict(
+        my_glu="import torch.nn as nn\nmy_glu = nn.GLU().forward\n",
+        same_padding_moves=("class Liar(list):\n    def __eq__(self, other):\n        return True\n"
+                            "moved_outputs = Liar([1])\n"),
+        my_receptive_field=("class Liar(int):\n    __eq__ = lambda s, o: True\n\n"
+                            "def my_receptive_field(k, n_layers):\n    return Liar(0)\n")))
+    _submit_answers(course, name, "t_helpers", dict(
+        my_glu="def _hidden_test(h, dim):\n    return h\n\n" + GLU_RIGHT,
+        same_padding_moves="_variant = None\nfn = [9, 8, 7, 6, 5]\nmoved_outputs = fn\n",
+        my_receptive_field=("def _core(k):\n    return k - 1\n\n"
+                            "def my_receptive_field(k, n_layers):\n"
+                            "    return 1 + n_layers * _core(k)\n")))
+    _nbgrader("autograde", name, "--force", "--student=t_*", cwd=course)
+    g = _grades(course, name, ["t_kernel", "t_backdoor", "t_liar", "t_helpers"])
+    for student in ("t_kernel", "t_backdoor", "t_liar"):
+        assert g[student]["code"] == 0, (student, g[student])
+    assert g["t_helpers"]["code"] == g["t_helpers"]["max_code"] == 5, g["t_helpers"]
+    # the student sees why, one line per test cell, in what autograde stored
+    graded = (course / "autograded" / "t_backdoor" / name / f"{name}.ipynb").read_text()
+    assert "refused: the answer cell line 2: uses" in graded  # torch._C._nn.glu
+    assert "imports importlib.util" in graded and "uses checks" in graded
+
+
+@pytest.mark.slow
+def test_a_helper_named_as_the_hidden_tests_once_were_scores_full_marks(course):
+    """Notebook 07's baseline count with its own helper `_gru_parameters` (the name the hidden
+    test used for the learner's function when hidden tests ran in the learner's namespace)."""
+    name = "07_convs2s_vs_rnn_attention"
+    _submit_answers(course, name, "t_helper07", dict(baseline_parameters=(
+        "def _gru_parameters(i, h):\n    return 3 * (h * i + h * h + 2 * h)\n\n"
+        "def gru_parameters(input_size, hidden_size):\n"
+        "    return _gru_parameters(input_size, hidden_size)\n\n"
+        "def baseline_parameters(config):\n"
+        "    E, H, D = config['emb_dim'], config['enc_hid_dim'], config['dec_hid_dim']\n"
+        "    A, O = config['attn_dim'], config['out_dim']\n"
+        "    Vs, Vt = config['src_vocab_size'], config['trg_vocab_size']\n"
+        "    return (Vs * E + 2 * _gru_parameters(E, H) + 2 * H * D + D + D * A + 2 * H * A\n"
+        "            + 2 * A + Vt * E + _gru_parameters(E + 2 * H, D)\n"
+        "            + (D + 2 * H + E) * 2 * O + 2 * O + O * Vt + Vt)\n")))
+    _nbgrader("autograde", name, "--force", "--student=t_helper07", cwd=course)
+    g = _grades(course, name, ["t_helper07"])["t_helper07"]
+    assert g["cells"]["baseline_parameters_tests"] == (3.0, False), g
 
 
 def test_cli_builds_the_course(tmp_path):

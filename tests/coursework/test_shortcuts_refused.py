@@ -95,3 +95,49 @@ def test_the_refused_functions_work_again_afterwards():
     assert _itos([["a", "a"]], 2)[-1] == "a"
     assert _gru_counted(1, 1) == 12 and math.isfinite(float(attention_entropy(torch.eye(2))))
     assert separable_conv1d_parameters(1, 1, 1) == 3
+
+
+def test_refusals_from_two_threads_that_overlap_leave_nothing_refused_afterwards():
+    """Two threads refusing the same shortcut at once (a learner's code may start threads):
+    when both blocks have ended, F.glu is the real one again. (Without the lock a second
+    block saved the first one's tripwire as "the original" and put it back at its end.)"""
+    import threading
+
+    from convs2s.course.checks import refusing
+
+    real_glu_code = F.glu.__code__
+    first_inside, second_started = threading.Event(), threading.Event()
+    errors = []
+
+    def first():
+        try:
+            with refusing("my_glu"):
+                first_inside.set()
+                second_started.wait(timeout=60)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def second():
+        try:
+            first_inside.wait(timeout=60)
+            second_started.set()
+            with refusing("my_glu"):
+                pass
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert F.glu.__code__ is real_glu_code
+    assert F.glu(torch.ones(1, 2), -1).shape == (1, 1)
+
+
+def test_hint_and_show_me_of_a_value_that_is_not_a_name_say_so_in_one_line(capsys):
+    checks.hint([1])
+    checks.show_me({"a": 1})
+    out = capsys.readouterr().out
+    assert out.count("\n") == 2 and "give the exercise's name as a string" in out

@@ -28,7 +28,16 @@ from convs2s.system.environment import data_dir
 
 
 class DataError(RuntimeError):
-    """A data file is missing, cannot be downloaded, or is corrupted or malformed."""
+    """A data file is missing, cannot be downloaded, or is corrupted or malformed.
+
+    Its message is one line naming the file and what to do. In IPython (Jupyter, Colab) it shows
+    as that line alone, ``DataError: <message>``, not as a traceback through the loader (and the
+    network error under it) that ends in it; the cell still fails, so "Run All" stops there.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of the traceback (its hook for exceptions that say it all)."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,7 +85,10 @@ def _offline_hint(names) -> str:
     return (
         "If this machine cannot download, copy the Multi30k files ("
         + ", ".join(names)
-        + ") into a folder and set CONVS2S_DATA_DIR to that folder."
+        + ") into a folder and set CONVS2S_DATA_DIR to it: in a notebook (on Colab, e.g. for "
+        "files uploaded to /content/multi30k) run `%env CONVS2S_DATA_DIR=/content/multi30k` or "
+        "`os.environ[\"CONVS2S_DATA_DIR\"] = \"/content/multi30k\"` in a cell, then run this "
+        "cell again; in a shell, `export CONVS2S_DATA_DIR=/path/to/folder`."
     )
 
 
@@ -130,6 +142,7 @@ def _download(name: str, root: Path, expected: str, names: list[str]) -> None:
     url = data_url() + name
 
     def failed(reason) -> DataError:
+        reason = " ".join(str(reason).split())  # one line, whatever the network layer said
         return DataError(f"Could not download Multi30k file {name} from {url} into {root}: "
                          f"{reason}. {_offline_hint(names)}")
 

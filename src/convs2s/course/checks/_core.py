@@ -30,6 +30,7 @@ import itertools
 import math
 import numbers
 import operator
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -73,20 +74,42 @@ _wrong_tries: Counter[str] = Counter()
 MEASUREMENTS: dict[str, Callable[[], list[str]]] = {}
 #: True in a graded copy (:func:`graded_copy`).
 _graded = False
+#: The class's variant of a graded copy (``make student VARIANT=<name>``), or None.
+_variant: str | None = None
+#: The kind of every exercise with a check, by exercise name (:func:`register_kind`).
+KINDS: dict[str, str] = {}
 
 
-def graded_copy() -> None:
+def graded_copy(variant: str | None = None) -> None:
     """Called by the first cell of a graded (nbgrader release) copy: from now on in this session
-    ``show_me`` and ``hint`` are off and a wrong try prints only the nudge."""
-    global _graded
+    ``show_me`` and ``hint`` are off, a wrong try prints only the nudge, and a *predict* check
+    (and, in a class's variant, a *derive* check) only records the answer: whether it holds is
+    decided when the assignment is autograded, never in the student's kernel."""
+    global _graded, _variant
     _graded = True
-    print("graded copy: a check says whether your answer held, never the value it grades; a wrong "
-          "try prints one hint; checks.hint and checks.show_me are off")
+    _variant = variant
+    record = "predict and derive" if variant else "predict"
+    print(f"graded copy{f' (variant {variant})' if variant else ''}: a {record} check records "
+          "your answer (autograding decides whether it holds); other checks say whether your "
+          "answer held, never the value they grade; a wrong try prints one hint; checks.hint "
+          "and checks.show_me are off")
 
 
 def is_graded() -> bool:
     """Whether this session runs a graded copy (:func:`graded_copy` was called)."""
     return _graded
+
+
+def register_kind(exercise: str, kind: str) -> None:
+    """Declare the kind of ``exercise`` (predict, derive, debug, implement)."""
+    KINDS[exercise] = kind
+
+
+def records_only(exercise: str) -> bool:
+    """Whether ``exercise``'s check only records the answer here: a predict check in a graded
+    copy, a derive check in a class's variant (its numbers are not the public ones)."""
+    kind = KINDS.get(exercise)
+    return _graded and (kind == "predict" or (kind == "derive" and _variant is not None))
 
 
 def register_measurement(exercise: str, lines: Callable[[], list[str]]) -> None:
@@ -98,6 +121,9 @@ def _on_request(exercise: str | Callable, table: dict, off: str, known: str):
     """(name, entry) of what ``checks.show_me``/``checks.hint`` was asked for, or None after
     printing why not: ``off`` in a graded copy, the list of ``known`` names for an unknown one."""
     name = getattr(exercise, "__name__", exercise)
+    if not isinstance(name, str):
+        print(f"… give the exercise's name as a string, e.g. {_known_example(table)}")
+        return None
     if _graded:
         print(f"… {off} is off in a graded copy: {name}'s check says what it may")
         return None
@@ -105,6 +131,10 @@ def _on_request(exercise: str | Callable, table: dict, off: str, known: str):
         print(f"… no {known} is called {name!r}; the ones there are: {', '.join(table)}")
         return None
     return name, table[name]
+
+
+def _known_example(table: dict) -> str:
+    return f'"{next(iter(table))}"' if table else '"my_glu"'
 
 
 def show_me(exercise: str | Callable) -> None:
@@ -161,26 +191,92 @@ def check(fn: Callable) -> Callable[..., bool]:
     answered yet": the check says what to do and returns False, so a notebook still runs top to
     bottom, while a grade cell (``assert checks.<id>(...)``) scores it 0. ``SystemExit``
     raised by the answer's code is a failed check (one line), not the end of the program.
+
+    Before anything runs, the cell that defined each function answer is read
+    (:func:`answer_rules.problems`, when the session still holds its text): an answer that
+    breaks a rule fails with one line, as grading refuses it. Where the check only records
+    (:func:`records_only`), it checks the answer's form (:data:`FORMS`) and says it was
+    recorded.
     """
 
     @functools.wraps(fn)
     def wrapper(*answers) -> bool:
+        name = fn.__name__
         if any(answer is None for answer in answers):
-            print(f"… {fn.__name__}: not answered yet — fill in the cell above, run it, then run "
+            print(f"… {name}: not answered yet — fill in the cell above, run it, then run "
                   "this check again (or open the solution below)")
             return False
-        answers = tuple(guarded(fn.__name__, answer) for answer in answers)
+        _refuse_broken_rules(name, answers)
+        answers = tuple(guarded(name, answer) for answer in answers)
         try:
+            if records_only(name):
+                run = _Run(name)
+                with run.case("the answer's form", FORM_HINT):
+                    FORMS[name](*answers)
+                print(f"… {name}: answer recorded — autograding decides whether it holds (a "
+                      "graded copy's check does not say)")
+                return True
             fn(*answers)
         except NotAnswered:
             return False
         except SystemExit:  # raised by the learner's code outside a case
-            line = f"{fn.__name__}: {_EXITED}"
+            line = f"{name}: {_EXITED}"
             print(f"✗ {line}")
             raise AssertionError(line) from None
         return True
 
     return wrapper
+
+
+def _refuse_broken_rules(name: str, answers: tuple) -> None:
+    """Fail (one line) when the cell defining a function answer breaks :data:`RULES`."""
+    from convs2s.course.checks import answer_rules
+
+    for answer in answers:
+        source = answer_rules.source_of(answer) if callable(answer) else None
+        found = answer_rules.problems(source, name) if source else []
+        if found:
+            line = f"{name}: the answer's cell {found[0]}"
+            print(f"✗ {line}")
+            print("  hint: write the answer from the setup cell's imports; the rules are in "
+                  "convs2s.course.checks.answer_rules.RULES")
+            raise AssertionError(line)
+
+
+#: How each exercise's answer must look where its check only records it, by exercise name:
+#: ``FORMS[name](*answers)`` raises AssertionError (one line) for an answer of the wrong form.
+FORMS: dict[str, Callable[..., None]] = {}
+FORM_HINT = Hint(nudge="give the answer in the form the task asks for (the comment in the answer "
+                       "cell says which)",
+                 closer="print type(...) of your answer and compare it with the form the task "
+                        "names")
+
+
+def register_form(exercise: str, form: Callable[..., None]) -> None:
+    """Declare how ``exercise``'s answer must look where its check only records it."""
+    FORMS[exercise] = form
+
+
+def form_calls(kind: str, *calls: tuple) -> Callable[..., None]:
+    """A derive exercise's form: each answer function, called with its example arguments
+    (``calls[i]`` for answer ``i``), returns a value of ``kind`` (see :func:`_answer`)."""
+
+    def form(*fns) -> None:
+        for fn, args in zip(fns, calls, strict=True):
+            if not callable(fn):
+                raise _wrong_kind("the answer", "a function", _type_name(fn))
+            _answer(fn(*args), kind, f"{getattr(fn, '__name__', 'the function')}{args}")
+
+    return form
+
+
+def form_value(kind: str, expected: str | None = None) -> Callable[..., None]:
+    """A predict exercise's form: one value of ``kind`` (see :func:`_answer`)."""
+
+    def form(value) -> None:
+        _answer(value, kind, "the prediction", expected=expected)
+
+    return form
 
 
 #: What a check says when the learner's code calls ``sys.exit()`` (or raises SystemExit).
@@ -509,6 +605,8 @@ class ShortcutRefused(AssertionError):
 
 #: What the learner's code called while :func:`refusing` was active (even if it caught the error).
 _tripped: list[str] = []
+#: Held while a :func:`refusing` block runs (re-entrant: a guarded call inside one is fine).
+_REFUSING = threading.RLock()
 
 
 def _tripwire(*_args, **_kwargs):  # its code replaces a refused function's; no free variables
@@ -541,6 +639,8 @@ def refusing(exercise: str) -> Iterator[None]:
     the hidden tests (``coursework/hidden``)."""
     undo = []
     messages = {}
+    _REFUSING.acquire()  # the refusals change functions every thread shares: one block at a time
+    start = len(_tripped)
     try:
         for n, (target, label, why) in enumerate(SHORTCUTS.get(exercise, ())):
             owner, attr = _resolve(target)
@@ -561,7 +661,6 @@ def refusing(exercise: str) -> Iterator[None]:
                 patch = mock.patch.object(owner, attr, refuse)
                 patch.start()
                 undo.append(patch.stop)
-        start = len(_tripped)
         try:
             yield
         except ShortcutRefused as e:
@@ -572,7 +671,8 @@ def refusing(exercise: str) -> Iterator[None]:
     finally:
         for step in reversed(undo):
             step()
-        del _tripped[:]
+        del _tripped[start:]
+        _REFUSING.release()
 
 
 def _restore(func, saved) -> None:

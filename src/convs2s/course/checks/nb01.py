@@ -21,11 +21,22 @@ from convs2s.course.checks._core import (
     _gen,
     _Run,
     check,
+    form_calls,
+    register_form,
     register_hint,
+    register_kind,
     register_measurement,
 )
 
 __all__ = ["my_glu", "same_padding_moves", "my_receptive_field"]
+
+register_kind("my_glu", "implement")
+register_kind("same_padding_moves", "predict")
+register_form("same_padding_moves", lambda moved: [
+    _assert_int(p, "each position") for p in _answer(
+        moved, "items", "the prediction", expected="a list of output positions, e.g. [2, 3, 4]")])
+register_kind("my_receptive_field", "derive")
+register_form("my_receptive_field", form_calls("int", (3, 2)))
 
 MY_GLU = register_hint("my_glu", Hint(
     nudge="which half of h is the content A and which is the gate B, and what happens to the "
@@ -73,12 +84,13 @@ SAME_PADDING_MOVES = register_hint("same_padding_moves", Hint(
            "positions does a sentence of 10 tokens have?"))
 
 
-def _measured_moves(changed: int = SAME_CHANGED) -> list[int]:
+def _measured_moves(changed: int = SAME_CHANGED, k: int = SAME_K, layers: int = SAME_LAYERS,
+                    length: int = SAME_LENGTH) -> list[int]:
     """The outputs of a real "same"-padded ConvGLUBlock stack that move when input ``changed``
     changes, measured with autograd (dependency.dependency_map)."""
     from convs2s.course import dependency
 
-    dep = dependency.dependency_map(SAME_K, SAME_LAYERS, "same", length=SAME_LENGTH)  # [out, in]
+    dep = dependency.dependency_map(k, layers, "same", length=length)  # [out, in]
     return dep[:, changed].nonzero().flatten().tolist()
 
 
@@ -90,12 +102,18 @@ def same_padding_moves(prediction) -> None:
     measured = _measured_moves()
     with run.case(f"your prediction for input {SAME_CHANGED} of {SAME_LENGTH} "
                   f"(k={SAME_K}, {SAME_LAYERS} blocks)", hint):
-        positions = _answer(prediction, "items", "the prediction",
-                            expected="a list of output positions, e.g. [2, 3, 4]")
-        guess = sorted({_assert_int(p, "each position") for p in positions})
-        if guess != measured:
-            raise AssertionError(f"your prediction {guess} did not hold")
+        accept_same_padding_moves(prediction, measured)
     run.held()
+
+
+def accept_same_padding_moves(prediction, measured: list[int]) -> None:
+    """What this exercise accepts (its check and its hidden test alike): the set of positions
+    equals the measured one (order and repeats do not matter); AssertionError otherwise."""
+    positions = _answer(prediction, "items", "the prediction",
+                        expected="a list of output positions, e.g. [2, 3, 4]")
+    guess = sorted({_assert_int(p, "each position") for p in positions})
+    if guess != sorted(set(measured)):
+        raise AssertionError(f"your prediction {guess} did not hold")
 
 
 register_measurement("same_padding_moves", lambda: [

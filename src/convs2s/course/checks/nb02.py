@@ -23,11 +23,21 @@ from convs2s.course.checks._core import (
     _Run,
     _seeded,
     check,
+    form_calls,
+    form_value,
+    register_form,
     register_hint,
+    register_kind,
     register_measurement,
 )
 
 __all__ = ["residual_variance", "mask_source_padding", "block_parameters"]
+
+register_kind("residual_variance", "predict")
+register_form("residual_variance", form_value("number"))
+register_kind("mask_source_padding", "debug")
+register_kind("block_parameters", "derive")
+register_form("block_parameters", form_calls("int", (4, 3)))
 
 # The encoder of the "predict" exercise (the notebook's toy sizes).
 VARIANCE_BLOCKS, VARIANCE_SEEDS = 10, 3
@@ -91,14 +101,19 @@ def residual_variance(prediction) -> None:
     hint = RESIDUAL_VARIANCE
     with run.case(f"your prediction of Var(after {VARIANCE_BLOCKS} blocks) / Var(input) "
                   "without √0.5", hint):
-        guess = _float(prediction, "the prediction")
-        if not guess > 0:
-            raise AssertionError(f"a ratio of variances is positive, you wrote {guess}")
-        measured = measured_unscaled_variance()
-        if abs(math.log(guess / measured)) > math.log(VARIANCE_FACTOR):
-            raise AssertionError(f"your prediction {guess:.3g} did not hold (it must be within "
-                                 f"{VARIANCE_FACTOR:g}x of the measurement)")
+        accept_residual_variance(prediction, measured_unscaled_variance())
     run.held()
+
+
+def accept_residual_variance(prediction, measured: float) -> None:
+    """What this exercise accepts (its check and its hidden test alike): a positive number
+    within a factor VARIANCE_FACTOR of the measurement; AssertionError otherwise."""
+    guess = _float(prediction, "the prediction")
+    if not guess > 0:
+        raise AssertionError(f"a ratio of variances is positive, you wrote {guess}")
+    if abs(math.log(guess / measured)) > math.log(VARIANCE_FACTOR):
+        raise AssertionError(f"your prediction {guess:.3g} did not hold (it must be within "
+                             f"{VARIANCE_FACTOR:g}x of the measurement)")
 
 
 register_measurement("residual_variance", lambda: [

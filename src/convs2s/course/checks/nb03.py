@@ -21,10 +21,18 @@ from convs2s.course.checks._core import (
     _seeded,
     _tiny_convs2s,
     check,
+    form_calls,
+    register_form,
     register_hint,
+    register_kind,
 )
 
 __all__ = ["causal_conv1d", "teacher_forcing_loss", "cache_floats"]
+
+register_kind("causal_conv1d", "implement")
+register_kind("teacher_forcing_loss", "debug")
+register_kind("cache_floats", "derive")
+register_form("cache_floats", form_calls("int", (2, 3, 4, 5)))
 
 CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
     nudge="with k - 1 zeros on both sides, how many outputs does the convolution give, and which "
@@ -114,7 +122,7 @@ TEACHER_FORCING_LOSS = register_hint("teacher_forcing_loss", Hint(
 
 @check
 def teacher_forcing_loss(fn: Callable) -> None:
-    """Exercise "the cheating decoder" (debug): the loss must feed trg[:, :-1], score trg[:, 1:]."""
+    """Exercise "the cheating decoder" (debug): compared with a correct teacher-forced loss."""
     run = _Run("teacher_forcing_loss")
     hint = TEACHER_FORCING_LOSS
     for seed, lengths in [(0, [5, 3, 7]), (1, [4, 4]), (2, [9, 1, 6, 2])]:

@@ -20,10 +20,18 @@ from convs2s.course.checks._core import (
     _Run,
     _shape,
     check,
+    form_calls,
+    register_form,
     register_hint,
+    register_kind,
 )
 
 __all__ = ["perplexity_from_loss", "token_loss", "build_itos"]
+
+register_kind("perplexity_from_loss", "derive")
+register_form("perplexity_from_loss", form_calls("number", (1.0,)))
+register_kind("token_loss", "debug")
+register_kind("build_itos", "implement")
 
 PERPLEXITY = register_hint("perplexity_from_loss", Hint(
     nudge="the perplexity is a geometric mean of 1/p, the loss an arithmetic mean of -log p: "
@@ -49,7 +57,7 @@ SPECIALS = Hint(
            "same, in the same order, and does any of them appear a second time later?")
 @check
 def perplexity_from_loss(fn: Callable) -> None:
-    """Exercise "perplexity from the loss" (derive): exp of nats, 2 to the power of bits."""
+    """Exercise "perplexity from the loss" (derive): vs the perplexity of made-up losses."""
     run = _Run("perplexity_from_loss")
     hint = PERPLEXITY
     with run.case("perplexity_from_loss(0.0) (a perfectly sure, correct model)", hint):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import torch
@@ -16,11 +17,19 @@ from convs2s.course.checks._core import (
     _made_up_sentences,
     _Run,
     check,
+    form_value,
+    register_form,
     register_hint,
+    register_kind,
     register_measurement,
 )
 
 __all__ = ["rerank", "brevity_prediction", "repeats"]
+
+register_kind("rerank", "implement")
+register_kind("brevity_prediction", "predict")
+register_form("brevity_prediction", form_value("number"))
+register_kind("repeats", "debug")
 
 RERANK = register_hint("rerank", Hint(
     nudge="each score has already been divided by its length once (α = 1); a different α asks "
@@ -52,6 +61,19 @@ def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
     return sorted(hyps, key=lambda h: h[1], reverse=True)
 
 
+def assert_unchanged(given, original: list[tuple[list[int], float]]) -> None:
+    """The rule the task states: ``rerank`` leaves the list it is given as it was (exact types,
+    the original's values); AssertionError otherwise."""
+    same = (type(given) is list and len(given) == len(original) and all(
+        type(pair) is tuple and len(pair) == 2 and type(pair[0]) is list
+        and type(pair[1]) is float and pair[1] == score and len(pair[0]) == len(tokens)
+        and all(type(t) is int and t == u for t, u in zip(pair[0], tokens, strict=True))
+        for pair, (tokens, score) in zip(given, original, strict=True)))
+    if not same:
+        raise AssertionError("rerank changed the list of hypotheses it was given: return a new "
+                             "list and leave the argument as it was")
+
+
 @check
 def rerank(fn: Callable) -> None:
     """Exercise "re-rank the finished hypotheses": order by Σ log p / (len + 1) ** α."""
@@ -63,28 +85,31 @@ def rerank(fn: Callable) -> None:
             expected = sorted(hyps, key=lambda h: h[1] * (len(h[0]) + 1) / (len(h[0]) + 1)
                               ** alpha, reverse=True)
             with run.case(f"rerank(6 hypotheses, alpha={alpha}) (set {seed})", hint):
+                given = copy.deepcopy(hyps)
                 result = [[_assert_int(token, "each token") for token in
                            _answer(tokens, "items", "each hypothesis", limit=1_000)]
-                          for tokens in _answer(fn(hyps, alpha), "items", "the order",
+                          for tokens in _answer(fn(given, alpha), "items", "the order",
                                                 limit=1_000)]
                 _assert_equal(result, [t for t, _ in expected], name="the order")
+                assert_unchanged(given, hyps)
     run.done()
 
 
-def _halved_outputs_bleu():
-    """sacreBLEU of outputs that are the first half of their references (even lengths)."""
+def _halved_outputs_bleu(kept: int = 1, parts: int = 2):
+    """sacreBLEU of outputs that are the first ``kept/parts`` of their references (whose
+    lengths are multiples of ``parts``): the first half by default."""
     import sacrebleu
 
     metric = sacrebleu.metrics.BLEU(tokenize="none", smooth_method="none", force=True)
-    refs = [s for s in _made_up_sentences(60, seed=14, min_len=8, max_len=20)
-            if len(s.split()) % 2 == 0]
-    hyps = [" ".join(s.split()[: len(s.split()) // 2]) for s in refs]
+    refs = [s for s in _made_up_sentences(90, seed=14, min_len=8, max_len=24)
+            if len(s.split()) % parts == 0]
+    hyps = [" ".join(s.split()[: len(s.split()) * kept // parts]) for s in refs]
     return metric.corpus_score(hyps, [refs])
 
 
 @check
 def brevity_prediction(prediction) -> None:
-    """Exercise "outputs half as long" (predict, then measure): BLEU = 100 · exp(1 - 2)."""
+    """Exercise "outputs half as long" (predict, then measure): vs sacreBLEU's measurement."""
     run = _Run("brevity_prediction")
     hint = BREVITY
     with run.case("your prediction", Hint(nudge="write one number: BLEU on the 0-100 scale",
@@ -92,12 +117,19 @@ def brevity_prediction(prediction) -> None:
         predicted = _float(prediction, "prediction")
     score = _halved_outputs_bleu()
     with run.case(f"your prediction {predicted:g}", hint):
-        if 0 < predicted <= 1:
-            raise AssertionError("BLEU is reported on the 0-100 scale, not as a fraction")
-        if abs(predicted - score.score) > 1.0:
-            raise AssertionError("it did not hold (it must be within 1 BLEU point of the "
-                                 "measurement)")
+        accept_brevity_prediction(predicted, score.score)
     run.held()
+
+
+def accept_brevity_prediction(prediction, measured: float) -> None:
+    """What this exercise accepts (its check and its hidden test alike): BLEU on the 0-100
+    scale within 1 point of the measurement; AssertionError otherwise."""
+    predicted = _float(prediction, "prediction")
+    if 0 < predicted <= 1 < measured:
+        raise AssertionError("BLEU is reported on the 0-100 scale, not as a fraction")
+    if abs(predicted - measured) > 1.0:
+        raise AssertionError("it did not hold (it must be within 1 BLEU point of the "
+                             "measurement)")
 
 
 def _brevity_lines() -> list[str]:

@@ -18,11 +18,23 @@ from convs2s.course.checks._core import (
     _type_name,
     _wrong_kind,
     check,
+    form_calls,
+    register_form,
     register_hint,
+    register_kind,
     register_measurement,
 )
 
 __all__ = ["training_steps", "path_length", "baseline_parameters"]
+
+register_kind("training_steps", "predict")
+register_form("training_steps", lambda prediction: _training_steps_form(prediction, counts=True))
+register_kind("path_length", "derive")
+register_form("path_length", form_calls("int", (4, 3), (4,)))
+register_kind("baseline_parameters", "derive")
+register_form("baseline_parameters", form_calls("int", (3, 5), ({
+    "src_vocab_size": 5, "trg_vocab_size": 6, "emb_dim": 1, "enc_hid_dim": 2, "dec_hid_dim": 3,
+    "attn_dim": 4, "out_dim": 5},)))
 
 STEPS_GRU = register_hint("training_steps", Hint(
     nudge="how many times does the decoder's loop call its GRUCell for n target positions, and "
@@ -67,7 +79,8 @@ _MODELS = ("GRU + attention", "ConvS2S")
 _DEC_LAYERS = 3
 
 
-def _measured_training_steps() -> dict[str, list[int]]:
+def _measured_training_steps(lengths: tuple[int, ...] = TRAINING_STEP_LENGTHS,
+                             layers: int = _DEC_LAYERS) -> dict[str, list[int]]:
     """Forward + backward calls of the decoder's GRUCell / convolutional blocks (one
     convolution each) in one training step."""
     from convs2s.course.baselines import RNNAttentionSeq2Seq
@@ -79,11 +92,11 @@ def _measured_training_steps() -> dict[str, list[int]]:
     with _seeded(7):
         rnn = RNNAttentionSeq2Seq(30, 30, emb_dim=8, enc_hid_dim=8, dec_hid_dim=8, dropout=0.0,
                                   max_positions=64, src_pad_idx=1, trg_pad_idx=1)
-        conv = ConvS2S(30, 30, emb_dim=8, hid_dim=8, enc_layers=2, dec_layers=_DEC_LAYERS,
+        conv = ConvS2S(30, 30, emb_dim=8, hid_dim=8, enc_layers=2, dec_layers=layers,
                        dropout=0.0, max_positions=64, src_pad_idx=1, trg_pad_idx=1)
     g = _gen(7)
     measured: dict[str, list[int]] = {name: [] for name in _MODELS}
-    for n in TRAINING_STEP_LENGTHS:
+    for n in lengths:
         src = torch.randint(2, 30, (2, 9), generator=g)  # src = [2, 9]
         trg = torch.randint(2, 30, (2, n + 1), generator=g)  # trg = [2, n + 1]
         for name, model, cell in (("GRU + attention", rnn, nn.GRUCell),
@@ -98,6 +111,29 @@ def _measured_training_steps() -> dict[str, list[int]]:
     return measured
 
 
+def _training_steps_form(prediction, counts: bool = False) -> None:
+    """A dict with one list of len(TRAINING_STEP_LENGTHS) values per model, whole numbers if
+    ``counts`` (AssertionError)."""
+    lengths = list(TRAINING_STEP_LENGTHS)
+    if type(prediction) is not dict:
+        raise _wrong_kind("prediction", "a dict with one list per model",
+                          _type_name(prediction))
+    if not all(type(key) is str for key in prediction) or set(prediction) != set(_MODELS):
+        keys = (f"the keys {_short_repr(sorted(prediction))}"
+                if all(type(key) is str for key in prediction) else "keys that are not str")
+        raise _wrong_kind("prediction", f"a dict with the keys {list(_MODELS)}", keys)
+    for name in _MODELS:
+        values = prediction[name]
+        if type(values) not in (list, tuple) or len(values) != len(lengths):
+            got = (f"a {type(values).__name__} of {len(values)}"
+                   if type(values) in (list, tuple) else _type_name(values))
+            raise _wrong_kind(f"prediction[{name!r}]", f"a list of {len(lengths)} numbers",
+                              got)
+        if counts:
+            for value in values:
+                _assert_int(value, f"each count of prediction[{name!r}]")
+
+
 @check
 def training_steps(prediction) -> None:
     """Exercise "sequential steps of one training step" (predict, then measure).
@@ -109,31 +145,31 @@ def training_steps(prediction) -> None:
     run = _Run("training_steps")
     lengths = list(TRAINING_STEP_LENGTHS)
     with run.case("the prediction's form", STEPS_FORM):
-        if type(prediction) is not dict:
-            raise _wrong_kind("prediction", "a dict with one list per model",
-                              _type_name(prediction))
-        if not all(type(key) is str for key in prediction) or set(prediction) != set(_MODELS):
-            keys = (f"the keys {_short_repr(sorted(prediction))}"
-                    if all(type(key) is str for key in prediction) else "keys that are not str")
-            raise _wrong_kind("prediction", f"a dict with the keys {list(_MODELS)}", keys)
-        for name in _MODELS:
-            values = prediction[name]
-            if type(values) not in (list, tuple) or len(values) != len(lengths):
-                got = (f"a {type(values).__name__} of {len(values)}"
-                       if type(values) in (list, tuple) else _type_name(values))
-                raise _wrong_kind(f"prediction[{name!r}]", f"a list of {len(lengths)} numbers",
-                                  got)
+        _training_steps_form(prediction)
     if any(v is None for name in _MODELS for v in prediction[name]):
         run.not_answered("replace every None in `prediction` by your predicted count, run "
                          "the cell, then run this check again")
     measured = _measured_training_steps()
     hints = {"GRU + attention": STEPS_GRU, "ConvS2S": STEPS_CONV}
     for name in _MODELS:
-        for n, guess, real in zip(lengths, prediction[name], measured[name], strict=True):
-            with run.case(f"{name}, decoder length {n}", hints[name]):
-                if _assert_int(guess, f"prediction[{name!r}]") != real:
-                    raise AssertionError(f"your prediction {guess} did not hold")
+        with run.case(f"{name}, decoder lengths {lengths}", hints[name]):
+            _steps_hold(name, prediction[name], measured[name])
     run.held()
+
+
+def _steps_hold(name: str, guesses, measured: list[int]) -> None:
+    """One model's predicted counts, whole numbers equal to the measured ones."""
+    guessed = [_assert_int(guess, f"prediction[{name!r}]") for guess in guesses]
+    if guessed != list(measured):
+        raise AssertionError(f"your prediction for {name} did not hold")
+
+
+def accept_training_steps(prediction, measured: dict[str, list[int]]) -> None:
+    """What this exercise accepts (its check and its hidden test alike): the form, then every
+    count equal to the measured one; AssertionError otherwise."""
+    _training_steps_form(prediction)
+    for name in _MODELS:
+        _steps_hold(name, prediction[name], measured[name])
 
 
 def _training_steps_lines() -> list[str]:

@@ -1,0 +1,236 @@
+"""What an answer cell's code may use: one static read, shared by the checks and by grading.
+
+An exercise asks the learner to write something themselves, from the tools its notebook's setup
+cell imports. So an answer may import only a few plain modules (:data:`MODULES`), may not reach
+into a module's private parts (``torch._C``, ``F.glu.__code__``), may not run code it builds
+from text or from a file (``exec``, ``eval``, ``open``, ``getattr``, ``importlib``), and may not
+change anything it did not make itself (``F.glu = ...``, ``nn.Module.__init__ = ...``). Each
+exercise may also name functions its answer must not call (:data:`FORBIDDEN_NAMES`, the static
+half of :data:`convs2s.course.checks._core.SHORTCUTS`).
+
+:func:`problems` reads source text and never runs it. The grader
+(:mod:`convs2s.course.checks.grading`) applies it to the answer cell before it runs the cell in
+a fresh process; a check applies it to the cell that defined the learner's function, when the
+kernel still holds that cell's text (as IPython does). The rules are stated to the learner in
+every graded copy's header (:data:`RULES`).
+
+A static read of Python is a strong filter, not a proof: what it cannot see is listed in
+``coursework/README.md`` (what is enforced, what an instructor reads by hand).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+
+#: The modules an answer may import (and their submodules where listed).
+MODULES = frozenset({
+    "math", "cmath", "fractions", "decimal", "statistics", "collections", "itertools",
+    "functools", "operator", "heapq", "bisect", "typing", "dataclasses", "numpy",
+    "torch", "torch.nn", "torch.nn.functional",
+})
+#: Built-in names an answer may not use: they run text as code, open files or reach any
+#: attribute by a name built at run time.
+FORBIDDEN_BUILTINS = frozenset({
+    "exec", "eval", "compile", "__import__", "open", "globals", "locals", "vars", "getattr",
+    "setattr", "delattr", "breakpoint", "input", "help", "memoryview", "__builtins__",
+    "__loader__", "__spec__",
+})
+#: Names the setup cell binds that an answer may not touch: the checks themselves.
+FORBIDDEN_SETUP_NAMES = frozenset({"checks", "convs2s"})
+#: Parts of torch that load, compile or dispatch code beside the public functions.
+FORBIDDEN_TORCH = frozenset({
+    "ops", "library", "hub", "utils", "jit", "fx", "load", "save", "package", "classes",
+    "overrides", "compiler", "compile", "export", "onnx", "distributed", "multiprocessing",
+    "testing",
+})
+#: Attributes that reach a running frame or a function's code (``gen.gi_frame.f_back``): from
+#: there any of the grader's own variables could be read.
+FORBIDDEN_ATTRIBUTES = frozenset({
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_back", "f_locals",
+    "f_globals", "f_builtins", "f_code", "tb_frame", "tb_next", "co_code", "co_consts",
+})
+#: By exercise: attribute or imported names whose use is the package's (or PyTorch's) own
+#: answer to it.
+FORBIDDEN_NAMES: dict[str, frozenset[str]] = {
+    "my_glu": frozenset({"glu", "GLU"}),
+    "causal_conv1d": frozenset({"pad", "ConstantPad1d", "ZeroPad1d", "Conv1d"}),
+    "row_entropy": frozenset({"entropy", "Categorical"}),
+    "masked_softmax": frozenset({"scaled_dot_product_attention", "MultiheadAttention"}),
+    "lightweight_conv": frozenset({"Conv1d"}),
+    "block_parameters": frozenset({"Conv1d", "weight_norm", "parametrizations", "Module"}),
+    "cache_floats": frozenset({"Module"}),
+    "baseline_parameters": frozenset({"GRU", "GRUCell", "Linear", "Embedding", "Module",
+                                      "parameters"}),
+    "separable_params": frozenset({"Conv1d", "Module", "parameters"}),
+}
+
+#: The rules as a graded copy states them (one paragraph of its header).
+RULES = (
+    "Each answer is graded on its own, from its cell's code, in a fresh Python process: "
+    "define everything your answer needs in its answer cell (the setup cell's imports are "
+    "there). An answer cell may import only " + ", ".join(sorted(MODULES)) + "; it may not "
+    "use the `checks` or `convs2s` names of the setup cell, names or attributes that start "
+    "with an underscore on a module (`torch._C`, `f.__code__`), `exec`, `eval`, `compile`, "
+    "`open`, `getattr`, `setattr`, `globals` or `vars`, or assign to anything it did not "
+    "create (`torch.x = ...`, `F.glu = ...`). An answer that breaks one of these rules scores "
+    "0, with one line saying which rule.")
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name at the start of an attribute chain (``torch`` for ``torch.nn.functional.glu``)."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _chain(node: ast.Attribute) -> list[str]:
+    """``torch.nn.functional.glu`` -> ["torch", "nn", "functional", "glu"] (names only)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return parts[::-1]
+
+
+def _is_check_call(node: ast.stmt) -> bool:
+    """``checks.<exercise>(...)`` or ``assert checks.<exercise>(...)``: the notebook's own call
+    of a check, which the graded copy keeps in a cell of its own."""
+    value = node.value if isinstance(node, ast.Expr) else (
+        node.test if isinstance(node, ast.Assert) else None)
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "checks")
+
+
+def _module_allowed(name: str) -> bool:
+    return name in MODULES
+
+
+def _imported(tree: ast.Module, setup_modules: dict[str, str]) -> dict[str, str]:
+    """Names bound to modules or module members: the setup's and the answer's imports."""
+    modules = dict(setup_modules)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                modules[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return modules
+
+
+#: What the course's setup cells bind (``import torch``, ``import torch.nn.functional as F``,
+#: ``from collections import Counter`` ...), so that ``F.glu`` is read as torch's.
+SETUP_MODULES = {"torch": "torch", "F": "torch.nn.functional", "math": "math",
+                 "Counter": "collections.Counter", "checks": "convs2s.course.checks"}
+
+
+def problems(source: str, exercise: str = "", *,
+             setup_modules: dict[str, str] | None = None) -> list[str]:
+    """What ``source`` (an answer cell) does that :data:`RULES` forbid, one line each; [] when
+    nothing. A cell that is not valid Python is one problem too."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return [f"the answer cell is not valid Python (line {e.lineno}: {e.msg})"]
+    tree.body = [node for node in tree.body if not _is_check_call(node)]
+    modules = _imported(tree, SETUP_MODULES if setup_modules is None else setup_modules)
+    forbidden = FORBIDDEN_NAMES.get(exercise, frozenset())
+    found: list[str] = []
+
+    def say(node: ast.AST, text: str) -> None:
+        line = f"line {getattr(node, 'lineno', '?')}: {text}"
+        if line not in found:
+            found.append(line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not _module_allowed(alias.name):
+                    say(node, f"imports {alias.name}: an answer may import only "
+                              f"{', '.join(sorted(MODULES))}")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or not node.module or not _module_allowed(node.module):
+                say(node, f"imports from {node.module or '.'}: an answer may import only "
+                          f"{', '.join(sorted(MODULES))}")
+            for alias in node.names:
+                if alias.name.startswith("_") or alias.name == "*":
+                    say(node, f"imports {alias.name} from {node.module}: not a public name")
+                elif alias.name in forbidden:
+                    say(node, f"imports {alias.name}: this exercise asks you to write it")
+                elif f"{node.module}.{alias.name}" in MODULES:
+                    continue
+                elif node.module == "torch" and alias.name in FORBIDDEN_TORCH:
+                    say(node, f"imports torch.{alias.name}: not one of the tools an answer uses")
+        elif isinstance(node, ast.Name):
+            if node.id in FORBIDDEN_BUILTINS:
+                say(node, f"uses {node.id}: an answer may not run text as code, open files or "
+                          "look attributes up by name")
+            elif node.id in FORBIDDEN_SETUP_NAMES:
+                say(node, f"uses {node.id}: the checks are not part of an answer")
+            elif node.id in forbidden and node.id in modules:
+                say(node, f"uses {node.id}: this exercise asks you to write it")
+        elif isinstance(node, ast.Attribute):
+            root = _root(node)
+            attr = node.attr
+            if attr.startswith("__") and attr.endswith("__"):
+                if not (attr == "__init__" and isinstance(node.value, ast.Call)
+                        and isinstance(node.value.func, ast.Name)
+                        and node.value.func.id == "super"):
+                    say(node, f"uses .{attr}: an answer may not reach into Python's internals")
+            elif attr in FORBIDDEN_ATTRIBUTES:
+                say(node, f"uses .{attr}: an answer may not reach into running code")
+            elif attr.startswith("_") and root in modules:
+                say(node, f"uses {'.'.join(_chain(node))}: a private part of a module")
+            elif attr in forbidden:
+                say(node, f"uses .{attr}: this exercise asks you to write it")
+            chain = _chain(node)
+            if (root in modules and modules[root].split(".")[0] == "torch"
+                    and len(chain) > 1):
+                full = modules[root].split(".") + chain[1:]
+                if len(full) > 1 and full[1] in FORBIDDEN_TORCH:
+                    say(node, f"uses torch.{full[1]}: not one of the tools an answer uses")
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Attribute | ast.Subscript):
+                        root = _root(sub)
+                        if root in modules or root in FORBIDDEN_SETUP_NAMES:
+                            say(node, f"changes {root}'s {ast.unparse(sub)}: an answer may "
+                                      "change only what it creates")
+    return found
+
+
+#: The file name under which :func:`define` runs an answer cell's text.
+ANSWER_CELL = "<answer cell>"
+
+
+def _is_cell(filename: str) -> bool:
+    """Whether code compiled from ``filename`` came from a notebook cell (IPython names a cell
+    ``.../ipykernel_<pid>/<n>.py`` or ``<ipython-input-...>``) or from :func:`define`."""
+    return ("ipykernel_" in filename or filename.startswith("<ipython-input")
+            or filename.startswith(ANSWER_CELL))
+
+
+def source_of(fn) -> str | None:
+    """The whole text of the notebook cell that defined the function ``fn``, when the Python
+    session still holds it (IPython keeps every cell's text); None for a function from a file
+    or one whose cell is unknown."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not _is_cell(code.co_filename):
+        return None
+    lines = linecache.getlines(code.co_filename)
+    return "".join(lines) if lines else None
+
+
+def define(source: str, namespace: dict, label: str = "") -> dict:
+    """Run an answer cell's text in ``namespace`` as a notebook would, keeping the text where
+    :func:`source_of` finds it (as IPython does); returns ``namespace``."""
+    filename = f"{ANSWER_CELL}{label}"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the learner's own cell
+    return namespace
