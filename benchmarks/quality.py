@@ -45,12 +45,12 @@ from convs2s.model import count_parameters
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.evaluate import SPLITS, evaluate
 from convs2s.run.presets import PRESETS
-from convs2s.run.run_folder import describe_os_error, make_folder, remove_empty_folders
+from convs2s.run.run_folder import describe_os_error
 from convs2s.run.train import train
 from convs2s.run.translate import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg
 from convs2s.run.translator import Translator
 from convs2s.system import environment
-from convs2s.system.atomic_files import FolderInUse, folder_lock
+from convs2s.system.atomic_files import FolderInUse, made_and_locked
 from convs2s.system.signals import Terminated
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
@@ -223,7 +223,6 @@ def run(args, preset, device) -> int:
                   f"{out / 'best.pt'}, or train afresh with --overwrite (deletes it) or "
                   "another --out", file=sys.stderr)
             return 2
-        created = make_folder(out)
 
         def keep(row: dict, model: torch.nn.Module) -> None:  # each epoch's weights
             if not args.no_curve:
@@ -231,7 +230,7 @@ def run(args, preset, device) -> int:
                                         for k, v in model.state_dict().items()}))
 
         try:
-            with folder_lock(out):  # held from the deleting to the last snapshot written
+            with made_and_locked(out):  # held from the deleting to the last snapshot written
                 if args.overwrite:
                     remove_run(out)
                 print(f"training preset {preset.name!r} ({preset.src_lang}->"
@@ -242,8 +241,6 @@ def run(args, preset, device) -> int:
                                on_epoch_end=keep)
                 wall = time.perf_counter() - t0
         except FolderInUse as e:
-            if created:
-                remove_empty_folders(created)
             raise CheckpointError(str(e)) from None
         if result.best_path is None:
             print("error: training saved no best checkpoint", file=sys.stderr)

@@ -22,9 +22,12 @@ Anything else in a notebook is left to the tool that reads it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from convs2s.system.local_files import FileRefused, json_value, read_small
+
+#: The largest notebook the tools read (the course's are under 1 MB).
+MAX_NOTEBOOK_BYTES = 64 << 20
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -133,10 +136,13 @@ def check_notebook(nb: object, path: str | Path) -> dict:
 
 def read_notebook(path: str | Path, data: bytes | None = None) -> dict:
     """The notebook at ``path`` (or its bytes ``data``, read once), checked
-    (:func:`check_notebook`); :class:`NotebookFormatError` for a file that cannot be read or
-    is not JSON, too."""
+    (:func:`check_notebook`); :class:`NotebookFormatError` for a file that cannot be read, is
+    not a regular file of at most :data:`MAX_NOTEBOOK_BYTES`, or is not JSON, too."""
     try:
-        nb = json.loads(Path(path).read_bytes() if data is None else data)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        nb = json_value(read_small(path, MAX_NOTEBOOK_BYTES, "notebook") if data is None
+                        else data)
+    except FileRefused as e:
+        raise NotebookFormatError(str(e)) from None
+    except (OSError, ValueError) as e:
         raise NotebookFormatError(f"{path}: cannot read it as a notebook ({e})") from None
     return check_notebook(nb, path)

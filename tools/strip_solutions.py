@@ -12,8 +12,9 @@ It empties the outputs and the execution count of every solution cell and leaves
 cell as the run wrote it. CI still executes every solution (nbval runs all cells in quick mode).
 A notebook is rewritten only when something changes: atomically, keeping its mode, with the
 same JSON layout as Jupyter's (indent 1, keys sorted, UTF-8). Every notebook named is read and
-checked (``tools.notebook_format``) before any is written: a file that is not a notebook stops
-the command with one line naming it and what is wrong, and nothing is written. Ctrl-C and SIGTERM
+checked (``tools.notebook_format``) before any is written: a file that is not a notebook (a
+device, a FIFO, a file over 64 MiB, JSON nested too deeply) stops the command with one line naming
+it and what is wrong, and nothing is written. Ctrl-C and SIGTERM
 stop it with one line (exit 130 / 143, ``convs2s.system.signals``), never a traceback.
 """
 
@@ -26,8 +27,9 @@ import sys
 from pathlib import Path
 
 from convs2s.system.atomic_files import write_text_atomic
+from convs2s.system.local_files import FileRefused, json_value, read_small
 from convs2s.system.signals import run_command
-from tools.notebook_format import NotebookFormatError, check_notebook
+from tools.notebook_format import MAX_NOTEBOOK_BYTES, NotebookFormatError, check_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -87,9 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = []
     for path in paths:  # every notebook read and checked before any is written
         try:
-            nb = json.loads(path.read_text(encoding="utf-8"))
+            nb = json_value(read_small(path, MAX_NOTEBOOK_BYTES, "notebook"))
+        except FileRefused as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         except (OSError, ValueError) as e:
-            print(f"{path}: cannot read the notebook ({e}); pass a .ipynb file", file=sys.stderr)
+            why = e.strerror if isinstance(e, OSError) and e.strerror else e
+            print(f"{path}: cannot read the notebook ({why}); pass a .ipynb file",
+                  file=sys.stderr)
             return 2
         try:
             notebooks.append((path, check_notebook(nb, path)))

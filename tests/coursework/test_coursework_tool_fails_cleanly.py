@@ -286,15 +286,32 @@ def test_badges_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
     _stopped(proc, sig, fd)
 
 
+# `python -m tools.strip_solutions`, stopped while it reads a notebook (it refuses a FIFO, so
+# the read itself is made to wait).
+STRIP_BLOCKED = """\
+import runpy, signal
+
+import convs2s.system.local_files as local_files
+
+def read_small(*args, **kwargs):
+    print("reading", flush=True)
+    while True:
+        signal.pause()
+
+local_files.read_small = read_small
+runpy.run_module("tools.strip_solutions", run_name="__main__", alter_sys=True)
+"""
+
+
 @pytest.mark.parametrize("sig", SIGNALS)
 def test_strip_solutions_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
-    fifo = tmp_path / "01_x.ipynb"  # the tool blocks reading it
-    os.mkfifo(fifo)
-    proc = subprocess.Popen([sys.executable, "-m", "tools.strip_solutions", str(fifo)],
+    notebook = tmp_path / "01_x.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    proc = subprocess.Popen([sys.executable, "-c", STRIP_BLOCKED, str(notebook)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_signals)
-    fd = _open_writer(fifo, proc)
-    _stopped(proc, sig, fd)
+    _wait_for_line(proc, "reading")
+    _stopped(proc, sig, wchan="pause")
     assert [p.name for p in tmp_path.iterdir()] == ["01_x.ipynb"], "nothing else written"
 
 

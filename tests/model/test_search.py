@@ -184,7 +184,7 @@ def test_beam_search_restores_mode_and_checks_arguments():
     src = padded_batch([3])
     beam_search(model, src, beam_size=2, max_len=4, bos_idx=BOS, eos_idx=EOS)
     assert model.training
-    with pytest.raises(ValueError, match="beam_size=0"):
+    with pytest.raises(ValueError, match="beam_size must be a positive integer, got 0"):
         beam_search(model, src, beam_size=0, max_len=4, bos_idx=BOS, eos_idx=EOS)
     with pytest.raises(ValueError, match=r"max_len=40 .*max_positions=32"):
         greedy_decode(model, src, max_len=40, bos_idx=BOS, eos_idx=EOS)

@@ -605,13 +605,14 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1) -> dict
     ``text`` is the detokenized translation with ``beam_size``; ``tokens`` its output tokens;
     ``unknown`` the source tokens the vocabulary does not know; ``attention`` the
     ``[dec_layers, len(tokens), len(source_tokens)]`` attention behind that output
-    (:func:`forced_attention`). For empty or too-long input ``ok`` is False, ``message`` says
-    why and the other fields are empty.
+    (:func:`forced_attention`). For input the translator refuses (empty, too long, nothing it
+    knows: :meth:`~convs2s.run.translator.Translator.source_tokens`) ``ok`` is False,
+    ``message`` says why and the other fields are empty.
     """
     empty = {"text": "", "source_tokens": [], "tokens": [], "unknown": [],
              "attention": torch.zeros(0, 0, 0)}
     try:
-        source_tokens = translator._tokens(sentence)
+        source_tokens = translator.source_tokens(sentence)
     except (TypeError, ValueError) as e:
         return {"ok": False, "message": str(e), **empty}
     tokens = translator.translate_tokens([sentence], beam_size=int(beam_size))[0]

@@ -47,7 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from convs2s.data import LANGUAGES, Tokenizer, Vocab, check_direction, detokenize, nfc
+from convs2s.system.arguments import MAX_VOCAB_SIZE, check_size
 from convs2s.system.atomic_files import atomic_write, remove_stale_temps
+from convs2s.system.local_files import read_small
 
 __all__ = [
     "SPECIALS",
@@ -65,6 +67,9 @@ SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")
 LIBRARY = "sentencepiece"
 MODEL_TYPES = ("bpe", "unigram")
 KINDS = ("word", "subword")
+#: The largest cached model file read: a model of MAX_VOCAB_SIZE pieces takes some tens of MB
+#: (8,000 pieces: about 250 kB).
+MAX_MODEL_BYTES = 128 << 20
 
 
 def _sentencepiece():
@@ -99,10 +104,7 @@ class SubwordSettings:
     model_type: str = "bpe"
 
     def __post_init__(self):
-        v = self.vocab_size
-        if isinstance(v, bool) or not isinstance(v, int) or v < len(SPECIALS) + 4:
-            raise ValueError(f"vocab_size must be a whole number >= {len(SPECIALS) + 4}, "
-                             f"not {v!r}.")
+        check_size(self.vocab_size, "vocab_size", MAX_VOCAB_SIZE, least=len(SPECIALS) + 4)
         if not isinstance(self.joint, bool):
             raise ValueError(f"joint must be True or False, not {self.joint!r}.")
         if self.model_type not in MODEL_TYPES:
@@ -397,11 +399,12 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
 
 def _read_cached(path: Path, settings: SubwordSettings) -> SubwordTokenizer | None:
     """The model cached at ``path``, or None (with a warning) when there is none, it is not a
-    model, or it cannot have been learned with ``settings``."""
+    model (a file over :data:`MAX_MODEL_BYTES` is not even read), or it cannot have been learned
+    with ``settings``."""
     if not path.is_file():
         return None
     try:
-        cached = SubwordTokenizer(path.read_bytes())
+        cached = SubwordTokenizer(read_small(path, MAX_MODEL_BYTES, "subword model"))
     except (OSError, ValueError) as e:
         warnings.warn(f"ignoring the unreadable cached subword model {path} ({e}); "
                       "learning it again.", stacklevel=3)

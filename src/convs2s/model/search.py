@@ -30,6 +30,7 @@ from torch import Tensor
 from torch.nn.utils import parametrize
 
 from convs2s.model.convs2s import ConvS2S
+from convs2s.system.arguments import MAX_BEAM_SIZE, brief, check_size
 
 
 @contextmanager
@@ -46,16 +47,14 @@ def _inference(model: ConvS2S) -> Iterator[None]:
         model.train(was_training)
 
 
-def _check_max_len(model: ConvS2S, max_len: int) -> None:
-    if not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len={max_len!r} must be a positive integer.")
+def check_max_len(model: ConvS2S, max_len) -> int:
+    """``max_len`` if the model can decode that many tokens (1 to its ``max_positions``), else
+    ``ValueError`` (one line)."""
     limit = model.config["max_positions"]
-    if max_len > limit:
-        raise ValueError(
-            f"max_len={max_len} needs up to {max_len} decoder positions, but the model was "
-            f"built with max_positions={limit}. Use max_len <= {limit}, or build the model "
-            "with a larger max_positions."
-        )
+    return check_size(max_len, "max_len", limit, why=(
+        f" (it needs up to {brief(max_len)} decoder positions, but the model was built with "
+        f"max_positions={limit}): use max_len <= {limit}, or build the model with a larger "
+        "max_positions"))
 
 
 #: The length penalties α beam search accepts (this course's bounds): 0 (no normalisation) to
@@ -134,7 +133,7 @@ def greedy_decode(
     Returns:
         ``tokens`` (a list of token-id lists), or ``(tokens, attentions)``.
     """
-    _check_max_len(model, max_len)
+    max_len = check_max_len(model, max_len)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     with _inference(model):
         encoded = model.encode(src)
@@ -203,7 +202,8 @@ def beam_search(
 
     Args:
         model, src, max_len, bos_idx, eos_idx, pad_idx: as for :func:`greedy_decode`.
-        beam_size: hypotheses kept per sentence; 1 gives exactly greedy decoding.
+        beam_size: hypotheses kept per sentence, 1 (exactly greedy decoding) to
+            :data:`~convs2s.system.arguments.MAX_BEAM_SIZE`.
         length_penalty: the exponent above, 0 to 10 (:func:`check_length_penalty`).
         return_all: False: the best hypothesis's tokens per sentence. True: per sentence a
             list of ``(tokens, score)`` of all finished hypotheses, best first.
@@ -259,9 +259,8 @@ def _beam_finished(model: ConvS2S, src: Tensor, *, beam_size: int, max_len: int,
                    eos_idx: int, pad_idx: int | None) -> list[list[tuple[float, int, list[int]]]]:
     """The search of :func:`beam_search`: per sentence, its finished hypotheses as
     ``(Σ log p, len, tokens)`` in the order they finished (``len`` counts <eos>)."""
-    _check_max_len(model, max_len)
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size={beam_size!r} must be a positive integer.")
+    max_len = check_max_len(model, max_len)
+    beam_size = check_size(beam_size, "beam_size", MAX_BEAM_SIZE)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     batch, k = src.size(0), beam_size
     finished: list[list[tuple[float, int, list[int]]]] = [[] for _ in range(batch)]

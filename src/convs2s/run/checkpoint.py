@@ -21,7 +21,8 @@ tensor's values read, before its description has passed:
    unpacks to more than the file holds) behind intact headers, inside the file and not
    overlapping;
 2. the contents, read with ``weights_only=True`` (a pickle that could run code is refused) and
-   ``mmap=True`` (the tensors' storages are mapped from the file, not copied): every tensor is
+   ``mmap=True`` (the tensors' storages are mapped from the file, not copied; a path that is
+   not UTF-8, which torch's reader cannot take, is read through a Python file): every tensor is
    dense, on the CPU (never a ``meta`` placeholder) and contiguous, its storage exactly as large
    as its values (several tensors may share one), and the storages hold exactly the archive's
    tensor data;
@@ -34,7 +35,8 @@ tensor's values read, before its description has passed:
 The checked tensors are then copied off the mapping (each storage once), so a loaded checkpoint
 never depends on its file.
 
-Anything wrong is one :class:`CheckpointError` line naming the file and what is wrong.
+Anything wrong is one :class:`CheckpointError` line naming the file and what is wrong; only a
+file whose bytes are wrong is called corrupted (a read error or a lack of memory says so).
 
 Files are written with :func:`convs2s.system.atomic_files.atomic_write` (a temporary file in the
 same folder, then a rename), so an interruption while saving leaves the previous checkpoint intact,
@@ -65,6 +67,7 @@ from convs2s.data.subword import TextPipeline
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.rnn import RNNAttentionSeq2Seq
 from convs2s.model.variants import VariantConvS2S
+from convs2s.system.arguments import MAX_VOCAB_SIZE
 from convs2s.system.atomic_files import atomic_write
 
 FORMAT = "convs2s-checkpoint"
@@ -91,8 +94,8 @@ _KNOWN = {"format", "version", "model_class", "model_config", "model", "src_voca
 #: allocate or compute: the decoder's longest output is ``max_positions`` tokens.
 LIMITS: dict[str, int] = {
     "max_positions": 1024,  # fairseq's fconv default; translation decodes up to this many tokens
-    "src_vocab_size": 1_000_000,
-    "trg_vocab_size": 1_000_000,
+    "src_vocab_size": MAX_VOCAB_SIZE,
+    "trg_vocab_size": MAX_VOCAB_SIZE,
     **dict.fromkeys(("emb_dim", "hid_dim", "enc_hid_dim", "dec_hid_dim", "attn_dim", "out_dim"),
                     8192),
     "enc_layers": 100,
@@ -561,7 +564,7 @@ def _read(path: str | os.PathLike) -> dict[str, Any]:
     stored = _check_archive(path, size)
     try:
         with _private_mapping():
-            data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            data = _load(path)
     except pickle.UnpicklingError as e:  # what a safe load refuses: never retry it unsafely
         if "GLOBAL" in str(e):  # it names a class or function the safe load does not allow
             raise CheckpointError(
@@ -574,6 +577,11 @@ def _read(path: str | os.PathLike) -> dict[str, Any]:
             "what a safe load (weights_only=True) reads. It may be corrupted: delete it and "
             "train again, or use the other checkpoint (best.pt / last.pt) in the same folder."
         ) from e
+    except OSError as e:  # the file, not its bytes: say so, never "corrupted"
+        raise CheckpointError(f"{path} cannot be read: {e.strerror or e}.") from None
+    except MemoryError:
+        raise CheckpointError(f"{path} cannot be read: out of memory. Close other programs, "
+                              "or use a machine with more memory.") from None
     except Exception as e:  # a damaged archive, a record torch cannot read, ...
         raise CheckpointError(
             f"{path} is not a readable convs2s checkpoint ({type(e).__name__}). It may be "
@@ -596,6 +604,18 @@ def _read(path: str | os.PathLike) -> dict[str, Any]:
     except ValueError as e:
         raise _unusable(path, e) from e
     return data
+
+
+def _load(path: Path) -> Any:
+    """``torch.load`` of ``path``, its tensors mapped from the file. torch's reader takes a file
+    name only as UTF-8, so a path that is not (a folder named in another encoding, its bytes
+    kept by Python as lone surrogates) is read through a Python file instead, into memory."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        with open(path, "rb") as f:
+            return torch.load(f, map_location="cpu", weights_only=True)
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
 
 
 def _unusable(path: Path | None, reason: Exception | str) -> CheckpointError:

@@ -42,6 +42,7 @@ from convs2s.run.translate import (
 )
 from convs2s.run.translator import Translator
 from convs2s.system import environment
+from convs2s.system.arguments import brief, check_size
 from convs2s.system.atomic_files import write_json_atomic
 from convs2s.system.signals import run_command, say, stopped
 
@@ -75,8 +76,11 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
     beam_sizes = list(beam_sizes)
-    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in beam_sizes):
-        raise ValueError(f"beam_sizes must be positive integers, got {beam_sizes!r}.")
+    try:
+        beam_sizes = [check_size(b, "beam_size", MAX_BEAM_SIZE) for b in beam_sizes]
+    except ValueError:
+        raise ValueError(f"beam_sizes must be positive integers, at most {MAX_BEAM_SIZE:,}, "
+                         f"got {brief(beam_sizes)}.") from None
     # checked before the work, not after the perplexity; None: the translator's own (final.pt's)
     alpha = translator._alpha(length_penalty)
     pairs = list(pairs)[:limit] if limit is not None else list(pairs)

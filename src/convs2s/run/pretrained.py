@@ -20,11 +20,12 @@ every translator widget uses it where the learner has no run of their own.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
+from convs2s.system.arguments import brief
+from convs2s.system.local_files import FileRefused, json_value, read_small
 
 __all__ = ["MODELS_DIR", "PretrainedError", "available", "pretrained", "pretrained_checkpoint",
            "pretrained_path", "record"]
@@ -32,25 +33,34 @@ __all__ = ["MODELS_DIR", "PretrainedError", "available", "pretrained", "pretrain
 #: Where the shipped models and their manifest are (package data).
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 MANIFEST = "manifest.json"
+#: The largest manifest read (the shipped one is a few kB).
+MAX_MANIFEST_BYTES = 1 << 20
 
 
 class PretrainedError(RuntimeError):
     """A shipped model that cannot be used: one line saying which, why and what to do."""
 
 
-def _manifest(models_dir: Path) -> dict:
+def _manifest(models_dir: Path) -> dict[str, dict]:
+    """The manifest's models, each entry an object (read as a regular file of at most
+    :data:`MAX_MANIFEST_BYTES`); :class:`PretrainedError` (one line) otherwise."""
     path = models_dir / MANIFEST
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_value(read_small(path, MAX_MANIFEST_BYTES, "manifest"), "JSON")
     except FileNotFoundError:
         raise PretrainedError(f"this installation of convs2s has no shipped models ({path} is "
                               "missing): reinstall the package (pip install --force-reinstall "
                               "convs2s, or from the course's repository)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PretrainedError(f"{path} cannot be read ({e}): reinstall the package") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-        raise PretrainedError(f"{path} is not a manifest of models: reinstall the package")
-    return data["models"]
+    except FileRefused as e:
+        raise PretrainedError(f"{e} Reinstall the package.") from None
+    except (OSError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise PretrainedError(f"{path} cannot be read ({why}): reinstall the package") from None
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, dict) or not all(isinstance(m, dict) for m in models.values()):
+        raise PretrainedError(f"{path} is not a manifest of models (an object of one object "
+                              "per direction): reinstall the package")
+    return models
 
 
 def available(models_dir: str | os.PathLike = MODELS_DIR) -> list[str]:
@@ -63,7 +73,7 @@ def record(direction: str = "de-en", models_dir: str | os.PathLike = MODELS_DIR)
     (command, epochs, hours, machine) and its scores."""
     models = _manifest(Path(models_dir))
     if not isinstance(direction, str) or direction not in models:
-        raise PretrainedError(f"no shipped model for {direction!r}: the package has "
+        raise PretrainedError(f"no shipped model for {brief(direction)}: the package has "
                               f"{', '.join(sorted(models)) or 'none'}")
     return dict(models[direction])
 
@@ -81,8 +91,12 @@ def pretrained_path(direction: str = "de-en",
     """The checkpoint file of a shipped model, checked against the manifest's sha256."""
     models_dir = Path(models_dir)
     entry = record(direction, models_dir)
-    path = models_dir / str(entry.get("file", ""))
-    if not entry.get("file") or not path.is_file():
+    name = entry.get("file")
+    if not isinstance(name, str) or not name or Path(name).name != name:
+        raise PretrainedError(f"the manifest names no file for the shipped {direction} model "
+                              f"(its file is {brief(name)}): reinstall the package")
+    path = models_dir / name
+    if not path.is_file():
         raise PretrainedError(f"the shipped {direction} model's file {path} is missing: "
                               "reinstall the package (pip install --force-reinstall convs2s)")
     try:

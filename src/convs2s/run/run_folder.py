@@ -1,11 +1,12 @@
 """A training run's folder (``--out``): made, held against a second run, checked before any
 work, cleaned up after a failure; and the one-line description of an ``OSError`` there.
 
-One run per folder: :func:`held` takes the folder's lock (:func:`~convs2s.system.atomic_files.
-folder_lock`) for the whole run, refuses a folder holding another run unless resuming it, and
-probes that the checkpoints can be written before training starts; the temporary files of
-checkpoint writes a killed run left are removed, and only those. A run that fails removes the
-folders it made, if it left them empty.
+One run per folder: :func:`held` makes the folder and takes its lock as one step
+(:func:`~convs2s.system.atomic_files.made_and_locked`) for the whole run, refuses a folder
+holding another run unless resuming it, and probes that the checkpoints can be written before
+training starts; the temporary files of checkpoint writes a killed run left are removed, and
+only those. A run that fails removes the folders it made, if it left them empty and still holds
+them.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ from pathlib import Path
 
 from convs2s.run.checkpoint import CheckpointError
 from convs2s.run.final_choices import FINAL, SNAPSHOT_NAME, SNAPSHOTS
-from convs2s.system.atomic_files import LOCK_NAME, FolderInUse, folder_lock, remove_stale_temps
+from convs2s.system.atomic_files import (
+    FolderInUse,
+    made_and_locked,
+    remove_empty_folders,
+    remove_stale_temps,
+)
 
-__all__ = ["CHECKPOINTS", "claim_folder", "describe_os_error", "held", "make_folder",
-           "remove_empty_folders", "remove_killed_runs_temps"]
+__all__ = ["CHECKPOINTS", "claim_folder", "describe_os_error", "held", "remove_empty_folders",
+           "remove_killed_runs_temps"]
 
 CHECKPOINTS = ("last.pt", "best.pt")
 # ".epoch03.pt.<anything>": the snapshot a temporary file was for (atomic_files checks the rest)
@@ -32,38 +38,23 @@ _SNAPSHOT_TEMP = re.compile(rf"\.({SNAPSHOT_NAME.pattern})\..*", re.DOTALL)
 
 @contextmanager
 def held(folder: Path, resume: bool) -> Iterator[None]:
-    """While inside, ``folder`` is this process's run folder: made if needed, locked, and
-    checked by :func:`claim_folder`. If the block fails, the folders this made are removed
-    when the run left them empty (its lock aside). Another run holding the folder is a one-line
-    ``CheckpointError``."""
-    created: list[Path] = []
+    """While inside, ``folder`` is this process's run folder: made if needed and locked as one
+    step (:func:`~convs2s.system.atomic_files.made_and_locked`), and checked by
+    :func:`claim_folder`. If the block fails, the folders this made are removed when the run
+    left them empty (its lock aside), before the lock is let go. Another run holding the folder,
+    or a folder that cannot be made, is a one-line ``CheckpointError``."""
+    inside = False
     try:
-        created = make_folder(folder)
-        with folder_lock(folder):
+        with made_and_locked(folder):
+            inside = True
             claim_folder(folder, resume)
             yield
-    except BaseException as e:
-        if created and folder.is_dir() and all(p.name == LOCK_NAME for p in folder.iterdir()):
-            (folder / LOCK_NAME).unlink()  # a folder this run made and left empty: remove it
-            remove_empty_folders(created)
-        if isinstance(e, FolderInUse):
-            raise CheckpointError(str(e)) from None
-        raise
-
-
-def make_folder(folder: Path) -> list[Path]:
-    """Create ``folder`` (and its parents) if needed; the folders created, deepest first.
-
-    ``CheckpointError`` (one line) if it cannot be: a file is in the way, or no permission."""
-    created, p = [], folder
-    while not p.exists() and p != p.parent:
-        created, p = [*created, p], p.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
+    except FolderInUse as e:
+        raise CheckpointError(str(e)) from None
     except OSError as e:
-        remove_empty_folders(created)
+        if inside:
+            raise
         raise _unwritable(folder, e) from None
-    return created
 
 
 def _unwritable(folder: Path, e: OSError) -> CheckpointError:
@@ -116,14 +107,6 @@ def remove_killed_runs_temps(folder: Path) -> None:
     if snapshots.is_dir() and not snapshots.is_symlink():
         names = {m[1] for p in snapshots.iterdir() if (m := _SNAPSHOT_TEMP.fullmatch(p.name))}
         remove_stale_temps(snapshots, sorted(names), suffixes=(".tmp",))
-
-
-def remove_empty_folders(folders: list[Path]) -> None:
-    for folder in folders:  # deepest first; only folders this run created, only when empty
-        try:
-            folder.rmdir()
-        except OSError:
-            return
 
 
 def describe_os_error(e: OSError, folder: Path) -> str:

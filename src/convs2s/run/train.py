@@ -42,6 +42,7 @@ from convs2s.run.prepare import build_model, fingerprint, make_optimizer, prepar
 from convs2s.run.presets import PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
 from convs2s.system import environment
+from convs2s.system.arguments import MAX_VOCAB_SIZE, brief, cut, shown
 from convs2s.system.signals import StopSignals, Terminated, exit_status
 
 
@@ -550,17 +551,27 @@ def train(
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not the usage block
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+    def error(self, message):  # one line, not the usage block; a huge argument cut short
+        self.exit(2, f"{self.prog}: error: {cut(message)} (see --help)\n")
 
 
 def _whole_number(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {brief(text)}"
+                                         ) from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _vocab_size(text: str) -> int:
+    """Subword pieces per vocabulary: 1 to the most a checkpoint may hold (checked here, before
+    any data is loaded)."""
+    value = _whole_number(text)
+    if value > MAX_VOCAB_SIZE:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_VOCAB_SIZE:,}, not {value}")
     return value
 
 
@@ -571,7 +582,7 @@ def _fraction(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to below 1, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to below 1, not {brief(text)}")
     return value
 
 
@@ -587,7 +598,7 @@ def _minutes(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, not {brief(text)}")
     return value
 
 
@@ -595,7 +606,8 @@ def _device(text: str) -> torch.device:
     try:
         dev = torch.device(text)
     except RuntimeError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device (cpu, cuda, mps)") from None
+        raise argparse.ArgumentTypeError(f"{brief(text)} is not a device (cpu, cuda, mps)"
+                                         ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError("cuda was asked for but this machine has no CUDA GPU "
                                          "(or this torch is a CPU build); use --device cpu")
@@ -624,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
                         "preset's, en)")
     parser.add_argument("--tokenizer", choices=KINDS, help="word: lower-cased spaCy words; "
                         "subword: cased sentencepiece pieces (default: the preset's)")
-    parser.add_argument("--vocab-size", type=_whole_number, help="subword pieces per "
+    parser.add_argument("--vocab-size", type=_vocab_size, help="subword pieces per "
                         "vocabulary (default: the preset's, 8000)")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
                         help="subword: one vocabulary for both languages (default) or one each")
@@ -663,14 +675,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         return _fail(run_folder.describe_os_error(e, args.out))
     if result.best_path:
-        print(f"best checkpoint: {result.best_path}")
+        print(f"best checkpoint: {shown(str(result.best_path))}")
     if result.final_path:
-        print(f"final model (translate with this one): {result.final_path}")
+        print(f"final model (translate with this one): {shown(str(result.final_path))}")
     return 0
 
 
 def _fail(message: str) -> int:
-    print("error: " + " ".join(message.split()), file=sys.stderr)
+    print("error: " + cut(" ".join(message.split())), file=sys.stderr)
     return 1
 
 

@@ -11,8 +11,9 @@ that cannot be translated (empty, not UTF-8, too long) gets an empty output line
 on stderr naming its line number; the other lines are translated anyway. A line longer than
 :data:`MAX_LINE_BYTES` is not even held in memory (``--input /dev/zero`` is one endless line):
 it is reported as soon as it passes the limit and the rest of it is skipped. Input that is
-UTF-16 or UTF-32 (a byte order mark, or NUL bytes) is refused in one line that names the
-encoding and the ``iconv`` command that converts it. Control characters in a translation (a
+UTF-16 or UTF-32 (a byte order mark, or NUL bytes in a line that reads as such text) is refused
+in one line that names the encoding and the ``iconv`` command that converts it; other NUL bytes
+are refused with the ``tr`` command that removes them. Control characters in a translation (a
 newline or an ANSI escape inside a vocabulary token) are written as spaces, so that the output
 stays one line per input line.
 
@@ -41,20 +42,23 @@ from convs2s.data import LANGUAGE_NAMES
 from convs2s.model.search import (
     check_length_penalty,
 )
-from convs2s.run.translator import Translator, positive_int
+from convs2s.run.translator import Translator, check_sizes
+from convs2s.system.arguments import (
+    MAX_BATCH_SIZE,
+    MAX_BEAM_SIZE,
+    MAX_LINE_BYTES,
+    brief,
+    check_size,
+    cut,
+)
 from convs2s.system.environment import check_device
 from convs2s.system.signals import run_command, say
 
 __all__ = ["LineTooLong", "MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "NotUTF8",
            "main", "read_lines", "translate_lines"]
 
-#: The longest input line the command line reads (1 MiB): far more than any sentence a model
-#: with a few hundred positions can take, and a bound on the memory one line can use.
-MAX_LINE_BYTES = 1 << 20
-#: The largest ``--beam-size`` (beam search keeps this many hypotheses per sentence and step).
-MAX_BEAM_SIZE = 1000
-#: The largest ``--batch-size`` (the lines of one batch are held in memory together).
-MAX_BATCH_SIZE = 10_000
+# MAX_LINE_BYTES (1 MiB), MAX_BEAM_SIZE and MAX_BATCH_SIZE: convs2s.system.arguments, the one
+# place that bounds every size the command line and the package's functions take.
 
 _CHUNK = 1 << 16  # bytes read at a time
 _LINE_END = re.compile(rb"\r\n?|\n")
@@ -68,23 +72,27 @@ class NotUTF8(ValueError):
     """The input is UTF-16 or UTF-32 (a byte order mark, or NUL bytes), not UTF-8 text.
 
     ``encoding`` is what the bytes look like ("UTF-16"), ``iconv`` the name ``iconv -f`` needs
-    for them ("UTF-16" with a byte order mark, "UTF-16LE" without), ``evidence`` what gave it
-    away.
+    for them ("UTF-16" with a byte order mark, "UTF-16LE" without; None: bytes that read as no
+    text, whose NULs are to be removed), ``evidence`` what gave it away.
     """
 
-    def __init__(self, encoding: str, iconv: str, evidence: str):
+    def __init__(self, encoding: str, iconv: str | None, evidence: str):
         self.encoding, self.iconv, self.evidence = encoding, iconv, evidence
         super().__init__(self.message("the input"))
 
     def message(self, what: str, path: str | None = None) -> str:
         """One line: what the input ``what`` is, and the command that converts it."""
-        if path is None:
-            convert = f"iconv -f {self.iconv} -t UTF-8 FILE | python -m convs2s.translate ..."
+        q, pipe = shlex.quote, "| python -m convs2s.translate ..."
+        if self.iconv is None:
+            fix, nul = "remove the NUL bytes", "tr -d '\\000'"
+            run = f"{nul} < FILE {pipe}" if path is None else \
+                f"{nul} < {q(path)} > {q(path + '.txt')}"
         else:
-            convert = (f"iconv -f {self.iconv} -t UTF-8 {shlex.quote(path)} > "
-                       f"{shlex.quote(path + '.utf8')}")
-        return (f"{what} is {self.encoding} ({self.evidence}), not UTF-8 text: convert it "
-                f"first, e.g. {convert}")
+            fix, iconv = "convert it", f"iconv -f {self.iconv} -t UTF-8"
+            run = f"{iconv} FILE {pipe}" if path is None else \
+                f"{iconv} {q(path)} > {q(path + '.utf8')}"
+        return (f"{what} is {self.encoding} ({self.evidence}), not UTF-8 text: {fix} first, "
+                f"e.g. {run}")
 
 
 def _bom(start: bytes) -> NotUTF8 | None:
@@ -97,19 +105,37 @@ def _bom(start: bytes) -> NotUTF8 | None:
 
 def _nul_bytes(line: bytes, offset: int, lineno: int) -> NotUTF8:
     """What a line holding NUL bytes (at byte ``offset`` of the input) looks like: in UTF-16,
-    every ASCII character has a NUL byte beside it; in UTF-32, three."""
+    every ASCII character has a NUL byte beside it; in UTF-32, three. An encoding is named only
+    if the line reads as text in it (a UTF-8 line with two NULs is not UTF-32)."""
     sample = line[:4096]
     where = [(offset + i) % 4 for i, byte in enumerate(sample) if byte == 0]
     share = len(where) / len(sample)
     evidence = f"line {lineno} holds NUL bytes"
     if share >= 0.6:  # UTF-32: little-endian puts the character first, then three NULs
         order = "LE" if where.count(0) < where.count(3) else "BE"
-        return NotUTF8(f"UTF-32{order}", f"UTF-32{order}", f"{evidence}, as UTF-32 text does")
-    if share >= 0.2:  # UTF-16: little-endian puts the NUL after the character
+        if _reads_as(sample, offset, f"utf-32-{order.lower()}", 4):
+            return NotUTF8(f"UTF-32{order}", f"UTF-32{order}",
+                           f"{evidence}, as UTF-32 text does")
+    elif share >= 0.2:  # UTF-16: little-endian puts the NUL after the character
         order = "LE" if sum(p % 2 for p in where) > len(where) / 2 else "BE"
-        return NotUTF8(f"UTF-16{order}", f"UTF-16{order}", f"{evidence}, as UTF-16 text does")
-    return NotUTF8("UTF-16 or binary data", "UTF-16",
-                   f"{evidence}, which UTF-8 text does not have")
+        if _reads_as(sample, offset, f"utf-16-{order.lower()}", 2):
+            return NotUTF8(f"UTF-16{order}", f"UTF-16{order}",
+                           f"{evidence}, as UTF-16 text does")
+    return NotUTF8("binary data, or text with NUL bytes", None,
+                   f"{evidence}, which UTF-8 text does not have, and it reads as no UTF-16 or "
+                   "UTF-32 text")
+
+
+def _reads_as(sample: bytes, offset: int, codec: str, width: int) -> bool:
+    """Whether ``sample`` (at byte ``offset`` of the input) decodes as text in ``codec``: at
+    least one character, every one printable or a line break, none of them NUL."""
+    start = -offset % width
+    whole = sample[start:start + (len(sample) - start) // width * width]
+    try:
+        text = whole.decode(codec)
+    except UnicodeDecodeError:
+        return False
+    return bool(text.strip("\r\n")) and all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 
@@ -134,7 +160,7 @@ def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes |
     when the input starts with a UTF-16 or UTF-32 byte order mark, or a line holds NUL bytes.
     A text stream (``str`` lines) is read with its own line endings.
     """
-    positive_int(max_bytes, "max_bytes")
+    check_size(max_bytes, "max_bytes", MAX_LINE_BYTES)
     if isinstance(f, io.TextIOBase):
         yield from _read_text_lines(f, max_bytes)
         return
@@ -280,9 +306,8 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTo
 
     Returns ``(number of lines, [(line number, problem), ...] for the lines not translated)``.
     """
-    positive_int(batch_size, "batch_size")
-    positive_int(beam_size, "beam_size")
-    positive_int(max_line_bytes, "max_line_bytes")
+    check_sizes(beam_size=beam_size, batch_size=batch_size)
+    check_size(max_line_bytes, "max_line_bytes", MAX_LINE_BYTES)
     length_penalty = translator._alpha(length_penalty)
     failed: list[tuple[int, str]] = []
     n = 0
@@ -296,7 +321,7 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTo
                 if not text.strip():
                     print(f"warning: line {lineno} is empty; wrote an empty line.", file=err)
                     continue
-                todo.append((i, translator._tokens(text)))
+                todo.append((i, translator.source_tokens(text)))
             except ValueError as e:
                 failed.append((lineno, str(e)))
                 print(f"error: line {lineno}: {e} Wrote an empty line.", file=err)
@@ -352,20 +377,21 @@ def positive_int_arg(text: str) -> int:
     """argparse ``type``: a whole number >= 1 (0, negatives and fractions are refused)."""
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    except ValueError:  # not a number, or more digits than int() reads
+        raise argparse.ArgumentTypeError(f"{brief(text)} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def bounded_int_arg(limit: int):
-    """argparse ``type``: a whole number from 1 to ``limit``."""
+    """argparse ``type``: a whole number from 1 to ``limit``
+    (:func:`convs2s.system.arguments.check_size`, what the package's functions check too)."""
 
     def parse(text: str) -> int:
         value = positive_int_arg(text)
         if value > limit:
-            raise argparse.ArgumentTypeError(f"must be at most {limit:,}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be at most {limit:,}, got {brief(value)}")
         return value
 
     return parse
@@ -398,7 +424,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line (no usage block), exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {cut(message)} (see --help)\n")
 
 
 def _quiet_broken_pipe() -> None:

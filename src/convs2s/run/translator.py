@@ -17,6 +17,7 @@ recorded this is German to English, word-level. Its command line is :mod:`convs2
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,17 +30,28 @@ from convs2s.model.search import (
     beam_search,
     beam_search_alphas,
     check_length_penalty,
+    check_max_len,
     greedy_decode,
 )
 from convs2s.run.checkpoint import Checkpoint, check_parts, check_pipeline
+from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, check_size
 from convs2s.system.environment import check_device
 
-__all__ = ["Translation", "Translator"]
+__all__ = ["Translation", "Translator", "check_sizes"]
 
-def positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return value
+#: Unicode categories of characters that show nothing: controls (NUL), formats (zero-width
+#: space, byte order mark, soft hyphen), separators.
+_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
+
+
+def check_sizes(*, beam_size: int, batch_size: int) -> None:
+    """``ValueError`` (one line) unless ``beam_size`` is 1 to :data:`MAX_BEAM_SIZE` and
+    ``batch_size`` 1 to :data:`MAX_BATCH_SIZE`, the bounds ``--beam-size`` and ``--batch-size``
+    have too."""
+    check_size(batch_size, "batch_size", MAX_BATCH_SIZE,
+               why=" (the sentences of a batch are decoded together, in memory)")
+    check_size(beam_size, "beam_size", MAX_BEAM_SIZE,
+               why=" (beam search keeps that many hypotheses per sentence; 5 to 10 is usual)")
 
 
 @dataclass
@@ -116,8 +128,29 @@ class Translator:
             ) from None
         if not sentence.strip():
             raise ValueError("Cannot translate an empty or whitespace-only sentence.")
+        if all(unicodedata.category(c) in _INVISIBLE or c.isspace() for c in sentence):
+            raise ValueError("Nothing to translate: the sentence holds only invisible or control "
+                             "characters (such as NUL, a zero-width space or a byte order "
+                             "mark).")
         tokens = self.src_tokenizer(sentence)
         check_length(tokens, self.max_positions, what="source sentence")
+        return tokens
+
+    def source_tokens(self, sentence: str) -> list[str]:
+        """The tokens of ``sentence`` to translate it by: ``ValueError`` (one line) for what
+        cannot be translated (empty, too long, not valid Unicode, only invisible characters),
+        and for a sentence none of whose words the model knows (emoji, a script it never saw):
+        its output would be a confident guess, so the unknown pieces are named instead."""
+        tokens = self._tokens(sentence)
+        words = [t for t in tokens if any(c.isalnum() for c in t)]
+        if not any(t in self.src_vocab for t in words):
+            unknown = [t for t in tokens if t not in self.src_vocab and t.strip("\u2581 ")]
+            shown = ", ".join(t if len(t) <= 20 else t[:20] + "…" for t in unknown[:10]) + (
+                f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+            name = LANGUAGE_NAMES.get(self.src_lang, self.src_lang)
+            raise ValueError("Nothing to translate: the model knows none of the sentence's words"
+                             + (f" (unknown pieces: {shown})" if unknown else "")
+                             + f". Give a {name} sentence.")
         return tokens
 
     def _batch(self, token_lists: list[list[str]]) -> torch.Tensor:
@@ -127,7 +160,8 @@ class Translator:
         return src.to(self.device)  # src = [batch, src_len]
 
     def _max_len(self, max_len: int | None) -> int:
-        return self.max_positions if max_len is None else max_len
+        """``max_len``, checked: 1 to the model's ``max_positions`` (None: all of them)."""
+        return self.max_positions if max_len is None else check_max_len(self.model, max_len)
 
     def _alpha(self, length_penalty: float | None) -> float:
         """The length penalty a call asks for, else the translator's (checked: 0 to 10)."""
@@ -141,14 +175,15 @@ class Translator:
         """Output token lists for a list of sentences (what the tutorial BLEU compares).
 
         ``batch_size`` sentences are decoded together; ``ValueError`` if it or ``beam_size``
-        is not a positive integer, or a sentence is empty, too long or not valid Unicode (a lone
-        surrogate). ``length_penalty``: beam search's exponent, 0 to 10 (None: the translator's
-        own, :attr:`length_penalty`; see
-        :func:`convs2s.model.search.beam_search`; greedy decoding ignores it, but it is checked all
-        the same).
+        is not a whole number from 1 to its bound (:func:`check_sizes`), ``max_len`` not one
+        from 1 to the model's ``max_positions``, or a sentence is empty, too long or not valid
+        Unicode (a lone surrogate). ``length_penalty``: beam search's exponent, 0 to 10 (None:
+        the translator's own, :attr:`length_penalty`; see
+        :func:`convs2s.model.search.beam_search`; greedy decoding ignores it, but it is checked
+        all the same).
         """
-        positive_int(batch_size, "batch_size")
-        positive_int(beam_size, "beam_size")
+        check_sizes(beam_size=beam_size, batch_size=batch_size)
+        self._max_len(max_len)
         length_penalty = self._alpha(length_penalty)
         token_lists = [self._tokens(s) for s in sentences]
         return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
@@ -158,8 +193,7 @@ class Translator:
                               max_len: int | None = None, batch_size: int = 64,
                               length_penalty: float | None = None) -> list[list[str]]:
         """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
-        positive_int(batch_size, "batch_size")
-        positive_int(beam_size, "beam_size")
+        check_sizes(beam_size=beam_size, batch_size=batch_size)
         length_penalty = self._alpha(length_penalty)
         out: list[list[str]] = []
         v = self.trg_vocab
@@ -181,6 +215,8 @@ class Translator:
         """:meth:`translate_tokens` with beam search at every length penalty in ``alphas``: one
         list of outputs per α, in that order, from one search (α only re-ranks the finished
         hypotheses; :func:`convs2s.model.search.beam_search_alphas`)."""
+        check_sizes(beam_size=beam_size, batch_size=batch_size)
+        self._max_len(max_len)
         token_lists = [self._tokens(s) for s in sentences]
         return self.translate_token_lists_alphas(token_lists, alphas, beam_size=beam_size,
                                                  max_len=max_len, batch_size=batch_size)
@@ -191,8 +227,7 @@ class Translator:
         """:meth:`translate_token_lists` with beam search for every length penalty in
         ``alphas`` (one list of outputs per α, in that order), from one search per batch
         (:func:`convs2s.model.search.beam_search_alphas`)."""
-        positive_int(batch_size, "batch_size")
-        positive_int(beam_size, "beam_size")
+        check_sizes(beam_size=beam_size, batch_size=batch_size)
         alphas = [check_length_penalty(a) for a in alphas]
         out: list[list[list[str]]] = [[] for _ in alphas]
         v = self.trg_vocab
@@ -207,20 +242,24 @@ class Translator:
 
     def translate(self, sentences: str | Sequence[str], *, beam_size: int = 5,
                   max_len: int | None = None, length_penalty: float | None = None):
-        """Translate one sentence (-> str) or a list of sentences (-> list of str)."""
+        """Translate one sentence (-> str) or a list of sentences (-> list of str).
+
+        ``ValueError`` (one line) for a sentence :meth:`source_tokens` refuses, or a size out
+        of its bounds (:func:`check_sizes`; ``max_len``: 1 to the model's ``max_positions``)."""
         single = isinstance(sentences, str)
         if not single and not isinstance(sentences, (list, tuple)):
             raise TypeError(f"translate() takes a str or a list of str, not "
                             f"{type(sentences).__name__}.")
         batch = [sentences] if single else list(sentences)
-        tokens = self.translate_tokens(batch, beam_size=beam_size, max_len=max_len,
-                                       length_penalty=length_penalty)
+        tokens = self.translate_token_lists([self.source_tokens(s) for s in batch],
+                                            beam_size=beam_size, max_len=max_len,
+                                            length_penalty=length_penalty)
         texts = [self.detokenize(t) for t in tokens]
         return texts[0] if single else texts
 
     def translate_with_attention(self, sentence: str, *, max_len: int | None = None) -> Translation:
         """Greedy translation of one sentence with every decoder layer's attention, for plots."""
-        tokens = self._tokens(sentence)
+        tokens = self.source_tokens(sentence)
         v = self.trg_vocab
         ids, attn = greedy_decode(self.model, self._batch([tokens]), max_len=self._max_len(max_len),
                                   bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx,

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from convs2s.system.arguments import cut
+
 __all__ = ["StopSignals", "Terminated", "exit_status", "run_command", "say", "stopped"]
 
 
@@ -76,9 +78,10 @@ class StopSignals:
 
 def say(message: str) -> None:
     """``message`` on stderr, if there is one (``2>&-`` closes it: then nowhere, and never on
-    stdout, where ``print(file=None)`` would put it among a command's output)."""
+    stdout, where ``print(file=None)`` would put it among a command's output); an argument of
+    thousands of characters in it is cut (:func:`~convs2s.system.arguments.cut`)."""
     if sys.stderr is not None:
-        print(message, file=sys.stderr, flush=True)
+        print(cut(message), file=sys.stderr, flush=True)
 
 
 def stopped(e: KeyboardInterrupt, detail: str = "") -> int:

@@ -12,8 +12,10 @@
    dropped, runs of spaces made one, each space written "▁" and one "▁" put in front; the text
    split into characters; then, again and again, the adjacent pair whose concatenation is the
    highest-scoring piece of the model (the leftmost of equals) is merged, until no pair is a
-   piece. tests/site_and_tools/test_site_translator.py compares its pieces with sentencepiece's
-   for every validation sentence, and the page's translations with the package's. */
+   piece; a run of pieces the model does not know becomes one piece. tests/site_and_tools/
+   test_site_translator.py compares its pieces with sentencepiece's for every validation
+   sentence, and the page's translations with the package's; what the page refuses
+   (checkSource) is what the package refuses (test_site_translator_refuses.py). */
 (() => {
   const SPACE = "\u2581";  // sentencepiece's "▁"
   const UNK_SURFACE = " \u2047 ";  // how sentencepiece decodes <unk>
@@ -25,8 +27,10 @@
     if (!tok.ids) {
       tok.ids = new Map(tok.pieces.map((p, i) => [p, i]));
       tok.mergeable = new Map();  // pieces text may become, with their scores
+      tok.longest = 1;  // code points of the longest of them
       for (let i = tok.first_normal; i < tok.pieces.length; i++) {
         tok.mergeable.set(tok.pieces[i], tok.scores[i]);
+        tok.longest = Math.max(tok.longest, Array.from(tok.pieces[i]).length);
       }
     }
     return tok;
@@ -94,7 +98,66 @@
       consider(prev[top.left], top.left);
       consider(top.left, next[top.left]);
     }
-    return symbols.filter((s) => s.length > 0);
+    // as sentencepiece does, a run of pieces the model does not know is one (unknown) piece
+    const pieces = [];
+    let afterUnknown = false;
+    for (const symbol of symbols.filter((s) => s.length > 0)) {
+      const unknown = !tok.ids.has(symbol) || tok.ids.get(symbol) === tok.unk;
+      if (unknown && afterUnknown) pieces[pieces.length - 1] += symbol;
+      else pieces.push(symbol);
+      afterUnknown = unknown;
+    }
+    return pieces;
+  }
+
+  /* What the package (Translator.source_tokens) refuses, with its messages, in its order:
+     {message, pieces, unknown}; message "" for a sentence to translate. A sentence too long
+     for the model is refused before the pieces are made when its length alone shows it (every
+     piece holds at most tok.longest characters), so a pasted book does not block the page. */
+  const PY_SPACE = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+  const INVISIBLE = /^[\p{Cc}\p{Cf}\p{Zs}\p{Zl}\p{Zp}]*$/u;
+  const LONE_SURROGATE = /\p{Cs}/u;
+  const WORD = /[\p{L}\p{N}]/u;
+  function checkSource(sentence, tok) {
+    vocabulary(tok);
+    const refused = (message) => ({message, pieces: [], unknown: []});
+    const tooLong = (what) => refused(`The source sentence is ${what}, but the model handles ` +
+      `at most ${tok.max_positions}. Shorten it or split it into several sentences.`);
+    if (LONE_SURROGATE.test(sentence)) {
+      const chars = Array.from(sentence);
+      const at = chars.findIndex((c) => LONE_SURROGATE.test(c));
+      const hex = chars[at].charCodeAt(0).toString(16).padStart(4, "0");
+      return refused(`Cannot translate text that is not valid Unicode: character ${at + 1} is ` +
+        `'\\u${hex}', a lone surrogate (half of a UTF-16 pair, or a byte that was not UTF-8, ` +
+        "decoded with errors='surrogateescape'). Fix the text's encoding.");
+    }
+    if (PY_SPACE.test(sentence)) {
+      return refused("Cannot translate an empty or whitespace-only sentence.");
+    }
+    if (INVISIBLE.test(sentence)) {
+      return refused("Nothing to translate: the sentence holds only invisible or control " +
+                     "characters (such as NUL, a zero-width space or a byte order mark).");
+    }
+    const symbols = Array.from(normalize(sentence)).length;
+    if (Math.ceil(symbols / tok.longest) > tok.max_positions) {
+      return tooLong(`more than ${tok.max_positions} positions long (${symbols} characters)`);
+    }
+    const pieces = encodePieces(sentence, tok);
+    if (pieces.length > tok.max_positions) {
+      return tooLong(`${pieces.length} positions long (${pieces.length} tokens)`);
+    }
+    const unknown = pieces.filter((p) => !tok.ids.has(p) || tok.ids.get(p) === tok.unk);
+    if (!pieces.some((p) => WORD.test(p) && !unknown.includes(p))) {
+      const shown = unknown.filter((p) => p.replace(/[\u2581 ]/g, "") !== "");
+      const listed = shown.slice(0, 10).map((p) => {
+        const chars = Array.from(p);
+        return chars.length <= 20 ? p : chars.slice(0, 20).join("") + "\u2026";
+      }).join(", ") + (shown.length > 10 ? ` and ${shown.length - 10} more` : "");
+      return refused("Nothing to translate: the model knows none of the sentence's words" +
+                     (shown.length ? ` (unknown pieces: ${listed})` : "") +
+                     ". Give a German sentence.");
+    }
+    return {message: "", pieces, unknown};
   }
 
   function encodeIds(pieces, tok) {
@@ -294,18 +357,9 @@
     const m = model || await loadModel();
     const tok = m.tok;
     const empty = {sourcePieces: [], unknown: [], tokens: [], text: "", attention: []};
-    if (!sentence.trim()) {
-      return {ok: false, message: "Cannot translate an empty or whitespace-only sentence.",
-              ...empty};
-    }
-    const sourcePieces = encodePieces(sentence, tok);
-    if (sourcePieces.length > tok.max_positions) {
-      const n = sourcePieces.length;
-      return {ok: false, ...empty, message: `The source sentence needs ${n} positions, but ` +
-        `the model was built with max_positions=${tok.max_positions} learned position ` +
-        "embeddings. Shorten the sentence (or decode fewer steps), or build the model with " +
-        `max_positions >= ${n}.`};
-    }
+    const checked = checkSource(sentence, tok);
+    if (checked.message) return {ok: false, message: checked.message, ...empty};
+    const sourcePieces = checked.pieces;
     const srcIds = encodeIds(sourcePieces, tok);
     const encoded = await m.encoder.run({src: ids64(m.ort, srcIds)});
     const ids = beamSize > 1 ? await beamSearch(encoded, beamSize, m.lengthPenalty)
@@ -483,8 +537,8 @@
     input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !go.disabled) run(); });
   }
 
-  window.convs2sTranslator = {normalize, encodePieces, decodePieces, encodeIds, loadManifest,
-                              loadModel, translate, hasWebAssembly};
+  window.convs2sTranslator = {normalize, encodePieces, checkSource, decodePieces, encodeIds,
+                              loadManifest, loadModel, translate, hasWebAssembly};
   const start = () => document.querySelectorAll(".convs2s-translator").forEach(mount);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
