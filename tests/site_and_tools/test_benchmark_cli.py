@@ -116,3 +116,46 @@ def test_train_step_benchmark_refuses_bad_sizes_in_one_line():
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 2 and "--steps must be at least 1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_length_sweep_measures_both_models_at_every_length_and_batch(tmp_path):
+    """A tiny run of benchmarks/length_sweep.py: every length trained and decoded (batch 1 and
+    the full budget, greedy and beam) by both models, ratios and the crossover written; the
+    figures themselves are for a quiet machine, not for a test."""
+    import json
+
+    out = tmp_path / "sweep.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "length_sweep.py"), "--preset", "quick", "--lengths",
+         "4", "8", "--tokens", "32", "--repeats", "1", "--warmup", "1", "--vocab", "40",
+         "--beam", "2", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert [r["length"] for r in report["training"]] == [4, 8]
+    assert [r["sentences"] for r in report["training"]] == [8, 4]
+    assert {(r["length"], r["sentences"], r["beam"]) for r in report["decoding"]} == {
+        (4, 1, 1), (4, 1, 2), (4, 8, 1), (4, 8, 2), (8, 1, 1), (8, 1, 2), (8, 4, 1), (8, 4, 2)}
+    for row in report["training"] + report["decoding"]:
+        assert row["convs2s"] > 0 and row["rnn"] > 0
+        assert abs(row["ratio"] - row["convs2s"] / row["rnn"]) < 1e-9
+    assert report["device"] and report["threads"] >= 1 and report["command"]
+
+
+def test_length_sweep_crossover_is_where_convs2s_stays_faster(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import length_sweep
+
+    rows = [{"length": n, "ratio": r} for n, r in [(8, 0.5), (16, 1.2), (32, 0.9), (64, 1.5),
+                                                   (128, 2.0)]]
+    assert length_sweep.crossover(rows) == 64
+    assert length_sweep.crossover(rows[:3]) is None
+    assert length_sweep.crossover([{"length": 8, "ratio": 3.0}]) == 8
+
+
+def test_length_sweep_refuses_a_budget_below_the_longest_length():
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "length_sweep.py"), "--lengths",
+                           "8", "64", "--tokens", "32"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 2 and "--tokens at least the longest length" in proc.stderr
+    assert "Traceback" not in proc.stderr
