@@ -1,4 +1,4 @@
-"""coursework/README.md says what the notebooks hold (issue 37): its table lists every exercise
+"""coursework/README.md says what the notebooks hold: its table lists every exercise
 of notebooks 01–08 with its number, id and kind, and its count is the notebooks' count."""
 
 import re

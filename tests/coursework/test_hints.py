@@ -1,4 +1,4 @@
-"""No hint gives a solution away (issue 28 §1).
+"""No hint gives a solution away.
 
 Every hint string of ``convs2s.course.checks`` (the registered two-step hints, and every string a
 check passes as a hint) is held against every solution cell of every notebook. A hint may not hold
@@ -294,7 +294,7 @@ _check_causal(run, conv, x, what, "causal hint", cut=5)
 
 
 # --------------------------------------------------------------------------------------------
-# A closer hint is a smaller step or a question, never the fix in words (issue 37)
+# A closer hint is a smaller step or a question, never the fix in words
 # --------------------------------------------------------------------------------------------
 
 #: By check module: words and code that would state an exercise's fix. No hint of that module

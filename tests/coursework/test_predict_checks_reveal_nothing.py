@@ -141,6 +141,6 @@ def test_measurements_that_answer_an_exercise_are_folded_and_never_in_an_assignm
             assignment = json.dumps(coursework.build_assignment(nb, hidden))
             for source in reveal[path.name[:2]]:
                 assert json.dumps(source)[1:-1][:80] not in assignment
-    # the evidence cells the expert review listed (issue 37)
+    # the evidence cells the expert review listed
     assert {k: len(v) for k, v in reveal.items() if v} == {"01": 2, "02": 2, "05": 1, "07": 3,
                                                            "08": 1}

@@ -1,5 +1,5 @@
-"""A derive or implement exercise may not call the package's (or PyTorch's) own answer to it
-(issue 37): each listed shortcut is refused by the exercise's check and by its hidden test, also
+"""A derive or implement exercise may not call the package's (or PyTorch's) own answer to it:
+each listed shortcut is refused by the exercise's check and by its hidden test, also
 when the learner's code catches the refusal, and the refused functions work again afterwards."""
 
 import math
