@@ -9,7 +9,10 @@ Every exercise is written once, in its notebook (the format is in ``tools/README
 with ``metadata["convs2s"] = {"exercise": <id>, "role": <role>, ...}``. Nothing here repeats
 them. Hidden tests live in ``coursework/hidden/NN.py``, one function per exercise id whose
 parameters are the learner's answer names; this module reads that file as text (it never
-imports it) and copies each function's body into its grade cell.
+imports it) and writes each function into its grade cell as ``_hidden_test``, after
+``_variant = {...}`` (this copy's values: ``tools/variants.py``), and calls it. Grading runs it
+in a fresh process, in a namespace of its own (``coursework/fresh_process_grading.py``).
+``--variant NAME`` builds a class's own version of every predict and derive exercise.
 
 An assignment holds a read-only header and setup cell (the notebook's ``exercise-setup`` cell),
 then per exercise:
