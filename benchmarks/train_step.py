@@ -1,4 +1,4 @@
-"""Where a training step's time goes, and what issue 27's two changes to the step saved.
+"""Where a training step's time goes, and what two changes to the step saved.
 
     python benchmarks/train_step.py [--preset cpu_subword] [--batches real|synthetic]
                                     [--device cpu] [--steps 20] [--json out.json]
@@ -18,7 +18,7 @@ up to ``--pad-share`` of each target padding (no data needed).
 2. **Three steps, interleaved** (three copies of one model, their steps taking turns so all
    see the same machine load; medians, and ratios):
    ``before``: each ``ConvGLUBlock``'s convolution as ``F.conv1d`` and the output layer at
-   every position (the package before issue 27); ``matmul``: the convolution as one matrix
+   every position (the package before those changes); ``matmul``: the convolution as one matrix
    product over its windows (``convs2s.model.layers.conv_as_matmul``); ``now``: that, and the
    output layer only where the next token is real (``convs2s.model.loss.next_token_loss``), the
    package's step today. All three compute the same loss and gradients
@@ -45,7 +45,7 @@ from common import run_main, stamp, write_report
 
 @contextmanager
 def conv1d_blocks():
-    """Every ConvGLUBlock computes its convolution with F.conv1d (the path before issue 27)."""
+    """Every ConvGLUBlock computes its convolution with F.conv1d (the path before the changes)."""
     from convs2s.model.layers import ConvGLUBlock
 
     before = ConvGLUBlock._linearizable
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
     positions = sum(t[:, 1:].numel() for _, t in batches)
     real = sum(int((t[:, 1:] != pad).sum()) for _, t in batches)
 
-    def full_loss(net, src, trg):  # the output layer at every position, as before issue 27
+    def full_loss(net, src, trg):  # the output layer at every position, as before the changes
         logits, _ = net(src, trg[:, :-1])
         return sequence_loss(logits, trg[:, 1:], pad, preset.label_smoothing)
 

@@ -26,10 +26,17 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_output
 from traitlets import Bool, Integer
 
-from convs2s.course.checks.grading import split_test_cell
-
 #: The grade_id of an assignment's setup cell (tools/coursework.py writes it).
 SETUP_ID = "setup"
+#: nbgrader's markers around the hidden tests in a test cell.
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def _visible_and_hidden(source: str) -> tuple[str, str]:
+    """A test cell's visible part (the check) and its hidden part ("" when there is none)."""
+    before, found, rest = source.partition(BEGIN_HIDDEN)
+    hidden, _, after = rest.partition(END_HIDDEN)
+    return (before + after, hidden) if found else (source, "")
 
 
 def _check_call(visible: str) -> tuple[str, tuple[str, ...]] | None:
@@ -85,7 +92,7 @@ class GradeInFreshProcess(Preprocessor):
         for cell, m in zip(cells, meta, strict=True):
             if not (m.get("grade") and not m.get("solution") and cell.cell_type == "code"):
                 continue
-            visible, hidden = split_test_cell(cell.source)
+            visible, hidden = _visible_and_hidden(cell.source)
             found = _check_call(visible)
             if found is None:
                 continue  # not one of the course's test cells: nbgrader's verdict stands

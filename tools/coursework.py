@@ -609,6 +609,16 @@ def solution_cell_source(ex: Exercise) -> str:
     return "\n".join(out).rstrip()
 
 
+def split_test_cell(source: str) -> tuple[str, str]:
+    """(visible part, hidden part) of a test cell this tool wrote; the hidden part is "" when
+    there is none (nbgrader's student version)."""
+    if BEGIN_HIDDEN not in source:
+        return source, ""
+    before, _, rest = source.partition(BEGIN_HIDDEN)
+    hidden, _, after = rest.partition(END_HIDDEN)
+    return before + after, hidden
+
+
 def grade_cell_source(ex: Exercise, hidden: HiddenTest, params: dict | None = None) -> str:
     """The autograded cell: the notebook's visible check, asserted, then the hidden test.
 

@@ -29,7 +29,7 @@ from convs2s.run.pretrained import MANIFEST, MODELS_DIR
 from convs2s.system.atomic_files import write_json_atomic
 from convs2s.system.signals import run_command
 
-#: The most a shipped model may weigh (issue 36: at most 20 MB a model).
+#: The most a shipped model may weigh (at most 20 MB a model, so the package stays small).
 MAX_BYTES = 20_000_000
 
 

@@ -1,4 +1,4 @@
-"""Clear the stored outputs of the notebooks' solution cells (issue 28).
+"""Clear the stored outputs of the notebooks' solution cells.
 
 A collapsed solution cell still shows its outputs in JupyterLab and Colab: "predicted [5, 6, 7,
 8, 9], measured [5, 6, 7, 8, 9]" under a predict exercise gives the answer away. After a full

@@ -1,10 +1,10 @@
 """``python -m convs2s.translate`` (also the console script ``convs2s-translate``): the command line
-of :mod:`convs2s.run.translate`, which holds the code."""
+of :mod:`convs2s.run.translate_cli`, which holds the code."""
 
 import sys
 
 try:
-    from convs2s.run.translate import main
+    from convs2s.run.translate_cli import main
 except KeyboardInterrupt:  # Ctrl-C while torch loads: one line, as Ctrl-C later gives
     sys.stderr.write("interrupted.\n")
     sys.exit(130)

@@ -288,6 +288,66 @@ def test_translate_for_display_explains_bad_input(translator, bad):
     plt.close("all")
 
 
+def test_a_word_level_translator_translates_as_typed(translator):
+    """A model that reads lower-cased words loses the case anyway: nothing is restored."""
+    assert analysis.input_casing(translator) is None
+    result = analysis.translate_for_display(translator, "EIN HUND SCHLÄFT.")
+    assert result["source"] == "EIN HUND SCHLÄFT." and not result["recased"]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    import convs2s
+
+    return convs2s.pretrained("de-en", device="cpu")
+
+
+#: Casing seen in invented "training" sentences (not Multi30k).
+CASED = ["Ein kleiner Hund spielt im Schnee.", "Der Hund spielt im Park.",
+         "Zwei Kinder spielen im Schnee."]
+
+
+@pytest.mark.parametrize("typed", ["ein kleiner hund spielt im schnee.",
+                                   "EIN KLEINER HUND SPIELT IM SCHNEE."])
+def test_lower_case_or_all_caps_input_is_translated_with_the_case_the_model_knows(shipped,
+                                                                                   typed):
+    from convs2s.data.truecase import casing_table
+
+    result = analysis.translate_for_display(shipped, typed, casing=casing_table(CASED))
+    assert result["ok"] and result["recased"]
+    assert result["source"] == "Ein kleiner Hund spielt im Schnee."
+    assert result["source_tokens"] == shipped.source_tokens(result["source"])
+    assert result["text"] == shipped.translate(result["source"], beam_size=1)
+    fig = analysis.plot_translation(result)
+    assert "(read as: Ein kleiner Hund spielt im Schnee.)" in fig._suptitle.get_text()
+    plt.close("all")
+
+
+@pytest.mark.parametrize("typed", ["Ein kleiner hund spielt im Schnee.", "ein Hund", "42"])
+def test_mixed_case_input_is_translated_as_typed(shipped, typed):
+    from convs2s.data.truecase import casing_table
+
+    result = analysis.translate_for_display(shipped, typed, casing=casing_table(CASED))
+    assert result["source"] == typed and not result["recased"]
+    assert result["text"] == shipped.translate(typed, beam_size=1)
+    # casing=None: every sentence as typed
+    lower = analysis.translate_for_display(shipped, "ein hund", casing=None)
+    assert lower["source"] == "ein hund" and not lower["recased"]
+
+
+def test_the_default_casing_is_multi30ks_else_the_vocabularys(shipped, monkeypatch):
+    from convs2s.data import truecase
+
+    monkeypatch.setattr(truecase, "multi30k_casing", lambda lang: {"hund": "Hund"})
+    assert analysis.input_casing(shipped) == {"hund": "Hund"}
+    result = analysis.translate_for_display(shipped, "ein hund läuft.")
+    assert result["source"] == "Ein Hund läuft." and result["recased"]
+    monkeypatch.setattr(truecase, "multi30k_casing", lambda lang: None)  # no data: the pieces
+    by_pieces = analysis.input_casing(shipped)
+    assert callable(by_pieces) and by_pieces("schnee") == "Schnee"
+    assert by_pieces("spielt") == "spielt"
+
+
 @pytest.mark.parametrize("n_src", [3, 9, 14, 30])
 def test_plot_translation_fits_a_notebook_output_area(n_src):
     """The widget's figure is drawn at its own size: at most 800 px wide at 100 dpi, which a

@@ -1,4 +1,4 @@
-"""convs2s.course.diagrams: the architecture pictures every notebook opens with (issue 16)."""
+"""convs2s.course.diagrams: the architecture pictures every notebook opens with."""
 
 import os
 import struct

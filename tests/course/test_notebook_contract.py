@@ -199,7 +199,7 @@ def test_stored_outputs_are_one_clean_run(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_solution_cell_stores_outputs(path):
-    """A collapsed solution still shows its outputs (issue 28): they are cleared after a run
+    """A collapsed solution still shows its outputs: they are cleared after a run
     with `python -m tools.strip_solutions`; CI still executes every solution (nbval)."""
     nb = _load(path)
     assert any(is_solution_cell(c) for c in nb["cells"]) or path.name.startswith("00")
@@ -210,7 +210,7 @@ def test_no_solution_cell_stores_outputs(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_stored_outputs_are_clean(path):
-    """No absolute local paths, no tqdm text bars, no tiny figures in what is stored (issue 16)."""
+    """No absolute local paths, no tqdm text bars, no tiny figures in what is stored."""
     problems = hygiene_problems(_load(path))
     assert not problems, "\n".join(problems)
 

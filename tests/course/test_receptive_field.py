@@ -135,12 +135,13 @@ def test_sequential_steps():
     ("call", "message"),
     [
         (lambda: conv_path_length(5, 1), "kernel_size=1 never connects"),
-        (lambda: conv_path_length(-1, 3), "distance=-1 must be at least 0"),
-        (lambda: receptive_field(0, 2), "kernel_size=0 must be at least 1"),
-        (lambda: receptive_field(3, -1), "n_layers=-1 must be at least 0"),
-        (lambda: path_lengths(0), "max_distance=0 must be at least 1"),
+        (lambda: conv_path_length(-1, 3), "distance=-1 must be a whole number >= 0"),
+        (lambda: receptive_field(0, 2), "kernel_size=0 must be a positive integer"),
+        (lambda: receptive_field(3, -1), "n_layers=-1 must be a whole number >= 0"),
+        (lambda: path_lengths(0), "max_distance=0 must be a positive integer"),
         (lambda: sequential_steps("lstm", 3, 3), "architecture='lstm' is not known"),
-        (lambda: sequential_steps("conv", 3, 3, enc_layers=0), "enc_layers=0 must be at least"),
+        (lambda: sequential_steps("conv", 3, 3, enc_layers=0),
+         "enc_layers=0 must be a positive integer"),
     ],
 )
 def test_bad_arguments_say_what_is_wrong(call, message):
@@ -149,13 +150,15 @@ def test_bad_arguments_say_what_is_wrong(call, message):
 
 
 def test_non_integers_are_refused():
-    with pytest.raises(TypeError, match="distance must be a whole number, got float 2.5"):
+    with pytest.raises(TypeError, match=r"distance=2.5 must be a whole number >= 0 \(an int\), "
+                                        "not a float"):
         conv_path_length(2.5, 3)
-    with pytest.raises(TypeError, match="kernel_size must be a whole number"):
+    with pytest.raises(TypeError, match="kernel_size='3' must be a positive integer"):
         receptive_field("3", 2)
-    with pytest.raises(TypeError, match="kernel_size must be a whole number, got float 2.0"):
+    with pytest.raises(TypeError, match="kernel_size=2.0 must be a positive integer"):
         receptive_field(2.0, 1)
-    with pytest.raises(TypeError, match="kernel_size must be a whole number, got bool True"):
+    with pytest.raises(TypeError, match=r"kernel_size=True must be a positive integer \(an "
+                                        r"int\), not a bool"):
         receptive_field(True, 1)  # a bool is an int to Python, not a kernel size
 
 

@@ -1,6 +1,6 @@
 """The reference reports notebooks 05 and 06 compare with ship inside the package
 (convs2s.course.reference), equal to the benchmarks' own, and no notebook looks for the
-repository's benchmarks/ folder (on Colab there is none: issue 36)."""
+repository's benchmarks/ folder (on Colab there is none)."""
 
 import json
 from pathlib import Path

@@ -1,6 +1,6 @@
 """Every notebook's time estimate comes from one stated method (tools/time_estimate.py, the
 README's "How long the course takes"), and the README's table and the website's total agree
-with the notebooks (issue 37)."""
+with the notebooks."""
 
 import json
 
@@ -66,7 +66,7 @@ def test_the_method_on_a_made_up_notebook(tmp_path):
 
 
 def test_an_exercise_in_a_deep_dive_is_graded_so_it_counts_in_the_main_path(tmp_path):
-    """Issue 44: notebook 02's Exercise 4 sits in its optional deep dive but is graded like the
+    """Notebook 02's Exercise 4 sits in its optional deep dive but is graded like the
     others; the estimate counts it with them ("the 4 exercises"), the reading stays the dive's."""
     def md(text):
         return {"cell_type": "markdown", "metadata": {}, "source": text}

@@ -562,7 +562,7 @@ def check_verdict(exercise: str, answer: str, cells) -> bool:
 
 def grading_verdict(exercise: str, answer: str, cells) -> tuple[bool, str]:
     setup, test, names = cells[exercise]
-    visible, hidden = grading.split_test_cell(test)
+    visible, hidden = coursework.split_test_cell(test)
     _fresh_checks_state()
     try:
         passed, line, _ = grading.grade(grading.Job(exercise, names, setup, answer, visible,

@@ -51,7 +51,7 @@ def copies(tmp_path_factory):
 
 
 def _grade(copy: dict, exercise: str, answer: str) -> tuple[bool, str]:
-    visible, hidden = grading.split_test_cell(copy[exercise]["test"])
+    visible, hidden = coursework.split_test_cell(copy[exercise]["test"])
     _core._graded, _core._variant = False, None
     try:
         passed, line, _ = grading.grade(grading.Job(exercise, copy[exercise]["names"],
@@ -63,7 +63,7 @@ def _grade(copy: dict, exercise: str, answer: str) -> tuple[bool, str]:
 
 
 def _variant_values(test_cell: str) -> dict:
-    _, hidden = grading.split_test_cell(test_cell)
+    _, hidden = coursework.split_test_cell(test_cell)
     line = next(line for line in hidden.splitlines() if line.startswith("_variant = "))
     return ast.literal_eval(line.removeprefix("_variant = "))
 

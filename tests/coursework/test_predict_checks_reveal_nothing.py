@@ -1,8 +1,8 @@
-"""A predict exercise's check never shows the value it grades before the prediction holds (issue
-37): a wrong try is told only that it did not hold, with a hint; a right one sees the
-measurement; a self-learner may ask for it with ``checks.show_me``. A graded copy (the nbgrader
-release, whose setup cell calls ``checks.graded_copy()``) turns ``show_me`` and ``hint`` off and
-prints one hint per wrong try, never the closer one."""
+"""A predict exercise's check never shows the value it grades before the prediction holds: a
+wrong try is told only that it did not hold, with a hint; a right one sees the measurement; a
+self-learner may ask for it with ``checks.show_me``. A graded copy (the nbgrader release, whose
+setup cell calls ``checks.graded_copy()``) turns ``show_me`` and ``hint`` off, and its predict
+checks only record the answer (grading decides), whatever the answer."""
 
 from pathlib import Path
 

@@ -1,5 +1,5 @@
 """Without its data (a download that fails, as on a machine without internet), a notebook says in
-one line what to do, Colab included, and stops at its data cell (issue 45 §7).
+one line what to do, Colab included, and stops at its data cell.
 
 Before, notebook 06 showed a 30-line chained traceback (urllib's, then the loader's) whose last
 line was the useful one, and a run that went on failed in 14 later cells with NameError.

@@ -661,7 +661,7 @@ def test_real_vocab_sizes(real_splits, toks):
     assert (len(Vocab.build(de)), len(Vocab.build(en))) == (7851, 5892)
 
 
-# ------------------------------------------------------------------ directions (issue 20)
+# ----------------------------------------------------------------------------------- directions
 
 
 def test_the_offline_hint_names_the_files_of_the_direction_asked_for(tmp_path, no_network):

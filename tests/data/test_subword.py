@@ -259,7 +259,7 @@ def test_record_round_trips_through_a_checkpoint_dict(tmp_path):
 
 @pytest.mark.parametrize("data", [
     {},  # the oldest checkpoints: no tokenizer settings at all
-    {"tokenizers": {"src_lang": "de", "trg_lang": "en", "lower": True}},  # before issue 20
+    {"tokenizers": {"src_lang": "de", "trg_lang": "en", "lower": True}},  # an older record
 ])
 def test_old_checkpoints_mean_german_to_english_word_level(data):
     p = TextPipeline.from_checkpoint(data)

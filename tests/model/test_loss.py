@@ -1,5 +1,5 @@
 """The training loss asks a model for logits only where the next token is real
-(``output_mask``, issue 27 section 3): the same loss and the same gradients as the full pass,
+(``output_mask``): the same loss and the same gradients as the full pass,
 the same random dropout draws, and the output layer really sees fewer rows."""
 
 from __future__ import annotations

@@ -35,17 +35,10 @@ from convs2s.data import Vocab
 from convs2s.model import ConvS2S
 from convs2s.model.rnn import RNNAttentionSeq2Seq
 from convs2s.model.variants import VariantConvS2S
-from convs2s.run.checkpoint import (
-    LIMITS,
-    MAX_MODEL_ELEMENTS,
-    MODEL_CLASSES,
-    Checkpoint,
-    CheckpointError,
-    check_compatible,
-    check_config,
-    save_checkpoint,
-)
+from convs2s.run.checkpoint import MODEL_CLASSES, Checkpoint, CheckpointError, save_checkpoint
+from convs2s.run.checkpoint_guard import LIMITS, MAX_MODEL_ELEMENTS, check_config
 from convs2s.run.presets import PRESETS
+from convs2s.run.resume import check_compatible
 from convs2s.run.train import train
 
 SPECIALS = ["<unk>", "<pad>", "<bos>", "<eos>"]

@@ -262,6 +262,9 @@ def test_family_evaluate_stops_on_ctrl_c_or_sigterm_with_one_line_and_no_file(na
     assert sorted(p.name for p in folder.iterdir()) == ["best.pt"]
 
 
+MODULES = {"train": "train", "translate": "translate_cli", "evaluate": "evaluate"}
+
+
 @pytest.mark.parametrize("name", ["train", "translate", "evaluate"])
 def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(name):
     """Ctrl-C in the seconds torch takes to import: one line, as Ctrl-C later gives. The
@@ -271,7 +274,7 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(name):
 
         class CtrlC:
             def find_spec(self, fullname, path=None, target=None):
-                if fullname == "convs2s.run.{name}":
+                if fullname == "convs2s.run.{MODULES[name]}":
                     raise KeyboardInterrupt
                 return None
 

@@ -26,8 +26,9 @@ from convs2s.data import (
     multi30k,
 )
 from convs2s.model import ConvS2SConfig
-from convs2s.run import evaluate, translate
+from convs2s.run import evaluate
 from convs2s.run import train as train_mod
+from convs2s.run import translate_cli as translate
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from convs2s.run.presets import Preset
 from convs2s.run.train import train
@@ -265,7 +266,8 @@ def test_resume_of_a_subword_run_refuses_another_vocabulary(corpus, tmp_path):
 
 
 def _strip_to_old_format(path: Path) -> None:
-    """Make a checkpoint look like one written before issue 20 (no pair, no tokenizer)."""
+    """Make a checkpoint look like one written before checkpoints recorded their language pair
+    and tokenizer."""
     ckpt = torch.load(path, weights_only=True)
     for key in ("src_lang", "trg_lang", "tokenizer", "tokenizers"):
         ckpt.pop(key, None)
@@ -384,7 +386,7 @@ def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_p
     chosen_alpha = next(row for row in r["alphas"] if row["alpha"] == r["chosen_alpha"])
     assert chosen_alpha["valid_sacrebleu"] == max(row["valid_sacrebleu"] for row in r["alphas"])
     assert r["split"] == "test" and set(r["plain"]) == set(r["chosen"]) == {"beam1", "beam5"}
-    t = translate.Translator.from_checkpoint(run / "final.pt", device="cpu")
+    t = Translator.from_checkpoint(run / "final.pt", device="cpu")
     if r["chosen_k"] > 1:
         weights = [Checkpoint.load(p).state_dict for p in snaps[-r["chosen_k"]:]]
         for key, value in t.model.state_dict().items():
@@ -411,7 +413,7 @@ def test_choose_averages_checkpoints_and_picks_alpha_on_validation(corpus, tmp_p
 @pytest.mark.parametrize("size", ["quick", "cpu", "gpu"])
 def test_each_subword_preset_is_its_word_preset_on_pieces(size):
     """The subword presets change the vocabulary (and the cpu one its budget) and tie the output
-    embedding (one joint vocabulary makes it possible; issue 27), nothing else."""
+    embedding (one joint vocabulary makes it possible), nothing else."""
     import dataclasses
 
     word, sub = train_mod.PRESETS[size], train_mod.PRESETS[f"{size}_subword"]

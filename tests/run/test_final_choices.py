@@ -1,4 +1,4 @@
-"""The final model of a training run (issue 27): snapshots, averaging and the length penalty,
+"""The final model of a training run: snapshots, averaging and the length penalty,
 both chosen on validation, written as final.pt; resume and interruption keep working."""
 
 from __future__ import annotations
@@ -189,31 +189,6 @@ def test_average_is_the_elementwise_mean():
     b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(3)}
     avg = final_choices.average([a, b])
     assert avg["w"].tolist() == [2.0, 4.0] and avg["n"].item() == 3
-
-
-def test_each_epoch_records_the_watched_sentences_attention_and_the_widget_draws_it(tmp_path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from convs2s.course import analysis
-
-    _run(tmp_path / "run")
-    ckpt = Checkpoint.load(tmp_path / "run" / "last.pt")
-    history, watched = ckpt.history, ckpt.train_state["watched"]
-    epochs = analysis.attention_by_epoch(history)
-    assert [e for e, _ in epochs] == [1, 2, 3, 4]
-    src, trg = watched["src"], watched["trg"]
-    assert trg[-1] == "<eos>" and len(src) == len(TINY_PAIRS[0][0].split()) + 1  # "läuft ."
-    for _, maps in epochs:
-        assert maps.shape == (TINY.model.dec_layers, len(trg), len(src))
-        torch.testing.assert_close(maps.sum(-1), torch.ones(maps.shape[:2]), atol=1e-3, rtol=0)
-    assert not torch.equal(epochs[0][1], epochs[-1][1])  # attention changes as it learns
-    fig = analysis.plot_attention_epoch(history, watched, 0)
-    assert "epoch 1 of 4" in fig._suptitle.get_text()
-    fig = analysis.plot_attention_epoch(history, watched, 3, fig=fig)  # redrawn in place
-    assert "epoch 4 of 4" in fig._suptitle.get_text() and len(fig.axes) >= TINY.model.dec_layers
-    with pytest.raises(ValueError, match="index must be from 0 to 3"):
-        analysis.plot_attention_epoch(history, watched, 4)
 
 
 def test_translate_and_evaluate_decode_with_the_recorded_length_penalty(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 import convs2s
 from convs2s.course.analysis import translate_for_display
-from convs2s.run import translate
+from convs2s.run import translate_cli as translate
 
 INVISIBLE = ["\x00", "\u200b\u200b", "\ufeff", "\u00ad", "\u2060 \x07"]
 UNKNOWN = ["😀🐶", "שלום עולם", "مرحبا بالعالم", "🐶 🐱 🐭."]

@@ -1,4 +1,4 @@
-"""Mixed precision the same way everywhere (issue 27 §5), and its code path run on a CPU."""
+"""Mixed precision the same way everywhere, and its code path run on a CPU."""
 
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ import pytest
 from convs2s.data import Vocab
 from convs2s.data.subword import TextPipeline
 from convs2s.model import ConvS2S, ConvS2SConfig
-from convs2s.run.checkpoint import Checkpoint, CheckpointError, check_same_run
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.prepare import build_model
 from convs2s.run.presets import PRESETS, Preset
+from convs2s.run.resume import check_same_run
 
 # Each preset's model fields as PRESETS set them before ConvS2SConfig (Preset.model_kwargs()).
 MODEL_FIELDS_BEFORE = {

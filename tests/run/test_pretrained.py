@@ -108,7 +108,7 @@ def test_the_export_cli_says_what_is_wrong_in_one_line(tmp_path, capsys):
 
 def test_the_translate_command_takes_a_shipped_model_and_refuses_a_wrong_one_in_one_line(
         capsys):
-    from convs2s.run import translate
+    from convs2s.run import translate_cli as translate
 
     assert translate.main(["--pretrained", "xx-yy", "Hallo."]) == 1
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The de-en translator shipped with the package (issue 36): present, intact, small enough,
+"""The de-en translator shipped with the package: present, intact, small enough,
 recorded honestly, and translating with nothing else installed or downloaded."""
 
 import torch

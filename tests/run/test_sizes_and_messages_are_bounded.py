@@ -17,7 +17,8 @@ from convs2s.data import Vocab
 from convs2s.model import ConvS2S
 from convs2s.model.search import beam_search, greedy_decode
 from convs2s.run import train as train_mod
-from convs2s.run import translate, translator
+from convs2s.run import translate_cli as translate
+from convs2s.run import translator
 from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, MAX_VOCAB_SIZE
 
 HUGE = "x" * 100_000

@@ -17,14 +17,10 @@ from conftest import TINY_PAIRS
 from convs2s.data import Vocab, detokenize, load_multi30k
 from convs2s.model import ConvS2SConfig
 from convs2s.run import train as train_mod
-from convs2s.run.checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    check_compatible,
-    load_checkpoint,
-)
+from convs2s.run.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from convs2s.run.metrics import corpus_bleu, tutorial_bleu
 from convs2s.run.presets import PRESETS, Preset
+from convs2s.run.resume import check_compatible
 from convs2s.run.train import train
 from convs2s.run.translator import Translator
 
@@ -217,7 +213,7 @@ def test_corpus_bleu_errors():
 
 def test_clis_train_translate_evaluate(tmp_path, monkeypatch, capsys):
     from convs2s.run import evaluate as evaluate_mod
-    from convs2s.run import translate as translate_mod
+    from convs2s.run import translate_cli as translate_mod
 
     monkeypatch.setitem(PRESETS, "quick", dataclasses.replace(TINY, epochs=2))
     monkeypatch.setattr(train_mod, "load_multi30k", lambda *a, **k: DATA)

@@ -1,4 +1,4 @@
-"""Under torchrun every process must take the same stopping decision (issue 27, the GPU path).
+"""Under torchrun every process must take the same stopping decision (the GPU path).
 
 Each process times its own run, and only the main one keeps time for the final choices
 (``final_costs``), so without an agreement the main process would stop first and the others

@@ -1,4 +1,4 @@
-"""convs2s.run.translate: checkpoint validation, the command line reading files or stdin line by
+"""convs2s.run.translate_cli: checkpoint validation, the command line reading files or stdin line by
 line, and argument checks, on a tiny random model."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from convs2s.course.baselines import RNNAttentionSeq2Seq
 from convs2s.data import Vocab, make_tokenizer
 from convs2s.model import ConvS2S
-from convs2s.run import translate
+from convs2s.run import translate_cli as translate
 from convs2s.run.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -24,7 +24,7 @@ from convs2s.run.checkpoint import (
     save_checkpoint,
     vocab_to_dict,
 )
-from convs2s.run.translate import main
+from convs2s.run.translate_cli import main
 from convs2s.run.translator import Translator
 
 GOOD = ["Ein Hund läuft.", "Eine Katze schläft.", "Zwei Kinder spielen im Park."]

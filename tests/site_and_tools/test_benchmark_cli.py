@@ -1,4 +1,4 @@
-"""Benchmarks follow the package's rules (issue 25): one-line errors, no traceback on Ctrl-C or
+"""Benchmarks follow the package's rules: one-line errors, no traceback on Ctrl-C or
 SIGTERM, JSON written atomically through convs2s.system.atomic_files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The widgets as a learner meets them: JupyterLab in headless Chromium (issue 10).
+"""The widgets as a learner meets them: JupyterLab in headless Chromium.
 
 Kernel-side tests (nbval) only see that a widget cell executes. These tests open notebooks 01, 03
 and 06 in a real JupyterLab (one server for the module, on a free localhost port with a token,
@@ -119,7 +119,7 @@ def test_causal_decoder_widget(lab):
 @pytest.mark.slow
 def test_attention_by_epoch_widget(lab):
     """05 (quick run): the epoch slider redraws every layer's attention on the watched sentence
-    as it was after that epoch (issue 27 §4)."""
+    as it was after that epoch."""
     with _open(lab, "attention") as nb:
         nb.run_all()
         _assert_clean(nb)

@@ -1,5 +1,5 @@
 """Every notebook runs alone where learners run it: a fresh environment with the package's wheel
-and nothing of the repository (issue 36, "Colab, for real").
+and nothing of the repository: Colab, for real.
 
 As on Colab: a new virtual environment outside the repository gets Colab's Jupyter pieces first
 (ipykernel, nbclient and the ipywidgets Colab ships, 7.7.1), then the wheel built from this

@@ -1,4 +1,4 @@
-"""What makes the site light (issue 35, item 8): maths as MathML written at build time, the
+"""What makes the site light: maths as MathML written at build time, the
 theme's icons as a small style sheet and subset fonts, figures as palette PNGs. Pure functions on
 made-up input; tests/site_and_tools/test_site.py checks the built site in Chromium."""
 

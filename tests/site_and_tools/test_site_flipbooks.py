@@ -1,4 +1,4 @@
-"""Notebooks 03, 04 and 05's widgets on the website (issue 38): tools/site/flipbooks.py and
+"""Notebooks 03, 04 and 05's widgets on the website, with no kernel: tools/site/flipbooks.py and
 static/flipbook.js.
 
 Without a browser: the data the build draws from equal what the package and the notebooks
@@ -325,13 +325,21 @@ def test_the_decoder_explorer_draws_the_packages_numbers_for_every_setting(tab):
 
 
 def _fits(root) -> bool:
-    """The widget's figure lies wholly inside the article's column and the window."""
+    """The widget's figure lies wholly inside the article's column and the window, or in a box
+    inside them that scrolls sideways (a figure at its own size on a phone)."""
     return root.evaluate("""r => {
       const column = r.closest('.bd-article').getBoundingClientRect();
       const right = Math.min(column.right, window.innerWidth) + 0.5;
+      const holder = (e) => {
+        for (let p = e.parentElement; p && p !== r; p = p.parentElement) {
+          if (['auto', 'scroll'].includes(getComputedStyle(p).overflowX)) return p;
+        }
+        return e;
+      };
       return [...r.querySelectorAll('svg, img')].every(e => {
-        const b = e.getBoundingClientRect();
-        return b.width > 0 && b.left >= column.left - 0.5 && b.right <= right; });
+        const b = holder(e).getBoundingClientRect();
+        return e.getBoundingClientRect().width > 0 && b.left >= column.left - 0.5 &&
+          b.right <= right; });
     }""")
 
 

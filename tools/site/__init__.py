@@ -18,7 +18,7 @@ What a site copy changes, and why (the notebooks themselves are never written):
   in ``metadata["convs2s"]``, a first line ``#@title Solution``, or Colab's and JupyterLab's
   hidden-source metadata); an *explain* solution is already a closed ``<details>`` block;
 - a widget, which needs a running kernel, becomes one that responds in the page with the
-  notebook's controls (issue 38): notebooks 01's and 08's computed by ``static/live.js``, 03's,
+  notebook's controls: notebooks 01's and 08's computed by ``static/live.js``, 03's,
   04's and 05's flipbooks of what the build computed and drew (``flipbooks.py``), 06's
   translator running the shipped model (``translator.py``); each after a note saying where its
   numbers or pictures come from. A widget the site does not know is shown as its screenshot
@@ -32,9 +32,11 @@ What a site copy changes, and why (the notebooks themselves are never written):
   prints after a wrong try); its solution follows, folded as above;
 - every PNG figure, in an output or from ``images/``, becomes a 256-colour palette image where
   that is smaller (``tools/site/png.py``: the same to the eye, a quarter of the bytes);
-- every figure gets alt text from what the build knows of it (:func:`figure_alt`: the heading
-  it is under and the title its code gives it; a widget's picture, its controls' labels), where
-  myst-nb would write the image's file name;
+- every figure gets alt text from what the build knows of it (:func:`figure_alt`: what draws
+  it, a course function or the kind of plot, the titles and axes its code gives it, and where
+  the code says little the notebook's sentence before it; a widget's picture, its controls'
+  labels), where myst-nb would write the image's file name; a cell that draws several figures
+  is cut into one cell per figure (the later ones without code), so each has its own;
 - links to files outside ``notebooks/`` (``../src/...``) point at the repository on GitHub, and
   an image from another site becomes a link to it.
 
@@ -360,6 +362,17 @@ def live_widget_for(notebook: str, labels: set[str]) -> str | None:
 TRANSLATOR_WIDGET = ("06_inference_beam_search_bleu", "German", "beam size")
 
 
+#: What the shipped translator was trained on and what it translates well, as the site's note
+#: on it says (notebook 06 says the same beside its widget).
+TRANSLATOR_SCOPE = (
+    "The model learned from Multi30k alone: about 29,000 English captions of photos and their "
+    "German translations, in cased German (“Zwei Hunde spielen im Schnee.”). Expect good "
+    "translations of sentences that describe a picture, written with German's capitals; "
+    "lower-case or all-caps input (17 and 0 BLEU on the validation captions, against 42 as "
+    "written: this page translates what you type as it is, where the notebook's widget "
+    "restores the case first) and sentences unlike captions (questions, dialogue, long or "
+    "technical text) translate badly.")
+
 #: The title of the note above the translator.
 TRANSLATOR_NOTE_TITLE = "Interactive widget: the trained translator, in your browser"
 
@@ -374,6 +387,7 @@ def _translator_widget(n: int, download_bytes: int) -> dict:
         "onnxruntime-web: type German and translate, with no Python, greedily (beam size 1) or "
         "with beam search, as the notebook's widget does. Each decoder layer's attention is "
         "drawn as in the notebook. Tests compare its translations with the package's.", "",
+        f"**What to expect.** {TRANSLATOR_SCOPE}", "",
         f'<div class="convs2s-translator" data-download-bytes="{download_bytes}" '
         f'data-sentence="{html.escape(DEFAULT_SENTENCE, quote=True)}" role="group" '
         'aria-label="The translator: German in, English out"></div>', ":::"]),
@@ -406,16 +420,60 @@ def _live_widget(name: str, alt: str, n: int) -> dict:
 
 
 # A heading of a markdown cell; a figure's title in a plotting call ("suptitle", "set_title",
-# "title=") as a string literal; the course's architecture diagram and the part it highlights.
+# "title=") and its axes' labels, as string literals; the course's architecture diagram and the
+# part it highlights.
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
-_PLOT_TITLE = re.compile(r"""(?:suptitle|set_title|title)\s*[(=]\s*f?(["'])(.+?)(?<!\\)\1""")
+_PLOT_TITLE = re.compile(
+    r"""(?:suptitle|set_title|titles?)\s*[(=]\s*\[?\s*(f?)(["'])(.+?)(?<!\\)\2""")
+_AXIS_LABEL = re.compile(r"""\b(?:set_)?([xy])label\s*[(=]\s*(f?)(["'])(.+?)(?<!\\)\3""")
 _ARCHITECTURE = re.compile(r"""diagrams\.architecture\((?:[^)]*?highlight\s*=\s*(["'])(.+?)\1)?""")
+_SUBPLOTS = re.compile(r"subplots\(\s*(\d+)\s*,\s*(\d+)")
+#: What the course's drawing functions draw (read from their code), for the alt text of the
+#: figures a cell makes with them: the call as the notebooks write it -> the words.
+DRAWERS = {
+    "diagrams.padding": "Diagram of a decoder layer with kernel width k = 3 reading “<bos> a "
+                        "dog runs .”: which inputs each output sees under “same” padding, "
+                        "where output i also reads input i + 1, the word it must predict, and "
+                        "under causal padding, where it reads only inputs up to i",
+    "diagrams.conv_glu_block": "Diagram of one convolution + GLU + residual block (encoder and "
+                               "decoder), with the tensor's shape after every step",
+    "diagrams.multi_step_attention": "Diagram of multi-step attention: every decoder layer "
+                                     "looks at the source with its own query, over the "
+                                     "encoder's shared keys z and values z + e",
+    "plot_dependency_map": "Dependency maps measured with autograd: for each output position "
+                           "(rows), the input positions (columns) it depends on, a dependence "
+                           "on a later input (the future) in a colour of its own",
+    "plot_visible_positions": "Maps of which decoder inputs (columns) each prediction (rows) "
+                              "can see: the past and present in blue, a visible future input "
+                              "in red",
+    "plot_perturbation": "Bar charts of how much each output position's logits move (max |Δ "
+                         "logits|) when one decoder input is changed, bars before that input "
+                         "in red",
+    "plot_attention_grid": "Attention heatmaps, one per panel (a decoder layer's, by default): "
+                           "the output tokens in rows, the source tokens in columns, on one "
+                           "colour scale",
+    "plot_history": "Training curves by epoch: training and validation loss, and validation "
+                    "perplexity, with the best epoch marked",
+    "plot_parameter_groups": "Horizontal bar charts of the model's parameters by group, in "
+                             "millions, with each group's share",
+    "plot_bleu_groups": "Bar charts of BLEU by group of test sentences, each bar labelled with "
+                        "its number of sentences",
+    "plot_attention_epoch": "Attention heatmaps of every decoder layer on the watched sentence "
+                            "after one epoch",
+    "plot_translation": "Attention heatmaps of every decoder layer behind a translation",
+}
+_DRAWER_CALL = re.compile(r"\b(diagrams\.\w+|plot_\w+)\s*\(")
+#: The kind of plot a cell draws with matplotlib itself, by the first of these calls it makes.
+_PLOT_KINDS = (("imshow", "Heat map"), ("hist", "Histogram"), ("barh", "Bar chart"),
+               ("bar", "Bar chart"), ("errorbar", "Plot"), ("step", "Plot"),
+               ("scatter", "Scatter plot"), ("plot", "Plot"))
 
 
 def plain_text(markdown: str) -> str:
-    """A heading or a title as words: no maths dollars, TeX backslashes and braces, emphasis
-    or code marks. Pure."""
+    """A heading, a title or a paragraph as words: no maths dollars, TeX backslashes and braces,
+    emphasis, code marks or link targets. Pure."""
     text = re.sub(r"\\n", " ", markdown)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [words](target): the words
     text = re.sub(r"\\sqrt\{([^{}]*)\}", "√\\1", text)
     text = re.sub(r"\\(?:mathbf|mathrm|mathit|boldsymbol|text|operatorname|left|right)\b",
                   "", text)
@@ -424,21 +482,98 @@ def plain_text(markdown: str) -> str:
     return " ".join(text.split()).strip(" :,;(-")
 
 
-def figure_alt(heading: str | None, source: str) -> str:
-    """The alt text of the figures a code cell draws: what the build knows of the figure, the
-    heading it sits under and the title its code gives it (a literal in a plotting call), or
-    for the course's architecture diagram, what it shows. Pure."""
+def _literal_words(literal: str, f_string: bool) -> str | None:
+    """A title or label as written in the code, each f-string placeholder as "…"; None where
+    the placeholders leave fewer than two words of three letters or more to read. Pure."""
+    if f_string:
+        literal = literal.replace("{{", "\0").replace("}}", "\1")
+        literal = re.sub(r"\{[^{}]*\}", "…", literal)
+        literal = literal.replace("\0", "{").replace("\1", "}")
+        literal = re.sub(r"\(\s*…\s*\)", "", literal)  # "(…)": nothing to read
+    words = " ".join(literal.replace("\\n", " ").split())
+    if len(re.findall(r"[^\W\d_]{3,}", words.replace("…", " "))) < 2:
+        return None
+    return plain_text(re.sub(r"(?:…\s*){2,}", "… ", words).replace("\\'", "'")
+                      .replace('\\"', '"'))
+
+
+def _sentence(text: str, limit: int = 220) -> str:
+    """The first sentence of a paragraph, whole, or its words up to ``limit`` characters and
+    "…" (never a word cut in two). Pure."""
+    first = re.split(r"(?<=[.!?:])\s+(?=[A-Z(“\"])", text, maxsplit=1)[0].rstrip(":")
+    if len(first) <= limit:
+        return first
+    cut = first[:limit].rsplit(" ", 1)[0].rstrip(",;:(—– ")
+    return f"{cut} …"
+
+
+def _last_paragraph(markdown: str) -> str:
+    """The text of a markdown cell's last paragraph that is prose (not a heading, a table, a
+    list or code), as words; "" if none. Pure."""
+    for block in reversed(re.split(r"\n\s*\n", markdown.strip())):
+        block = block.strip()
+        if block and not block.startswith(("#", "|", "```", ":::", "<", "-", "* ", ">")):
+            return plain_text(block)
+    return ""
+
+
+def _capital(text: str) -> str:
+    """``text`` with a capital first letter where it starts with a word (not a unit: "ms")."""
+    return text[0].upper() + text[1:] if re.match(r"[a-z]{3}", text) else text
+
+
+def _finished(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
+def figure_alt(heading: str | None, source: str, context: str = "", figure: int = 0,
+               figures: int = 1, printed: str = "") -> str:
+    """The alt text of a figure a code cell draws: what the build knows it shows. The course's
+    architecture diagram says what part it highlights; otherwise what draws it (a course
+    function, :data:`DRAWERS`, or the kind of matplotlib plot), its titles and its axes, each
+    as a literal of the code (an f-string's placeholders as "…"), and where the code says
+    little (no title), the first sentence of ``context``, the notebook's paragraph before the
+    cell. The ``figure``-th of ``figures`` figures of one cell is numbered, with the line the
+    cell ``printed`` after it. Only ``heading`` where nothing else is known. A whole sentence
+    (no word cut). Pure."""
     arch = _ARCHITECTURE.search(source)
     if arch:
         part = f", with {plain_text(arch.group(2))!r} highlighted" if arch.group(2) else ""
-        return f"The ConvS2S architecture diagram{part}: where this notebook's part sits"
-    words = f"Figure under the heading “{plain_text(heading)}”" if heading else "Figure"
-    title = _PLOT_TITLE.search(source)
-    literal = title.group(2) if title else ""
-    # an f-string's title up to its first placeholder, if that much says something
-    title_text = plain_text(literal.split("{", 1)[0].rstrip("="))
-    title_text = title_text if len(title_text) >= 12 or "{" not in literal else ""
-    return f"{words}: {title_text}" if title_text else words
+        return f"The ConvS2S architecture diagram{part}: where this notebook's part sits."
+    drawer = next((DRAWERS[m.group(1)] for m in _DRAWER_CALL.finditer(source)
+                   if m.group(1) in DRAWERS), None)
+    titles = list(dict.fromkeys(t for m in _PLOT_TITLE.finditer(source)
+                                if (t := _literal_words(m.group(3), bool(m.group(1))))))
+    labels = {"x": [], "y": []}
+    for m in _AXIS_LABEL.finditer(source):
+        label = _literal_words(m.group(4), bool(m.group(2))) or plain_text(m.group(4))
+        if label:
+            labels[m.group(1)].append(label)
+    pairs = zip(labels["x"], labels["y"], strict=False)  # a label without its pair is left out
+    axes = list(dict.fromkeys(f"{y} against {x}" for x, y in pairs))
+    if drawer:
+        lead = drawer
+    else:
+        kind = next((name for call, name in _PLOT_KINDS if re.search(rf"\.{call}\(", source)),
+                    "Figure")
+        grid = _SUBPLOTS.search(source)
+        panels = int(grid.group(1)) * int(grid.group(2)) if grid else 1
+        lead = f"{kind}s in {panels} panels" if panels > 1 else kind
+    lead = f"{lead}: " + "; ".join(f"“{t}”" for t in titles) if titles else lead
+    parts = [_capital(lead)]
+    if axes:
+        parts.append(_capital("; ".join(axes[:3])))
+    words = plain_text(context)
+    if not drawer and not titles and words:  # the code says little: the notebook's words
+        parts.append(_sentence(words))
+    if parts == ["Figure"] and heading:  # nothing known but where it is
+        parts = [f"Figure under the heading “{plain_text(heading)}”"]
+    if figures > 1:
+        number = f"Figure {figure + 1} of {figures}"
+        line = " ".join(printed.split())
+        parts.append(f"{number}, printed below it: {_sentence(line, 120)}" if line else number)
+    return " ".join(_finished(p) for p in parts if p)
 
 
 def widget_alt(heading: str | None, labels: set[str], picture: bool = True) -> str:
@@ -513,7 +648,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
     state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
     state = state.get("state", {}) if isinstance(state, dict) else {}
     cells, images, solutions, widgets, checks = [], [], 0, 0, 0
-    titled, heading = False, None
+    titled, heading, context = False, None, ""
     for cell in nb["cells"]:
         cells.append(cell)
         kind = cell.get("cell_type")
@@ -521,6 +656,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             text = cell_source(cell)
             headings = _ANY_HEADING.findall(text)
             heading = headings[-1] if headings else heading
+            context = _last_paragraph(text)  # what the notebook says just before a figure
             if not titled:  # the first markdown cell: title, then the source links
                 text, titled = _title_cell(text, lesson, repo_url), True
             if is_solution(cell):
@@ -551,7 +687,8 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             checks += 1
             cells.append(_check_help(exercise, hints, lesson, repo_url, checks))
             continue
-        outputs, alt = [], figure_alt(heading, cell_source(cell))
+        before, context = context, ""
+        outputs, alt, widget = [], figure_alt(heading, cell_source(cell), before), False
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
@@ -560,6 +697,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
                 outputs.append(out)
                 continue
             widgets += 1
+            widget = True
             models = widget_models(state, str(view.get("model_id", "")))
             labels = widget_labels(models)
             alt = widget_alt(heading, labels)
@@ -585,12 +723,56 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             # the note before the code whose output shows the figure
             cells.insert(len(cells) - 1, _widget_note(None, alt, lesson, repo_url, widgets))
         cell["outputs"] = outputs
-        if any(k.startswith("image/") for out in outputs for k in out.get("data", {})):
-            md = cell.setdefault("metadata", {})
-            mystnb = md.setdefault("mystnb", {})
-            mystnb["image"] = {**mystnb.get("image", {}), "alt": alt}
+        chunks = _one_figure_each(outputs)
+        if len(chunks) > 1 and not widget and not is_reveal(cell):
+            # a cell that draws several figures: each its own alt text (myst-nb gives a cell's
+            # figures one), so each after the first goes into a cell of its own whose code is
+            # not shown (myst-nb skips a cell with no code at all)
+            cell["outputs"] = chunks[0]
+            for i, chunk in enumerate(chunks[1:], 1):
+                cells.append({"cell_type": "code", "execution_count": None,
+                              "id": f"{cell.get('id', 'cell')}-figure-{i + 1}",
+                              "metadata": {"tags": ["remove-input"]}, "outputs": chunk,
+                              "source": f"# figure {i + 1} of the cell above"})
+            for i, (part, chunk) in enumerate(zip(cells[-len(chunks):], chunks, strict=True)):
+                printed = "".join(_text(out) for out in chunk[_image_index(chunk) + 1:])
+                _set_alt(part, figure_alt(heading, cell_source(cell), before, i, len(chunks),
+                                          printed))
+        elif any(k.startswith("image/") for out in outputs for k in out.get("data", {})):
+            _set_alt(cell, alt)
     nb["cells"] = cells
     return SiteNotebook(nb, images, solutions, widgets)
+
+
+def _is_image(out: dict) -> bool:
+    return any(k.startswith("image/") for k in out.get("data", {}))
+
+
+def _image_index(outputs: list[dict]) -> int:
+    return next(i for i, out in enumerate(outputs) if _is_image(out))
+
+
+def _one_figure_each(outputs: list[dict]) -> list[list[dict]]:
+    """A cell's outputs cut before each figure after the first: each part holds one figure and
+    what the cell printed after it (the first part, what it printed before too)."""
+    chunks: list[list[dict]] = [[]]
+    seen = False
+    for out in outputs:
+        if _is_image(out) and seen:
+            chunks.append([])
+        seen = seen or _is_image(out)
+        chunks[-1].append(out)
+    return chunks
+
+
+def _text(out: dict) -> str:
+    text = out.get("text", "") if out.get("output_type") == "stream" else ""
+    return "".join(text) if isinstance(text, list) else text
+
+
+def _set_alt(cell: dict, alt: str) -> None:
+    mystnb = cell.setdefault("metadata", {}).setdefault("mystnb", {})
+    mystnb["image"] = {**mystnb.get("image", {}), "alt": alt}
 
 
 def _title_cell(text: str, lesson: Lesson, repo_url: str) -> str:

@@ -7,7 +7,8 @@ written into the pages as MathML (``mathml.py``: browsers display it, no maths l
 and no notebook is executed. A page loads only what it uses: the theme's 1.5 MB icon script is
 replaced by the dozen icons the pages show (``icons.py``). ``static/site.css`` fits
 figures and code to the column; ``static/site.js`` makes the article header's sidebar buttons work
-and makes each figure a link to its image at full size.
+and makes each figure a link to its image at full size, and lets the search page show its lines
+of text when the site is opened from disk (``search_pages.py``).
 """
 
 import html
@@ -123,7 +124,17 @@ def _shrink_icons(app, exception):
             ", ".join(f"{p} {n}" for p, n in sorted(missing)))
 
 
+def _search_pages(app, exception):
+    """The pages' text for the search page opened from disk (tools/site/search_pages.py)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from tools.site import search_pages
+
+    search_pages.write(Path(app.outdir))
+
+
 def setup(app):
     app.connect("html-page-context", _escape_theme_titles, priority=900)
     app.connect("build-finished", _drop_theme_templates)
     app.connect("build-finished", _shrink_icons)
+    app.connect("build-finished", _search_pages)

@@ -57,19 +57,22 @@ def _round(value, places: int = 4):
 
 def epochs_05(run: Path) -> dict:
     """Notebook 05's flipbook data, from the run's checkpoint."""
+    from convs2s.course import watching_attention
     from convs2s.run.checkpoint import Checkpoint
 
     checkpoint = Checkpoint.load(run)
+    rows = watching_attention.with_attention(checkpoint.history, run.parent)
     history = [{"epoch": int(r["epoch"]), "valid_loss": float(r["valid_loss"]),
                 "attention": _round(r["attention"])}
-               for r in checkpoint.history if r.get("attention")]
+               for r in rows if r.get("attention")]
     if not history:
         raise flipbooks.FlipbookError(f"{run}: its history records no attention")
     return {"run_id": checkpoint.run_id, "preset": checkpoint.preset["name"],
             "epochs": len(history), "preset_epochs": checkpoint.preset.get("epochs"),
-            "source": "notebooks/runs/05_cpu_subword/last.pt (history, train_state['watched'])",
+            "source": "notebooks/runs/05_cpu_subword/last.pt and the attention record beside "
+                      "it (convs2s.course.watching_attention)",
             "rounded": "attention weights to 4 decimals",
-            "watched": checkpoint.train_state["watched"], "history": history}
+            "watched": watching_attention.watched_sentence(run.parent), "history": history}
 
 
 def _write(path: Path, data: dict) -> None:

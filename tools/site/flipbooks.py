@@ -1,4 +1,4 @@
-"""Notebooks 03, 04 and 05's widgets on the website, responding with no kernel (issue 38).
+"""Notebooks 03, 04 and 05's widgets on the website, responding with no kernel.
 
 Each widget keeps the notebook's controls (labels, ranges and starting values, read from the
 widget state the notebook saved); what they show is made by the site's build, with the package

@@ -10,7 +10,8 @@ Used by notebooks 05 and 06; 07 and 08 use its timing (:func:`time_call`) and 07
 - what a translation scores and why: :func:`sequence_logprob`, :func:`unknown_rate`,
   :func:`sentence_bleu`, :func:`bleu_by_group`, :func:`bleu_by_length`, :func:`plot_bleu_groups`;
 - the interactive translator of notebook 06: :func:`forced_attention`,
-  :func:`translate_for_display` (pure: returns a dict) and :func:`plot_translation`.
+  :func:`translate_for_display` (returns a dict; all-lower-case or all-caps input gets the case
+  the model knows, :func:`input_casing`) and :func:`plot_translation`.
 
 Everything returns plain numbers, dicts and tensors; the plotting helpers draw on axes or a
 figure you pass in (or make a new one). matplotlib is imported only when a plot is drawn.
@@ -58,6 +59,7 @@ __all__ = [
     "plot_bleu_groups",
     "sequence_logprob",
     "forced_attention",
+    "input_casing",
     "translate_for_display",
     "plot_translation",
 ]
@@ -203,8 +205,8 @@ def studied_model(quick: bool, root: str | os.PathLike | None = None,
 
 def attention_by_epoch(history: Sequence[dict]) -> list[tuple[int, torch.Tensor]]:
     """``(epoch, attention [layers, trg_len, src_len])`` for each epoch of a run's history that
-    recorded the watched sentence's attention (:meth:`convs2s.run.train.Trainer.watched_attention`:
-    the first validation pair under teacher forcing), in order."""
+    recorded the watched sentence's attention (:mod:`convs2s.course.watching_attention`: the
+    first validation pair under teacher forcing), in order."""
     out = []
     for row in history:
         maps = row.get("attention")
@@ -598,19 +600,50 @@ def forced_attention(model, src: torch.Tensor, tokens: Sequence[int], *,
 # --------------------------------------------------------------------------------------------
 
 
-def translate_for_display(translator, sentence: str, beam_size: int = 1) -> dict:
-    """Translate one German sentence for display: never raises on bad input.
+def input_casing(translator):
+    """How :func:`translate_for_display` restores the case of all-lower-case or all-caps input
+    for ``translator``: None for a model that reads lower-cased words (case is lost anyway);
+    for a cased one, each word's most frequent casing in the Multi30k training split of its
+    source language (:func:`convs2s.data.truecase.multi30k_casing`, where the files are), else
+    the casing its subword vocabulary knows best (:func:`convs2s.data.truecase.piece_casing`).
+    What each gives on validation and test2016 is measured in ``benchmarks/RESULTS.md``."""
+    from convs2s.data.truecase import multi30k_casing, piece_casing
 
-    Returns ``{"ok", "message", "text", "source_tokens", "tokens", "unknown", "attention"}``:
-    ``text`` is the detokenized translation with ``beam_size``; ``tokens`` its output tokens;
-    ``unknown`` the source tokens the vocabulary does not know; ``attention`` the
+    if not translator.pipeline.cased:
+        return None
+    table = multi30k_casing(translator.src_lang)
+    if table is not None:
+        return table
+    return piece_casing(translator.src_tokenizer, translator.src_vocab.stoi)
+
+
+def translate_for_display(translator, sentence: str, beam_size: int = 1, *,
+                          casing=False) -> dict:
+    """Translate one sentence for display: never raises on bad input.
+
+    Returns ``{"ok", "message", "text", "source", "recased", "source_tokens", "tokens",
+    "unknown", "attention"}``: ``source`` is the sentence as translated (``recased``: True
+    where that is not the sentence as typed): a cased model trained on captions
+    rarely saw lower-case or all-caps text (``ein hund läuft.`` scores 17 BLEU where ``Ein Hund
+    läuft.`` scores 42), so input that is *entirely* lower-case or upper-case gets the case the
+    model knows (:func:`convs2s.data.truecase.truecase` with ``casing``; by default
+    :func:`input_casing`, None: as typed); any other input is translated as typed. ``text`` is
+    the detokenized translation with ``beam_size``; ``tokens`` its output tokens; ``unknown`` the
+    source tokens the vocabulary does not know; ``attention`` the
     ``[dec_layers, len(tokens), len(source_tokens)]`` attention behind that output
     (:func:`forced_attention`). For input the translator refuses (empty, too long, nothing it
     knows: :meth:`~convs2s.run.translator.Translator.source_tokens`) ``ok`` is False,
     ``message`` says why and the other fields are empty.
     """
-    empty = {"text": "", "source_tokens": [], "tokens": [], "unknown": [],
-             "attention": torch.zeros(0, 0, 0)}
+    from convs2s.data.truecase import truecase, uniform_case
+
+    empty = {"text": "", "source": "", "recased": False, "source_tokens": [], "tokens": [],
+             "unknown": [], "attention": torch.zeros(0, 0, 0)}
+    typed = sentence
+    if isinstance(sentence, str) and uniform_case(sentence):
+        casing = input_casing(translator) if casing is False else casing
+        if casing is not None:
+            sentence = truecase(sentence, casing)
     try:
         source_tokens = translator.source_tokens(sentence)
     except (TypeError, ValueError) as e:
@@ -621,17 +654,19 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1) -> dict
     src = translator._batch([source_tokens])  # [1, src_len]
     attention = forced_attention(translator.model, src, ids, bos_idx=trg_vocab.bos_idx)
     unknown = [t for t in source_tokens if t not in translator.src_vocab]
-    return {"ok": True, "message": "", "text": translator.detokenize(tokens),
-            "source_tokens": source_tokens, "tokens": tokens, "unknown": unknown,
-            "attention": attention}
+    return {"ok": True, "message": "", "text": translator.detokenize(tokens), "source": sentence,
+            "recased": sentence != typed, "source_tokens": source_tokens, "tokens": tokens,
+            "unknown": unknown, "attention": attention}
 
 
 def plot_translation(result: dict, *, fig=None, ncols: int | None = None,
                      max_width: float = 7.8):
     """Draw :func:`translate_for_display`'s result: one attention heatmap per decoder layer.
 
-    Unknown source words are marked with a trailing ``*``. ``fig``: a matplotlib Figure to
-    draw into (cleared first), else a new one. ``max_width``: inches the figure may take (7.8 in
+    Unknown source words are marked with a trailing ``*``; a sentence whose case was restored
+    before translating (``result["recased"]``) is named under the title, as it was read.
+    ``fig``: a matplotlib Figure to draw into (cleared first), else a new one. ``max_width``:
+    inches the figure may take (7.8 in
     plus the inline backend's 0.1 in padding on each side is 800 px at matplotlib's 100 dpi,
     narrower than a notebook's output area in a 1280 px browser window, so the figure is never
     drawn scaled down). By default the heatmaps fill rows of equal length, as many per row as
@@ -671,5 +706,6 @@ def plot_translation(result: dict, *, fig=None, ncols: int | None = None,
     plot_attention_grid(attention, src_labels, result["tokens"], fig=fig, ncols=ncols)
     for ax in fig.axes:
         ax.tick_params(labelsize=9)  # token labels readable at 100% zoom
-    fig.suptitle(result["text"], fontsize=10)
+    read_as = f"\n(read as: {result['source']})" if result.get("recased") else ""
+    fig.suptitle(result["text"] + read_as, fontsize=10)
     return fig

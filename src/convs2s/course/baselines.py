@@ -157,10 +157,6 @@ class RunLog:
     def tokens_per_s(self) -> float:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
-    @property
-    def final_valid_loss(self) -> float:
-        return self.history[-1]["valid_loss"] if self.history else float("nan")
-
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":

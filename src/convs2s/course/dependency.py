@@ -39,6 +39,7 @@ from convs2s.model.convs2s import ConvS2S
 from convs2s.model.decoder import Decoder
 from convs2s.model.encoder import EncoderOut
 from convs2s.model.layers import PADDINGS as DECODER_PADDINGS
+from convs2s.system.arguments import check_choice, check_whole
 
 __all__ = [
     "MAP_COLOURS",
@@ -144,8 +145,7 @@ def dependency_map(
     """
     check_stack(kernel_size, n_layers, padding)
     r = receptive_field(kernel_size, n_layers)
-    if not isinstance(length, int) or length < 1:
-        raise ValueError(f"length={length!r} must be a whole number >= 1.")
+    check_whole(length, "length")
     if padding == "none" and length < r:
         raise ValueError(
             f"Without padding, {n_layers} layers of width {kernel_size} need at least r={r} "
@@ -191,12 +191,10 @@ def visible_positions(
 
     Used in notebooks 03 and 07.
     """
-    if padding not in DECODER_PADDINGS:
-        raise ValueError(f"padding={padding!r} is not known; choose one of {DECODER_PADDINGS}.")
+    check_choice(padding, "padding", DECODER_PADDINGS)
     for name, value in (("kernel_size", kernel_size), ("n_layers", n_layers),
                         ("length", length)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer.")
+        check_whole(value, name)
     decoder = _probe_decoder(kernel_size, n_layers, padding, length, seed)
     g = torch.Generator().manual_seed(seed + 1)
     trg_in = torch.randint(2, 11, (1, length), generator=g)

@@ -22,6 +22,7 @@ from torch import Tensor
 
 from convs2s.course.normalisation import ENCODER_INPUT_STD
 from convs2s.course.stacks import conv_glu_stack, pad_sequence, stack_activations
+from convs2s.system.arguments import check_choice
 
 __all__ = ["GATES", "gate", "gate_gradient_norms", "gate_activation_stds"]
 
@@ -35,8 +36,7 @@ def gate(h: Tensor, kind: str = "glu", dim: int = 1) -> Tensor:
 
     Used in notebook 01.
     """
-    if kind not in GATES:
-        raise ValueError(f"gate={kind!r} is not known; choose one of {GATES}.")
+    check_choice(kind, "gate", GATES)
     a, b = h.chunk(2, dim=dim)
     return (a if kind == "glu" else torch.tanh(a)) * torch.sigmoid(b)
 
@@ -48,8 +48,7 @@ def _gated_stack(
     """The layers ``h -> gate(conv(pad(h)))`` of ``n_layers`` fresh ConvGLUBlock convolutions
     (no residual), a random input ``[batch, hid_dim, length]`` of std ``input_std``, and the
     generator that drew it (its next draws are the caller's)."""
-    if kind not in GATES:
-        raise ValueError(f"gate={kind!r} is not known; choose one of {GATES}.")
+    check_choice(kind, "gate", GATES)
     blocks = conv_glu_stack(
         kernel_size,
         n_layers,

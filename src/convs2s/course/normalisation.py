@@ -42,6 +42,7 @@ from convs2s.course.stacks import pad_sequence, stack_activations
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.encoder import Encoder, EncoderOut
 from convs2s.model.layers import RESIDUAL_SCALE, ConvGLUBlock, make_conv1d
+from convs2s.system.arguments import check_choice, check_whole
 
 ENCODER_INPUT_STD = 0.14
 """The scale the encoder's first block sees at initialisation: token and position embeddings are
@@ -63,11 +64,6 @@ def _seeded(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
-
-
-def _positive_int(value, name: str, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} must be a whole number >= {minimum}.")
 
 
 def _norm(params) -> float:
@@ -117,8 +113,8 @@ def encoder_gradient(
 
     Used in notebook 02.
     """
-    _positive_int(dec_layers, "dec_layers")
-    _positive_int(enc_layers, "enc_layers")
+    check_whole(dec_layers, "dec_layers")
+    check_whole(enc_layers, "enc_layers")
     with _seeded(seed):
         model = ConvS2S(vocab, vocab, emb_dim=emb_dim, hid_dim=hid_dim, enc_layers=enc_layers,
                         dec_layers=dec_layers, kernel_size=kernel_size, dropout=0.0,
@@ -187,7 +183,7 @@ def glu_variance_ratio(input_std: float, *, n: int = 200_000, seed: int = 0) -> 
     """
     if not input_std > 0:
         raise ValueError(f"input_std={input_std!r} must be > 0.")
-    _positive_int(n, "n", minimum=2)
+    check_whole(n, "n", least=2)
     g = torch.Generator().manual_seed(seed)
     a = input_std * torch.randn(n, generator=g, dtype=torch.float64)  # a = [n]
     b = input_std * torch.randn(n, generator=g, dtype=torch.float64)  # b = [n]
@@ -229,9 +225,8 @@ def glu_stack_variances(
 
     Used in notebook 02.
     """
-    if conv_init not in CONV_INITS:
-        raise ValueError(f"conv_init={conv_init!r} is not known; choose one of {CONV_INITS}.")
-    _positive_int(n_layers, "n_layers", minimum=0)
+    check_choice(conv_init, "conv_init", CONV_INITS)
+    check_whole(n_layers, "n_layers", least=0)
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size={kernel_size} must be odd ('same' padding).")
     with _seeded(seed):
@@ -303,7 +298,7 @@ def encoder_depth_profile(
 
     Used in notebook 02.
     """
-    _positive_int(n_layers, "n_layers", minimum=0)
+    check_whole(n_layers, "n_layers", least=0)
     with _seeded(seed):
         enc = Encoder(vocab, emb_dim=emb_dim, hid_dim=hid_dim, n_layers=n_layers,
                       kernel_size=kernel_size, dropout=0.0, max_positions=src_len,

@@ -23,10 +23,11 @@ real models. The measured counterparts of the formulas are the dependency maps o
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable
 
 from torch import nn
+
+from convs2s.system.arguments import check_choice, check_whole
 
 __all__ = [
     "receptive_field",
@@ -40,19 +41,6 @@ __all__ = [
 ARCHITECTURES = ("conv", "rnn")
 
 
-def _whole(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a whole number, got bool {value!r}.")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a whole number, got {type(value).__name__} "
-                        f"{value!r}.") from None
-    if number < minimum:
-        raise ValueError(f"{name}={number} must be at least {minimum}.")
-    return number
-
-
 def receptive_field(kernel_size: int, n_layers: int) -> int:
     """How many consecutive input positions one output of ``n_layers`` stacked convolutions of
     width ``kernel_size`` depends on: ``r = 1 + n_layers·(kernel_size - 1)``.
@@ -64,8 +52,8 @@ def receptive_field(kernel_size: int, n_layers: int) -> int:
 
     Used in notebook 01; :func:`conv_path_length` (notebook 07) inverts it.
     """
-    kernel_size = _whole(kernel_size, "kernel_size", 1)
-    n_layers = _whole(n_layers, "n_layers", 0)
+    kernel_size = check_whole(kernel_size, "kernel_size")
+    n_layers = check_whole(n_layers, "n_layers", least=0)
     return 1 + n_layers * (kernel_size - 1)
 
 
@@ -80,8 +68,8 @@ def conv_path_length(distance: int, kernel_size: int) -> int:
 
     Used in notebook 07 (and by its checks).
     """
-    distance = _whole(distance, "distance", 0)
-    kernel_size = _whole(kernel_size, "kernel_size", 1)
+    distance = check_whole(distance, "distance", least=0)
+    kernel_size = check_whole(kernel_size, "kernel_size")
     if distance == 0:
         return 0
     if kernel_size == 1:
@@ -96,7 +84,7 @@ def rnn_path_length(distance: int) -> int:
 
     Used in notebook 07 (and by its checks).
     """
-    return _whole(distance, "distance", 0)
+    return check_whole(distance, "distance", least=0)
 
 
 def path_lengths(max_distance: int, kernel_sizes: Iterable[int] = (3, 5)) -> dict[str, list[int]]:
@@ -105,7 +93,7 @@ def path_lengths(max_distance: int, kernel_sizes: Iterable[int] = (3, 5)) -> dic
 
     Used in notebook 07.
     """
-    max_distance = _whole(max_distance, "max_distance", 1)
+    max_distance = check_whole(max_distance, "max_distance")
     distances = list(range(1, max_distance + 1))
     table = {"distance": distances, "RNN": [rnn_path_length(n) for n in distances]}
     for k in kernel_sizes:
@@ -127,14 +115,12 @@ def sequential_steps(architecture: str, src_len: int, trg_len: int, *, enc_layer
 
     Used in notebook 07.
     """
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture={architecture!r} is not known; choose one of "
-                         f"{ARCHITECTURES}.")
-    src_len = _whole(src_len, "src_len", 1)
-    trg_len = _whole(trg_len, "trg_len", 1)
+    check_choice(architecture, "architecture", ARCHITECTURES)
+    src_len = check_whole(src_len, "src_len")
+    trg_len = check_whole(trg_len, "trg_len")
     if architecture == "rnn":
         return src_len + trg_len
-    return _whole(enc_layers, "enc_layers", 1) + _whole(dec_layers, "dec_layers", 1)
+    return check_whole(enc_layers, "enc_layers") + check_whole(dec_layers, "dec_layers")
 
 
 def count_calls(modules: nn.Module, module_types: type | tuple[type, ...],

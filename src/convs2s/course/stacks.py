@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from convs2s.model.layers import ConvGLUBlock
+from convs2s.model.layers import ConvGLUBlock, check_padding
+from convs2s.system.arguments import check_choice, check_whole
 
 __all__ = ["PADDINGS", "pad_sequence", "conv_glu_stack", "stack_activations", "run_stack"]
 
@@ -37,19 +38,10 @@ decoder)."""
 
 def check_stack(kernel_size: int, n_layers: int, padding: str | None = None) -> None:
     """Raise ``ValueError`` with one clear line unless these settings make a stack."""
-    if isinstance(kernel_size, bool) or not isinstance(kernel_size, int) or kernel_size < 1:
-        raise ValueError(f"kernel_size={kernel_size!r} must be a whole number >= 1.")
-    if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0:
-        raise ValueError(f"n_layers={n_layers!r} must be a whole number >= 0.")
-    if padding is None:
-        return
-    if padding not in PADDINGS:
-        raise ValueError(f"padding={padding!r} is not known; choose one of {PADDINGS}.")
-    if padding == "same" and kernel_size % 2 == 0:
-        raise ValueError(
-            f"kernel_size={kernel_size} is even, but padding='same' needs an odd kernel size: "
-            "(k-1)/2 zeros on each side must be a whole number. Use 1, 3, 5, ..."
-        )
+    check_whole(kernel_size, "kernel_size")
+    check_whole(n_layers, "n_layers", least=0)
+    if padding is not None:
+        check_padding(padding, kernel_size, PADDINGS)
 
 
 def pad_sequence(x: Tensor, kernel_size: int, padding: str) -> Tensor:
@@ -139,8 +131,7 @@ def run_stack(blocks: Sequence[ConvGLUBlock], x: Tensor, padding: str) -> Tensor
     Used in notebook 01 through :func:`convs2s.course.dependency.dependency_map`, and by its
     checks.
     """
-    if padding not in PADDINGS:
-        raise ValueError(f"padding={padding!r} is not known; choose one of {PADDINGS}.")
+    check_choice(padding, "padding", PADDINGS)
     if padding == "none":
         layers = [lambda t, b=block: F.glu(b.conv(t), dim=1) for block in blocks]  # k-1 shorter
     else:

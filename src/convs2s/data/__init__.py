@@ -27,8 +27,9 @@ Typical use::
 
 Its modules: :mod:`~convs2s.data.multi30k` (files, download, reading),
 :mod:`~convs2s.data.tokenizers` (spaCy word tokenizers, ``detokenize``),
-:mod:`~convs2s.data.vocab`, :mod:`~convs2s.data.batching` (datasets, bucketed batches) and
-:mod:`~convs2s.data.subword` (the cased sentencepiece pipeline).
+:mod:`~convs2s.data.vocab`, :mod:`~convs2s.data.batching` (datasets, bucketed batches),
+:mod:`~convs2s.data.subword` (the cased sentencepiece pipeline) and
+:mod:`~convs2s.data.truecase` (the case of all-lower-case or all-caps input, restored).
 """
 
 from convs2s.data.batching import (

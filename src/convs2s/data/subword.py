@@ -17,19 +17,17 @@ to see.
   reads it back; a checkpoint without these fields (written before they existed) means German to
   English, word-level, lower-cased.
 
-Why sentencepiece (``benchmarks/subword_choice.py``, Multi30k de-en train, vocabulary 8,000,
-one thread, on the busy 2-core CPU; ``benchmarks/results/subword_choice_de_en.json``): both
-libraries decode every cased validation sentence back exactly (up to runs of whitespace, which
-sentencepiece collapses) with no ``<unk>``; sentencepiece's BPE learned fastest (0.46 s against
-1.07 s for ``tokenizers``' BPE in the same run, 2x in every run) and is deterministic, where
+Why sentencepiece (compared with ``tokenizers`` by ``benchmarks/subword_choice.py`` on the
+Multi30k de-en training split; the figures are in its results file): both libraries decode
+every cased validation sentence back exactly (up to runs of whitespace, which sentencepiece
+collapses) with no ``<unk>``; sentencepiece's BPE learned faster and is deterministic, where
 ``tokenizers``' unigram is not (two runs, two vocabularies); its model is one self-contained byte
 string (stored in the checkpoint) and needs no pre-tokenizer to configure for a lossless round
-trip. ``tokenizers``' BPE gives 4-5 % fewer tokens per sentence (14.67/13.75 against
-15.31/14.46 de/en) because 1,133 of its 8,000 pieces (a one-off count) glue punctuation to
-words (``▁man's``, ``man.``), which sentencepiece's script boundaries forbid. Joint against
-per side (the same file): a joint 8,000 vocabulary gives 15.31/14.46 tokens per sentence, of
-which the German side uses 68 % and the English 53 %; two of 4,000 give 15.74/14.46 with
-98/97 % used. Which gives the better BLEU is for validation to say (``joint_vocab``).
+trip. ``tokenizers``' BPE gives a few per cent fewer tokens per sentence because some of its
+pieces glue punctuation to words (``▁man's``, ``man.``), which sentencepiece's script
+boundaries forbid. A joint vocabulary leaves part of each side's pieces unused where one per
+side uses nearly all of them; which gives the better BLEU is for validation to say
+(``joint_vocab``).
 """
 
 from __future__ import annotations

@@ -12,60 +12,13 @@ from torch import Tensor, nn
 from convs2s.model.decoder import Decoder, IncrementalState
 from convs2s.model.encoder import Encoder, EncoderOut
 from convs2s.model.layers import INITS, PADDINGS
-
-# --------------------------------------------------------------------------------------------
-# Checks of the constructor's options. A wrong type is refused before anything is built: Python
-# would otherwise take "False" for true (a tied layer), "no" for weight norm, and a string
-# dropout would fail deep inside torch. Used by every model class (ConvS2S, the variants, the
-# RNN baseline), so their messages read alike: "option=value must be ...".
-# --------------------------------------------------------------------------------------------
-
-
-def check_positive_int(name: str, value) -> None:
-    """``TypeError`` unless ``value`` is an int (not a bool, not a float such as 8.0),
-    ``ValueError`` unless it is at least 1."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}={value!r} must be a positive integer (an int), not a "
-                        f"{type(value).__name__}.")
-    if value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer.")
-
-
-def check_bool(name: str, value) -> None:
-    """``TypeError`` unless ``value`` is True or False (the strings "False" and "no" are
-    true in Python, 0 and 1 are ambiguous)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name}={value!r} must be True or False (a bool), not a "
-                        f"{type(value).__name__}.")
-
-
-def check_dropout(value, name: str = "dropout") -> None:
-    """``TypeError`` unless ``value`` is a number (int or float, not a bool), ``ValueError``
-    unless it is in [0, 1) (NaN is not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name}={value!r} must be a number in [0, 1), not a "
-                        f"{type(value).__name__}.")
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{name}={value!r} must be in [0, 1).")
-
-
-def check_choice(name: str, value, choices: tuple) -> None:
-    """``ValueError`` unless ``value`` is one of ``choices``."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name}={value!r} is not known; choose one of {choices}.")
-
-
-def check_pad_idx(name: str, value, vocab_size: int | None) -> None:
-    """``TypeError`` unless ``value`` is an int (not a bool), ``ValueError`` unless it is an id
-    of the vocabulary (``0 <= value < vocab_size``; without a size, ``0 <= value``)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}={value!r} must be a token id (an int), not a "
-                        f"{type(value).__name__}.")
-    if vocab_size is None and value < 0:
-        raise ValueError(f"{name}={value} is not a token id (an id is 0 or more).")
-    if vocab_size is not None and not 0 <= value < vocab_size:
-        raise ValueError(f"{name}={value} is not a token id below {vocab_size}.")
-
+from convs2s.system.arguments import (
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_token_id,
+    check_whole,
+)
 
 #: The fields a configuration takes from the vocabularies: None in a preset, filled by
 #: :meth:`ConvS2SConfig.with_vocabularies` before a model is built.
@@ -131,20 +84,27 @@ class ConvS2SConfig:
     share_input_output_embed: bool = False
 
     def __post_init__(self) -> None:
+        """Every field checked (:mod:`convs2s.system.arguments`: a wrong type is refused before
+        anything is built, in one line "option=value must be ..."); whole numbers are kept as
+        plain ``int`` (what a checkpoint stores)."""
+        checked = {}
         for name in ("src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers",
                      "dec_layers", "kernel_size", "max_positions"):
             value = getattr(self, name)
             if value is not None or name not in VOCABULARY_FIELDS:
-                check_positive_int(name, value)
-        check_dropout(self.dropout)
+                checked[name] = check_whole(value, name)
+        check_fraction(self.dropout, "dropout")
         for name in ("weight_norm", "encoder_grad_scale", "share_input_output_embed"):
-            check_bool(name, getattr(self, name))
-        check_choice("decoder_padding", self.decoder_padding, PADDINGS)
-        check_choice("init", self.init, INITS)
+            check_bool(getattr(self, name), name)
+        check_choice(self.decoder_padding, "decoder_padding", PADDINGS)
+        check_choice(self.init, "init", INITS)
         for side in ("src", "trg"):
             pad_idx = getattr(self, f"{side}_pad_idx")
             if pad_idx is not None:
-                check_pad_idx(f"{side}_pad_idx", pad_idx, getattr(self, f"{side}_vocab_size"))
+                checked[f"{side}_pad_idx"] = check_token_id(
+                    pad_idx, f"{side}_pad_idx", checked.get(f"{side}_vocab_size"))
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
 
     def with_vocabularies(self, src_vocab, trg_vocab) -> ConvS2SConfig:
         """This configuration for these vocabularies: their sizes (``len``) and padding ids
@@ -177,27 +137,19 @@ class ConvS2S(nn.Module):
     then two of 2,048 with kernel width 1). This model does not.
 
     The defaults ``weight_norm=True, init="paper", encoder_grad_scale=True`` are fairseq's
-    ``fconv`` settings, i.e. the paper's. They were not tuned on Multi30k. In a small CPU check
-    (a reverse-and-relabel toy task, 8+8 layers, Adam 1e-3, clipping 0.1, 250 steps, 2 seeds),
-    weight norm and gradient scaling both helped the paper's initialisation (validation loss
-    0.23/0.31 with both, versus 0.41/0.55 without gradient scaling and 0.36/0.36 without
-    weight norm). ``init="pytorch"`` learned that toy task faster (loss about 0.00 after 250
-    steps; by 1,000 steps both initialisations were at about 0.000): its N(0, 1) embeddings
-    dominate the residual stream at the start, and token identity is all a copying task needs.
-    The toy says little about translation, so both were compared on Multi30k: with the
-    ``cpu`` preset and AdamW at equal wall time (6 min on one core), the paper's
-    initialisation reached a validation loss of 3.47 against 3.87 for ``init="pytorch"``
-    (``benchmarks/train_choices.py``, ``benchmarks/results/train_choices.json``). Hence the
-    paper's settings stay the defaults.
+    ``fconv`` settings, i.e. the paper's. They were not tuned on Multi30k, only checked: on a
+    small copying task weight norm and gradient scaling both helped the paper's
+    initialisation, and ``init="pytorch"`` learned faster there only because its N(0, 1)
+    embeddings dominate the residual stream at the start, and token identity is all a copying
+    task needs; on Multi30k, with the ``cpu`` preset at equal wall time, the paper's
+    initialisation reached the lower validation loss (``benchmarks/train_choices.py``; the
+    figures are in ``benchmarks/RESULTS.md``). Hence the paper's settings stay the defaults.
     The sizes (256/512, 10+10 layers, kernel 3, dropout 0.25) are those of the PyTorch
     tutorial on Multi30k (bentrevett/pytorch-seq2seq), so results can be compared with it.
-
-    Parameters with those sizes and vocabularies of 7,853/5,893: 39,767,306. The tutorial
-    reports 37,351,173 because its decoder shares one pair of attention projections across
-    all layers, where the paper gives each layer its own. With ``weight_norm=False,
-    max_positions=100`` this model has 39,717,381 parameters: the tutorial's count plus
-    exactly 9 more pairs of 262,912. Weight norm's gains add 35,589 and the 28 extra
-    positions 14,336 (``tests/model/test_convs2s_model.py`` derives the count layer by layer).
+    With the same vocabularies this model has more parameters than the tutorial reports,
+    because the tutorial's decoder shares one pair of attention projections across all
+    layers, where the paper gives each layer its own (``tests/model/test_convs2s_model.py``
+    derives the count layer by layer).
 
     ``config`` is the configuration as a plain dict (:meth:`ConvS2SConfig.as_dict`), so
     ``ConvS2S(**model.config)`` rebuilds the architecture (e.g. from a checkpoint that stores

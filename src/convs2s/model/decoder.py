@@ -17,10 +17,10 @@ from torch import Tensor, nn
 from convs2s.model.attention import Attention
 from convs2s.model.encoder import EncoderOut
 from convs2s.model.layers import (
-    PADDINGS,
     RESIDUAL_SCALE,
     ConvGLUBlock,
-    check_length,
+    check_padding,
+    check_positions,
     check_tokens,
     make_embedding,
     make_linear,
@@ -91,8 +91,7 @@ class Decoder(nn.Module):
         share_input_output_embed: bool = False,
     ) -> None:
         super().__init__()
-        if padding not in PADDINGS:
-            raise ValueError(f"padding={padding!r} is not known; choose one of {PADDINGS}.")
+        check_padding(padding, kernel_size)
         self.vocab_size = vocab_size
         self.max_positions = max_positions
         self.pad_idx = pad_idx
@@ -191,7 +190,7 @@ class Decoder(nn.Module):
                 "position depends on future tokens, which do not exist yet when decoding."
             )
         start = incremental_state.get("steps", 0) if incremental else 0
-        check_length(start + trg_in.size(1), self.max_positions, "target sequence")
+        check_positions(start + trg_in.size(1), self.max_positions, "target sequence")
 
     def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor):
         """Make row ``b`` of the cache that of row ``new_order[b]``, in place.

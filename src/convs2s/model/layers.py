@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
+from convs2s.system.arguments import check_choice, check_fraction, check_whole
+
 RESIDUAL_SCALE = math.sqrt(0.5)
 """Multiply the sum of two terms by √0.5 (paper §3.4).
 
@@ -39,16 +41,6 @@ PADDINGS = ("same", "causal")
 # --------------------------------------------------------------------------------------------
 
 
-def _check_init(init: str) -> None:
-    if init not in INITS:
-        raise ValueError(f"init={init!r} is not known; choose one of {INITS}.")
-
-
-def _check_dropout(dropout: float) -> None:
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout={dropout} must be in [0, 1).")
-
-
 def make_embedding(
     num_embeddings: int,
     embedding_dim: int,
@@ -62,7 +54,7 @@ def make_embedding(
     PyTorch's default N(0, 1), so the embeddings do not swamp the residual sums they feed.
     The ``padding_idx`` row is zero either way (and receives no gradient).
     """
-    _check_init(init)
+    check_choice(init, "init", INITS)
     m = nn.Embedding(num_embeddings, embedding_dim, padding_idx=padding_idx)
     if init == "paper":
         nn.init.normal_(m.weight, mean=0.0, std=0.1)
@@ -93,8 +85,8 @@ def make_linear(
     parameter per output feature). The paper trains every layer this way; it decouples the
     length of a weight vector from its direction, which speeds up and stabilises SGD.
     """
-    _check_init(init)
-    _check_dropout(dropout)
+    check_choice(init, "init", INITS)
+    check_fraction(dropout, "dropout")
     m = nn.Linear(in_features, out_features)
     if init == "paper":
         nn.init.normal_(m.weight, mean=0.0, std=math.sqrt((1.0 - dropout) / in_features))
@@ -127,8 +119,8 @@ def make_conv1d(
     Padding is left to the caller (``ConvGLUBlock``) because the encoder pads on both sides,
     the decoder only on the left, and incremental decoding not at all.
     """
-    _check_init(init)
-    _check_dropout(dropout)
+    check_choice(init, "init", INITS)
+    check_fraction(dropout, "dropout")
     m = nn.Conv1d(in_channels, out_channels, kernel_size, padding=0)
     if init == "paper":
         glu_gain = 4.0 if glu else 1.0
@@ -184,11 +176,11 @@ def conv_as_matmul(h: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     ``h[:, :, t : t + k]``: flatten every window into one row of ``channels · k`` numbers and
     the kernel into a ``[out_channels, channels · k]`` matrix, and all positions of all
     sentences are one ``F.linear``. The same sums as the convolution, added in another order
-    (so equal up to float rounding, ~1e-7 relative). A training step of the ``cpu_subword``
-    preset took 6% less time with it on real Multi30k batches (10% on unpadded synthetic ones)
-    on a 2-core CPU, whose convolution backward pass is slower than its matrix products
-    (``benchmarks/train_step.py``); fairseq computes its convolutions as matrix products too
-    (``ConvTBC``, and ``LinearizedConvolution`` for one new position when decoding).
+    (so equal up to float rounding). It makes a training step faster on a CPU, whose
+    convolution backward pass is slower than its matrix products (``benchmarks/train_step.py``;
+    the figures are in ``benchmarks/RESULTS.md``); fairseq computes its convolutions as matrix
+    products too (``ConvTBC``, and ``LinearizedConvolution`` for one new position when
+    decoding).
     """
     # h = [batch, channels, len + k - 1]; weight = [out_channels, channels, k]
     k = weight.size(2)
@@ -251,15 +243,7 @@ class ConvGLUBlock(nn.Module):
         init: str = "paper",
     ) -> None:
         super().__init__()
-        if padding not in PADDINGS:
-            raise ValueError(f"padding={padding!r} is not known; choose one of {PADDINGS}.")
-        if kernel_size < 1:
-            raise ValueError(f"kernel_size={kernel_size} must be at least 1.")
-        if padding == "same" and kernel_size % 2 == 0:
-            raise ValueError(
-                f"kernel_size={kernel_size} is even, but padding='same' needs an odd kernel "
-                "size: (k-1)/2 zeros on each side must be a whole number. Use 3, 5, 7, ..."
-            )
+        check_padding(padding, kernel_size)
         self.hid_dim = hid_dim
         self.kernel_size = kernel_size
         self.padding = padding
@@ -350,8 +334,23 @@ def check_tokens(tokens: Tensor, name: str, vocab_size: int) -> None:
         )
 
 
-def check_length(length: int, max_positions: int, what: str) -> None:
-    """A clear error when a sequence needs more learned positions than the model has."""
+def check_padding(padding, kernel_size: int, paddings: tuple = PADDINGS) -> None:
+    """``ValueError`` (one line) unless ``padding`` is one of ``paddings`` and fits
+    ``kernel_size`` (a whole number >= 1; odd for ``"same"``). Shared by the blocks, the
+    decoder, the variants' convolution and the course's stacks."""
+    check_choice(padding, "padding", paddings)
+    check_whole(kernel_size, "kernel_size")
+    if padding == "same" and kernel_size % 2 == 0:
+        raise ValueError(
+            f"kernel_size={kernel_size} is even, but padding='same' needs an odd kernel size: "
+            "(k-1)/2 zeros on each side must be a whole number. Use 1, 3, 5, ..."
+        )
+
+
+def check_positions(length: int, max_positions: int, what: str) -> None:
+    """A clear error when a sequence needs more learned positions than the model has (the
+    model's check on a tensor; :func:`convs2s.data.check_length` is the one on a sentence's
+    tokens, in words for whoever typed it)."""
     if length > max_positions:
         raise ValueError(
             f"The {what} needs {length} positions, but the model was built with "
@@ -365,7 +364,7 @@ def check_source(src: Tensor, vocab_size: int, max_positions: int, pad_idx: int)
     the vocabulary, longer than ``max_positions``, or a sentence of padding only (attention over
     it would be undefined). Shared by the convolutional and the recurrent encoder."""
     check_tokens(src, "src", vocab_size)
-    check_length(src.size(1), max_positions, "source sentence")
+    check_positions(src.size(1), max_positions, "source sentence")
     if not bool((src != pad_idx).any(dim=1).all()):
         raise ValueError(
             "Every source sentence needs at least one non-pad token: attention over an "

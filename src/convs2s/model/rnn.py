@@ -33,8 +33,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from convs2s.model.convs2s import check_dropout, check_pad_idx, check_positive_int
-from convs2s.model.layers import check_length, check_source, check_tokens, select_outputs
+from convs2s.model.layers import check_positions, check_source, check_tokens, select_outputs
+from convs2s.system.arguments import check_fraction, check_token_id, check_whole
 
 __all__ = ["AdditiveAttention", "RNNDecoder", "RNNEncoder", "RNNEncoderOut",
            "RNNAttentionSeq2Seq"]
@@ -229,7 +229,7 @@ class RNNDecoder(nn.Module):
                 f"{encoded.src_mask.size(0)}."
             )
         start = incremental_state.get("steps", 0) if incremental_state is not None else 0
-        check_length(start + trg_in.size(1), self.max_positions, "target sequence")
+        check_positions(start + trg_in.size(1), self.max_positions, "target sequence")
 
     def reorder_incremental_state(self, incremental_state: dict, new_order: Tensor) -> dict:
         """Make row ``b`` of the cache that of row ``new_order[b]`` (beam search), in place."""
@@ -293,10 +293,12 @@ class RNNAttentionSeq2Seq(nn.Module):
         )
         for name in ("src_vocab_size", "trg_vocab_size", "emb_dim", "enc_hid_dim",
                      "dec_hid_dim", "attn_dim", "out_dim", "max_positions"):
-            check_positive_int(name, self.config[name])
-        check_dropout(dropout)
-        check_pad_idx("src_pad_idx", src_pad_idx, src_vocab_size)
-        check_pad_idx("trg_pad_idx", trg_pad_idx, trg_vocab_size)
+            self.config[name] = check_whole(self.config[name], name)
+        check_fraction(dropout, "dropout")
+        for side in ("src", "trg"):
+            name = f"{side}_pad_idx"
+            self.config[name] = check_token_id(self.config[name], name,
+                                               self.config[f"{side}_vocab_size"])
         self.encoder = RNNEncoder(
             src_vocab_size, emb_dim=emb_dim, enc_hid_dim=enc_hid_dim, dec_hid_dim=dec_hid_dim,
             dropout=dropout, max_positions=max_positions, pad_idx=src_pad_idx,

@@ -58,8 +58,8 @@ def check_max_len(model: ConvS2S, max_len) -> int:
 
 
 #: The length penalties α beam search accepts (this course's bounds): 0 (no normalisation) to
-#: 10. A negative α favours short outputs even more than none, and len ** α underflows to 0.0
-#: (-400: a division by zero); a large one overflows a float (400: from 6 tokens on). Useful
+#: 10. A negative α favours short outputs even more than none, and a very negative one makes
+#: len ** α underflow to 0.0 (a division by zero); a very large one overflows a float. Useful
 #: values are about 0 to 2; within the bounds nothing changes what is computed.
 LENGTH_PENALTY_RANGE = (0.0, 10.0)
 

@@ -31,8 +31,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from convs2s.model.convs2s import ConvS2S, check_bool, check_choice, check_positive_int
-from convs2s.model.layers import INITS, PADDINGS, RESIDUAL_SCALE, ConvGLUBlock
+from convs2s.model.convs2s import ConvS2S
+from convs2s.model.layers import INITS, PADDINGS, RESIDUAL_SCALE, ConvGLUBlock, check_padding
+from convs2s.system.arguments import check_bool, check_choice, check_whole
 
 __all__ = [
     "CONVS",
@@ -144,16 +145,8 @@ class DepthwiseSeparableConv1d(nn.Module):
         init: str = "paper",
     ) -> None:
         super().__init__()
-        if padding is not None and padding not in PADDINGS:
-            raise ValueError(f"padding={padding!r} is not known; choose None or one of "
-                             f"{PADDINGS}.")
-        if padding == "same" and kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size={kernel_size} is even, but padding='same' needs an "
-                             "odd kernel size.")
-        if init not in INITS:
-            raise ValueError(f"init={init!r} is not known; choose one of {INITS}.")
-        if kernel_size < 1:
-            raise ValueError(f"kernel_size={kernel_size} must be at least 1.")
+        check_padding(padding, kernel_size, (None, *PADDINGS))
+        check_choice(init, "init", INITS)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.padding = kernel_size, padding
         depthwise = nn.Conv1d(in_channels, in_channels, kernel_size, groups=in_channels,
@@ -231,8 +224,7 @@ class SelfAttentionBlock(nn.Module):
                  positions: str = "sinusoidal", max_positions: int = 128,
                  feed_forward: bool = True) -> None:
         super().__init__()
-        if positions not in POSITIONS:
-            raise ValueError(f"positions={positions!r} is not known; choose one of {POSITIONS}.")
+        check_choice(positions, "positions", POSITIONS)
         if channels % n_heads:
             raise ValueError(f"channels={channels} must be divisible by n_heads={n_heads}.")
         self.positions, self.max_positions = positions, max_positions
@@ -317,11 +309,11 @@ class VariantConvS2S(ConvS2S):
         attention_feed_forward: bool = True,
         **convs2s_kwargs,
     ) -> None:
-        check_choice("conv", conv, CONVS)
-        check_bool("encoder_self_attention", encoder_self_attention)
-        check_positive_int("attention_heads", attention_heads)
-        check_choice("attention_positions", attention_positions, POSITIONS)
-        check_bool("attention_feed_forward", attention_feed_forward)
+        check_choice(conv, "conv", CONVS)
+        check_bool(encoder_self_attention, "encoder_self_attention")
+        attention_heads = check_whole(attention_heads, "attention_heads")
+        check_choice(attention_positions, "attention_positions", POSITIONS)
+        check_bool(attention_feed_forward, "attention_feed_forward")
         super().__init__(src_vocab_size, trg_vocab_size, **convs2s_kwargs)
         cfg = self.config
         if conv == "depthwise":

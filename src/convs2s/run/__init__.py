@@ -9,7 +9,7 @@
 - :mod:`~convs2s.run.final_choices`: checkpoint averaging and the length penalty, chosen on
   validation
 - :mod:`~convs2s.run.translator`: ``Translator`` (text in, text out);
-  :mod:`~convs2s.run.translate` its command line
+  :mod:`~convs2s.run.translate_cli` its command line
 - :mod:`~convs2s.run.evaluate`: BLEU and perplexity of a checkpoint on a split;
   :mod:`~convs2s.run.metrics`: the BLEU scores
 - :mod:`~convs2s.run.precision`: mixed precision on a GPU, and the optimizer step

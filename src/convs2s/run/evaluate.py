@@ -31,18 +31,17 @@ from pathlib import Path
 from convs2s.data import TranslationDataset, load_multi30k, make_loader
 from convs2s.model.loss import evaluate_loss
 from convs2s.run.metrics import corpus_bleu
-from convs2s.run.translate import (
-    MAX_BEAM_SIZE,
-    OneLineParser,
-    add_model_choice,
-    bounded_int_arg,
-    chosen_translator,
-    device_arg,
-    positive_int_arg,
-)
+from convs2s.run.translate_cli import add_model_choice, chosen_translator, device_arg
 from convs2s.run.translator import Translator
 from convs2s.system import environment
-from convs2s.system.arguments import brief, check_size
+from convs2s.system.arguments import (
+    MAX_BEAM_SIZE,
+    OneLineParser,
+    bounded_int_arg,
+    brief,
+    check_size,
+    whole_number_arg,
+)
 from convs2s.system.atomic_files import write_json_atomic
 from convs2s.system.signals import run_command, say, stopped
 
@@ -82,7 +81,7 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
         raise ValueError(f"beam_sizes must be positive integers, at most {MAX_BEAM_SIZE:,}, "
                          f"got {brief(beam_sizes)}.") from None
     # checked before the work, not after the perplexity; None: the translator's own (final.pt's)
-    alpha = translator._alpha(length_penalty)
+    alpha = translator.length_penalty_for(length_penalty)
     pairs = list(pairs)[:limit] if limit is not None else list(pairs)
     keep = _fitting(translator, pairs)
     ds = TranslationDataset(keep, translator.src_tokenizer, translator.trg_tokenizer,
@@ -224,7 +223,7 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
                         default=[1, 5])
-    parser.add_argument("--limit", type=positive_int_arg,
+    parser.add_argument("--limit", type=whole_number_arg,
                         help="only the first N sentences (N >= 1)")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "

@@ -1,6 +1,6 @@
 """Mixed precision, the same way everywhere: training, the baselines, the benchmarks; and the
-optimizer step that goes with it (:func:`optimizer_step`), shared by the trainer and the
-baselines.
+optimizer step that goes with it (:func:`optimizer_step`: :func:`clipped_gradients`, then
+:func:`update`), shared by the trainer and the baselines.
 
 On a CUDA GPU the forward pass runs under ``torch.autocast``: in bfloat16 where the GPU computes
 it natively (Ampere and later: A100, L4, H100, RTX 30xx), which needs no loss scaling; in float16
@@ -15,13 +15,14 @@ This is fairseq's and this course's engineering, not the paper's (the paper trai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["CPU_AUTOCAST", "MixedPrecision", "mixed_precision", "optimizer_step"]
+__all__ = ["CPU_AUTOCAST", "MixedPrecision", "clipped_gradients", "mixed_precision",
+           "optimizer_step", "update"]
 
 #: Tests set this to run the CPU's bfloat16 autocast (the code path a GPU takes).
 CPU_AUTOCAST = False
@@ -71,24 +72,30 @@ def mixed_precision(device: torch.device | str, enabled: bool = True) -> MixedPr
                           torch.float32)
 
 
-def optimizer_step(loss: torch.Tensor, optimizer: torch.optim.Optimizer,
-                   scaler: torch.amp.GradScaler, parameters: Iterable[torch.Tensor],
-                   clip_norm: float, lr: float, *,
-                   whole: AbstractContextManager | None = None,
-                   then: Callable[[], None] | None = None) -> None:
-    """One update from ``loss``: the gradients (of the loss scaled by ``scaler``, which is
-    inactive unless float16), unscaled and clipped to norm ``clip_norm``, then the optimizer's
-    step at learning rate ``lr`` and the scaler's update. ``then()`` runs right after the
-    update, and both inside ``whole`` (the trainer's: signals wait), so a caller's record of
-    the step is never separated from the step."""
+def clipped_gradients(loss: torch.Tensor, optimizer: torch.optim.Optimizer,
+                      scaler: torch.amp.GradScaler, parameters: Iterable[torch.Tensor],
+                      clip_norm: float) -> None:
+    """The gradients of ``loss`` (scaled by ``scaler``, which is inactive unless float16),
+    unscaled and clipped to norm ``clip_norm``: the first half of :func:`optimizer_step`."""
     optimizer.zero_grad(set_to_none=True)
     scaler.scale(loss).backward()
     scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
     torch.nn.utils.clip_grad_norm_(parameters, clip_norm)
-    with whole if whole is not None else nullcontext():
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        scaler.step(optimizer)
-        scaler.update()
-        if then is not None:
-            then()
+
+
+def update(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, lr: float) -> None:
+    """The optimizer's step at learning rate ``lr`` and the scaler's update: the second half of
+    :func:`optimizer_step` (the trainer records the step with it, while signals wait)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    scaler.step(optimizer)
+    scaler.update()
+
+
+def optimizer_step(loss: torch.Tensor, optimizer: torch.optim.Optimizer,
+                   scaler: torch.amp.GradScaler, parameters: Iterable[torch.Tensor],
+                   clip_norm: float, lr: float) -> None:
+    """One update from ``loss``: :func:`clipped_gradients`, then :func:`update` at learning rate
+    ``lr``."""
+    clipped_gradients(loss, optimizer, scaler, parameters, clip_norm)
+    update(optimizer, scaler, lr)

@@ -13,28 +13,28 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from convs2s.data import Vocab
 from convs2s.data.subword import TextPipeline
-from convs2s.run.checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    check_compatible,
-    check_same_run,
-    copy_checkpoint,
-)
+from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.final_choices import SNAPSHOT_NAME
 from convs2s.run.presets import Preset
 
-__all__ = ["check_train_state", "reconcile_best", "restore", "rng_state", "set_rng_state"]
+__all__ = ["check_compatible", "check_same_run", "check_train_state", "reconcile_best",
+           "restore", "rng_state", "set_rng_state"]
 
 #: What a resumed run may change: its length and its name.
 MAY_CHANGE = ("name", "epochs", "max_steps", "max_minutes")
+
+# ConvS2S arguments that older checkpoints do not record, with the value they were trained with
+MODEL_OPTIONS_ADDED_LATER = {"share_input_output_embed": False}
 
 
 def rng_state() -> dict:
@@ -182,8 +182,6 @@ def check_train_state(stored: dict, path: Path | None = None) -> None:
         raise refuse(f"final_costs {_brief(costs)} are not seconds (greedy, beam)")
     if stored.get("final_costs_epoch") is not None and not _count(stored["final_costs_epoch"]):
         raise refuse(f"final_costs_epoch {_brief(stored['final_costs_epoch'])} is not an epoch")
-    if stored.get("watched") is not None and not isinstance(stored["watched"], dict):
-        raise refuse("watched is not a dictionary")
 
 
 def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path) -> None:
@@ -228,3 +226,71 @@ def reconcile_best(history: list[dict], best_valid_loss: float, step: int,
         "and cannot be rebuilt from it. Put back this run's best.pt, or start a new "
         "--out folder."
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Does a checkpoint fit the run asked for?
+# --------------------------------------------------------------------------------------------
+
+
+def check_compatible(ckpt: Checkpoint | dict, model_config: dict, src_vocab: Vocab,
+                     trg_vocab: Vocab, path: str | os.PathLike = "checkpoint") -> None:
+    """Raise :class:`CheckpointError` unless the checkpoint fits this model config and vocabs.
+
+    Options added to the model later count as their default in checkpoints made before them."""
+    ckpt = _as_checkpoint(ckpt, path)
+    recorded = {**MODEL_OPTIONS_ADDED_LATER, **ckpt.model_config}
+    diffs = [
+        f"{k}: checkpoint {recorded.get(k)!r}, now {v!r}"
+        for k, v in model_config.items()
+        if recorded.get(k) != v
+    ]
+    if diffs:
+        raise CheckpointError(
+            f"{path} was trained with a different model configuration ("
+            + "; ".join(diffs)
+            + "). Resume with the preset it was trained with, or start a new --out folder."
+        )
+    for side, had, vocab in (("src_vocab", ckpt.src_vocab, src_vocab),
+                             ("trg_vocab", ckpt.trg_vocab, trg_vocab)):
+        if list(had.itos) != list(vocab.itos):
+            raise CheckpointError(
+                f"{path} was trained with a different {side} ({len(had)} tokens; "
+                f"the data now gives {len(vocab)}). Resume on the same data and preset, or start "
+                "a new --out folder."
+            )
+
+
+def check_same_run(ckpt: Checkpoint | dict, settings: dict,
+                   path: str | os.PathLike = "checkpoint", *, ignore: tuple[str, ...] = ()) -> None:
+    """Raise :class:`CheckpointError` unless the checkpoint was trained with ``settings``.
+
+    ``settings`` maps the names recorded in the checkpoint's ``preset`` (plus ``data``, the
+    fingerprint of the pairs it trained on) to the values requested now. Names in ``ignore``, and
+    names the checkpoint did not record (an older format), are not compared.
+    """
+    ckpt = _as_checkpoint(ckpt, path)
+    recorded = dict(ckpt.preset or {})
+    if ckpt.data is not None:
+        recorded["data"] = ckpt.data
+    diffs = [
+        f"{k}: checkpoint {_show(k, recorded[k])}, now {_show(k, v)}"
+        for k, v in settings.items()
+        if k not in ignore and k in recorded and recorded[k] != v
+    ]
+    if diffs:
+        raise CheckpointError(
+            f"{path} was trained with other settings or data (" + "; ".join(diffs) + "). "
+            "Resume with the preset and data it was trained with, or start a new --out folder."
+        )
+
+
+def _as_checkpoint(ckpt: Checkpoint | dict, path: str | os.PathLike) -> Checkpoint:
+    return ckpt if isinstance(ckpt, Checkpoint) else Checkpoint.from_dict(ckpt, path=path)
+
+
+def _show(name: str, value: Any) -> str:
+    if name == "data" and isinstance(value, dict):  # {"train": {"pairs": n, "sha256": h}, ...}
+        return ", ".join(f"{split} {v['pairs']} pairs (sha256 {v['sha256'][:12]})"
+                         for split, v in value.items())
+    return repr(value)

@@ -1,4 +1,5 @@
-"""Training ConvS2S: a run's state, one step, one epoch, the learning rate and the loop.
+"""Training ConvS2S: a run's state, the learning rate, then the trainer: its setup and its loop,
+one method per step.
 
 ``train(PRESETS["quick"], "runs/quick")``, or ``python -m convs2s.train --preset quick --out
 runs/quick [--resume]``. A step: the next-token loss of a batch, its gradients clipped to
@@ -37,12 +38,20 @@ from convs2s.model.loss import evaluate_loss, next_token_loss
 from convs2s.run import final_choices, run_folder
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.distributed import Distributed
-from convs2s.run.precision import mixed_precision, optimizer_step
+from convs2s.run.precision import clipped_gradients, mixed_precision, update
 from convs2s.run.prepare import build_model, fingerprint, make_optimizer, prepare_data, select_pairs
 from convs2s.run.presets import PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
 from convs2s.system import environment
-from convs2s.system.arguments import MAX_VOCAB_SIZE, brief, cut, shown
+from convs2s.system.arguments import (
+    MAX_VOCAB_SIZE,
+    OneLineParser,
+    bounded_int_arg,
+    brief,
+    cut,
+    shown,
+    whole_number_arg,
+)
 from convs2s.system.signals import StopSignals, Terminated, exit_status
 
 
@@ -65,11 +74,10 @@ class TrainState:
     final_reserve: float = 0.0  # seconds of max_minutes kept for the final choices
     final_costs: dict | None = None  # what they cost, measured (final_choices.measure_reserve)
     final_costs_epoch: int | None = None  # with the model of this epoch
-    watched: dict | None = None  # the tokens of watched_attention's sentence
 
     def to_dict(self) -> dict:
-        """The fields as a checkpoint stores them (the last three once they are set)."""
-        unset = ("final_costs", "final_costs_epoch", "watched")
+        """The fields as a checkpoint stores them (the last two once they are set)."""
+        unset = ("final_costs", "final_costs_epoch")
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if not (f.name in unset and getattr(self, f.name) is None)}
 
@@ -104,23 +112,43 @@ def reduce_on_plateau(state: TrainState, valid_loss: float, lr_shrink: float) ->
 
 class Trainer:
     """One training run: ``model``, ``optimizer``, the batches (``loader``, ``valid_loader``)
-    and ``state``. :meth:`run` is the loop; the setup and the checkpoints follow it."""
+    and ``state``. :meth:`__init__` sets it up; :meth:`run` is the loop, one method per step:
+    :meth:`run_epoch` (its batches, then validation), :meth:`train_step`, :meth:`end_epoch`.
+    The setup's parts, the final model and the checkpoints follow."""
+
+    def __init__(self, preset: Preset, folder: Path, data: dict, dist: Distributed, *,
+                 resume: bool = False, progress: bool = True, log: Callable = print,
+                 on_epoch_end: Callable[[dict, ConvS2S], None] | None = None):
+        self.preset, self.folder, self.dist, self.device = preset, folder, dist, dist.device
+        self.on_epoch_end = on_epoch_end
+        self.say = log if dist.main else (lambda *_: None)
+        self.progress = progress and dist.main
+        self.last_path, self.best_path = folder / "last.pt", folder / "best.pt"
+        self.final_path = folder / final_choices.FINAL
+        # raw text, for the final choices (convs2s.run.final_choices)
+        self.valid_pairs = select_pairs(preset, data)[1][:preset.final_pairs]
+        self.signals, self.saved = StopSignals(), {}  # saved: checkpoint name -> its step
+        self.rng_before_step = None  # the random state at the start of a step under way
+        ckpt = Checkpoint.load(self.last_path) if resume else None
+        self.run_id = (ckpt.run_id if ckpt is not None else None) or uuid.uuid4().hex
+        seed_everything(preset.seed)
+        datasets = self._build(data, ckpt)
+        self.state = TrainState()
+        if ckpt is not None:
+            self._restore(ckpt)
+        self._prepare_steps(*datasets)
+        self._start, self._start_seconds = time.monotonic(), self.state.seconds
 
     def run(self) -> str:
-        """Train until a limit; return why it stopped. Ctrl-C / SIGTERM save ``last.pt``."""
+        """Train until a limit, then make the final model; return why it stopped. Ctrl-C or
+        SIGTERM save ``last.pt`` (:meth:`save_interrupted`)."""
         with self.signals:
             try:
                 while not (stop := self.should_stop()):
                     self.run_epoch()
                 self.make_final()
             except KeyboardInterrupt as e:
-                # Inside a step, the step is dropped and the random state from its start is
-                # saved, so the resumed run redraws the same dropout masks for it.
-                with self.signals.deferred(raise_pending=False):
-                    self.save(rng=self._rng_at_step_start)
-                how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-                self.say(f"{how} at step {self.state.step}: saved {self.last_path}; "
-                         "continue with resume=True (--resume)")
+                self.save_interrupted(e)
                 raise
         return stop
 
@@ -143,7 +171,22 @@ class Trainer:
         return ""
 
     def run_epoch(self) -> None:
-        """Train on the rest of the current epoch or until a limit; at its end validate; save."""
+        """The rest of the current epoch, or until a limit: its steps; at its end, validation,
+        the final choices' time measured again, the epoch's record and its checkpoints."""
+        if not self.train_batches():
+            self.save()  # stopped inside the epoch
+            return
+        valid_loss = evaluate_loss(self.model, self.valid_loader, self.pad, self.device)
+        self.reserve_final_time()  # with this epoch's model; saved in its checkpoints below
+        with self.signals.deferred():  # the epoch's record and its checkpoints, or none
+            improved = self.end_epoch(valid_loss)
+            self.save(best=improved, valid_loss=valid_loss, snapshot=True)
+        if self.on_epoch_end is not None and self.dist.main:
+            self.on_epoch_end(dict(self.state.history[-1]), self.model)
+
+    def train_batches(self) -> bool:
+        """A step on each batch of the epoch not yet seen, until a limit; whether the epoch is
+        finished."""
         s, sampler = self.state, self.loader.batch_sampler
         sampler.set_epoch(s.epoch)
         n_batches, skip = len(sampler), s.batch_in_epoch
@@ -160,42 +203,40 @@ class Trainer:
             if self.should_stop():
                 break
         bar.close()
-        if s.batch_in_epoch < n_batches:
-            self.save()  # stopped inside the epoch
-            return
-        valid_loss = evaluate_loss(self.model, self.valid_loader, self.pad, self.device)
-        self.reserve_final_time()  # with this epoch's model; saved in its checkpoints below
-        with self.signals.deferred():  # the epoch's record and its checkpoints, or none
-            improved = self.end_epoch(valid_loss)
-            self.save(best=improved, valid_loss=valid_loss, snapshot=True)
-        if self.on_epoch_end is not None and self.dist.main:
-            self.on_epoch_end(dict(s.history[-1]), self.model)
+        return s.batch_in_epoch >= n_batches
 
     def train_step(self, i: int, src: torch.Tensor, trg: torch.Tensor) -> float:
-        """One optimizer update on batch ``i`` of the epoch; returns its (smoothed) loss."""
-        s = self.state
-        self._rng_at_step_start = rng_state()
+        """One optimizer update on batch ``i`` of the epoch; returns its (smoothed) loss.
+
+        The random state is kept first: a step interrupted before its end is saved as not
+        taken, with that state, so the resumed run redraws the same dropout masks for it. The
+        update and its record (:meth:`record_step`) happen together or not at all."""
+        self.rng_before_step = rng_state()
         src, trg = src.to(self.device), trg.to(self.device)
         loss = next_token_loss(self.net, src, trg, self.pad, self.preset.label_smoothing,
                                self.precision.autocast())
         if not torch.isfinite(loss):
             raise FloatingPointError(
-                f"the training loss became {loss.item()} at step {s.step + 1} (epoch "
-                f"{s.epoch + 1}, batch {i + 1}). Training stopped; {self._kept()}. Lower the "
-                "learning rate (lr) or check the data.")
+                f"the training loss became {loss.item()} at step {self.state.step + 1} (epoch "
+                f"{self.state.epoch + 1}, batch {i + 1}). Training stopped; {self._kept()}. "
+                "Lower the learning rate (lr) or check the data.")
         tokens = int((trg[:, 1:] != self.pad).sum())
-
-        def record() -> None:  # with the update, inside the same deferral: both or neither
-            s.step, s.batch_in_epoch = s.step + 1, i + 1
-            s.ep_loss += loss.item() * tokens
-            s.ep_tokens += tokens
-            s.seconds = self._elapsed()
-            self._rng_at_step_start = None
-
-        optimizer_step(loss, self.optimizer, self.scaler, self.model.parameters(),
-                       self.preset.clip_norm, learning_rate(self.preset, s.step + 1, s.lr_scale),
-                       whole=self.signals.deferred(), then=record)
+        clipped_gradients(loss, self.optimizer, self.scaler, self.model.parameters(),
+                          self.preset.clip_norm)
+        with self.signals.deferred():  # the update and its record: both or neither
+            update(self.optimizer, self.scaler,
+                   learning_rate(self.preset, self.state.step + 1, self.state.lr_scale))
+            self.record_step(i, loss.item(), tokens)
         return loss.item()
+
+    def record_step(self, i: int, loss: float, tokens: int) -> None:
+        """A step done on batch ``i``: the counts, the epoch's loss and tokens, the time."""
+        s = self.state
+        s.step, s.batch_in_epoch = s.step + 1, i + 1
+        s.ep_loss += loss * tokens
+        s.ep_tokens += tokens
+        s.seconds = self._elapsed()
+        self.rng_before_step = None
 
     def end_epoch(self, valid_loss: float) -> bool:
         """Record the epoch in the history, move to the next, :func:`reduce_on_plateau`."""
@@ -206,7 +247,6 @@ class Trainer:
                "valid_ppl": math.exp(min(valid_loss, 50)),
                "lr": self.optimizer.param_groups[0]["lr"], "seconds": round(s.seconds, 1),
                "tokens_per_s": seen * self.dist.world / max(seconds, 1e-9)}
-        row["attention"] = self.watched_attention()
         s.history.append(row)
         self.say(f"epoch {row['epoch']:>2}: train loss {row['train_loss']:.3f} (smoothed)  "
                  f"valid loss {valid_loss:.3f}  valid ppl {row['valid_ppl']:.2f}  "
@@ -214,36 +254,7 @@ class Trainer:
         s.epoch, s.batch_in_epoch = s.epoch + 1, 0
         return reduce_on_plateau(s, valid_loss, self.preset.lr_shrink)
 
-    # -- setup ---------------------------------------------------------------------------------
-
-    def __init__(self, preset: Preset, folder: Path, data: dict, dist: Distributed, *,
-                 resume: bool = False, progress: bool = True, log: Callable = print,
-                 on_epoch_end: Callable[[dict, ConvS2S], None] | None = None):
-        self.preset, self.folder, self.dist, self.device = preset, folder, dist, dist.device
-        self.on_epoch_end = on_epoch_end
-        self.say = log if dist.main else (lambda *_: None)
-        self.progress = progress and dist.main
-        self.last_path, self.best_path = folder / "last.pt", folder / "best.pt"
-        self.final_path = folder / final_choices.FINAL
-        # raw text, for the final choices (convs2s.run.final_choices)
-        self.valid_pairs = select_pairs(preset, data)[1][:preset.final_pairs]
-        self.signals, self.saved = StopSignals(), {}  # saved: checkpoint name -> its step
-        self._rng_at_step_start = None  # set while a step is under way (see run)
-        ckpt = Checkpoint.load(self.last_path) if resume else None
-        self.run_id = (ckpt.run_id if ckpt is not None else None) or uuid.uuid4().hex
-        seed_everything(preset.seed)
-        datasets = self._build(data, ckpt)
-        self.state = TrainState()
-        if ckpt is not None:
-            self._restore(ckpt)
-        self._prepare_steps(*datasets)
-        if len(self.loader.batch_sampler) < self.state.batch_in_epoch:  # a last.pt from elsewhere
-            raise CheckpointError(
-                f"{self.last_path} cannot be resumed: its train_state batch_in_epoch "
-                f"{self.state.batch_in_epoch} is past the {len(self.loader.batch_sampler)} "
-                "batches of an epoch. Resume from a last.pt that convs2s wrote, or start a new "
-                "--out folder.")
-        self._start, self._start_seconds = time.monotonic(), self.state.seconds
+    # -- setup -----------------------------------------------------------------------------------
 
     def _build(self, data: dict, ckpt: Checkpoint | None) -> tuple:
         """Vocabularies, model and optimizer; returns the train and validation datasets."""
@@ -291,7 +302,8 @@ class Trainer:
                      "its snapshot): written again from last.pt")
 
     def _prepare_steps(self, train_ds, valid_ds) -> None:
-        """Loaders, the DDP wrapper and mixed precision."""
+        """Loaders, the DDP wrapper and mixed precision; a resumed position inside the epoch is
+        checked against the loader."""
         preset = self.preset
         self.loader = make_loader(train_ds, max_tokens=preset.max_tokens, shuffle=True,
                                   seed=preset.seed, num_replicas=self.dist.world,
@@ -306,6 +318,12 @@ class Trainer:
         self.net = self.dist.wrap(self.model)
         self.precision = mixed_precision(self.device, preset.amp)
         self.scaler = self.precision.scaler()  # float16 only: bfloat16 needs no loss scaling
+        if len(self.loader.batch_sampler) < self.state.batch_in_epoch:  # a last.pt from elsewhere
+            raise CheckpointError(
+                f"{self.last_path} cannot be resumed: its train_state batch_in_epoch "
+                f"{self.state.batch_in_epoch} is past the {len(self.loader.batch_sampler)} "
+                "batches of an epoch. Resume from a last.pt that convs2s wrote, or start a new "
+                "--out folder.")
 
     def _elapsed(self) -> float:
         """Training seconds so far, across resumes."""
@@ -334,30 +352,17 @@ class Trainer:
         s.final_costs_epoch = s.epoch + 1  # this epoch's model
         s.seconds = self._elapsed()
 
-    @torch.no_grad()
-    def watched_attention(self) -> list:
-        """Every decoder layer's attention on the first validation pair under teacher forcing,
-        ``[layers][trg tokens][src tokens]`` (rounded), so a run's history shows how attention
-        is learned epoch by epoch (:func:`convs2s.course.analysis.attention_by_epoch`). An
-        eval-mode forward pass: it draws no random numbers, so resuming stays exact."""
-        if not self.valid_pairs:
-            return []
-        src_text, trg_text = self.valid_pairs[0]
-        room = self.preset.model.max_positions - 1  # as the data: src plain, trg in <bos> ... <eos>
-        src_tokens = self.pipeline.src_tokenizer(src_text)[:room]
-        trg_tokens = self.pipeline.trg_tokenizer(trg_text)[:room]
-        src = torch.tensor([self.src_vocab.encode(src_tokens)], device=self.device)
-        trg = torch.tensor([self.trg_vocab.encode(trg_tokens, add_bos_eos=True)],
-                           device=self.device)
-        was_training = self.model.training
-        self.model.eval()
-        _, attention = self.model(src, trg[:, :-1])  # [1, layers, len(trg_tokens) + 1, src_len]
-        self.model.train(was_training)
-        # rows: the tokens the decoder outputs (the reference's, then <eos>); columns: source
-        self.state.watched = {"src": list(src_tokens), "trg": [*trg_tokens, "<eos>"]}
-        return [[[round(float(x), 4) for x in r] for r in layer] for layer in attention[0].cpu()]
-
     # -- checkpoints ---------------------------------------------------------------------------
+
+    def save_interrupted(self, e: KeyboardInterrupt) -> None:
+        """Ctrl-C or SIGTERM (``e``): save ``last.pt`` and say how to continue. Inside a step,
+        the step is dropped and the random state from its start is saved, so the resumed run
+        redraws the same dropout masks for it."""
+        with self.signals.deferred(raise_pending=False):
+            self.save(rng=self.rng_before_step)
+        how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
+        self.say(f"{how} at step {self.state.step}: saved {self.last_path}; "
+                 "continue with resume=True (--resume)")
 
     def save(self, rng: dict | None = None, best: bool = False,
              valid_loss: float | None = None, snapshot: bool = False) -> None:
@@ -550,31 +555,6 @@ def train(
         dist.close()
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not the usage block; a huge argument cut short
-        self.exit(2, f"{self.prog}: error: {cut(message)} (see --help)\n")
-
-
-def _whole_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {brief(text)}"
-                                         ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _vocab_size(text: str) -> int:
-    """Subword pieces per vocabulary: 1 to the most a checkpoint may hold (checked here, before
-    any data is loaded)."""
-    value = _whole_number(text)
-    if value > MAX_VOCAB_SIZE:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_VOCAB_SIZE:,}, not {value}")
-    return value
-
-
 def _fraction(text: str) -> float:
     """A probability for dropout or label smoothing: a number from 0 to below 1."""
     try:
@@ -617,7 +597,7 @@ def _device(text: str) -> torch.device:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m convs2s.train",
         description="Train ConvS2S on Multi30k (any direction; German→English by default)."
     )
@@ -627,8 +607,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="Multi30k folder (default: CONVS2S_DATA_DIR)")
     parser.add_argument("--device", type=_device,
                         help="cpu, cuda, mps (default: the best available)")
-    parser.add_argument("--epochs", type=_whole_number, help="override the preset's epochs")
-    parser.add_argument("--max-steps", type=_whole_number, help="override the preset's step limit")
+    parser.add_argument("--epochs", type=whole_number_arg, help="override the preset's epochs")
+    parser.add_argument("--max-steps", type=whole_number_arg,
+                        help="override the preset's step limit")
     parser.add_argument("--max-minutes", type=_minutes, help="override the preset's time budget")
     parser.add_argument("--src", choices=LANGUAGES, help="source language (default: the "
                         "preset's, de)")
@@ -636,8 +617,8 @@ def main(argv: list[str] | None = None) -> int:
                         "preset's, en)")
     parser.add_argument("--tokenizer", choices=KINDS, help="word: lower-cased spaCy words; "
                         "subword: cased sentencepiece pieces (default: the preset's)")
-    parser.add_argument("--vocab-size", type=_vocab_size, help="subword pieces per "
-                        "vocabulary (default: the preset's, 8000)")
+    parser.add_argument("--vocab-size", type=bounded_int_arg(MAX_VOCAB_SIZE),
+                        help="subword pieces per vocabulary (default: the preset's, 8000)")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
                         help="subword: one vocabulary for both languages (default) or one each")
     parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
@@ -647,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(the cpu_subword preset's: 0.2)")
     parser.add_argument("--label-smoothing", type=_fraction,
                         help="override the preset's label smoothing (0.1)")
-    parser.add_argument("--patience", type=_whole_number, help="override the preset's "
+    parser.add_argument("--patience", type=whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)

@@ -10,7 +10,8 @@ lower-cased spaCy tokens) outputs lower-cased tokens, which :func:`convs2s.data.
 back into a sentence (no space before punctuation, a capital first letter); a subword model
 outputs sentencepiece pieces of cased text, decoded back into the exact cased sentence. Either way
 the text is what the standard, cased sacreBLEU score sees. A checkpoint written before checkpoints
-recorded this is German to English, word-level. Its command line is :mod:`convs2s.run.translate`.
+recorded this is German to English, word-level. Its command line is
+:mod:`convs2s.run.translate_cli`.
 """
 
 
@@ -33,7 +34,8 @@ from convs2s.model.search import (
     check_max_len,
     greedy_decode,
 )
-from convs2s.run.checkpoint import Checkpoint, check_parts, check_pipeline
+from convs2s.run.checkpoint import Checkpoint
+from convs2s.run.checkpoint_guard import check_parts, check_pipeline
 from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, check_size
 from convs2s.system.environment import check_device
 
@@ -159,11 +161,16 @@ class Translator:
                                               padding_value=self.src_vocab.pad_idx)
         return src.to(self.device)  # src = [batch, src_len]
 
-    def _max_len(self, max_len: int | None) -> int:
-        """``max_len``, checked: 1 to the model's ``max_positions`` (None: all of them)."""
-        return self.max_positions if max_len is None else check_max_len(self.model, max_len)
+    def _settings(self, beam_size, batch_size, max_len, length_penalty=None) -> tuple[int, float]:
+        """A call's decoding settings, checked once: ``beam_size`` and ``batch_size`` within
+        their bounds (:func:`check_sizes`), ``max_len`` 1 to the model's ``max_positions``
+        (None: all of them) and the length penalty 0 to 10 (None: the translator's own).
+        Returns ``(max_len, length_penalty)``."""
+        check_sizes(beam_size=beam_size, batch_size=batch_size)
+        max_len = self.max_positions if max_len is None else check_max_len(self.model, max_len)
+        return max_len, self.length_penalty_for(length_penalty)
 
-    def _alpha(self, length_penalty: float | None) -> float:
+    def length_penalty_for(self, length_penalty: float | None) -> float:
         """The length penalty a call asks for, else the translator's (checked: 0 to 10)."""
         return check_length_penalty(self.length_penalty if length_penalty is None
                                     else length_penalty)
@@ -182,32 +189,16 @@ class Translator:
         :func:`convs2s.model.search.beam_search`; greedy decoding ignores it, but it is checked
         all the same).
         """
-        check_sizes(beam_size=beam_size, batch_size=batch_size)
-        self._max_len(max_len)
-        length_penalty = self._alpha(length_penalty)
-        token_lists = [self._tokens(s) for s in sentences]
-        return self.translate_token_lists(token_lists, beam_size=beam_size, max_len=max_len,
-                                          batch_size=batch_size, length_penalty=length_penalty)
+        max_len, alpha = self._settings(beam_size, batch_size, max_len, length_penalty)
+        return self._decode([self._tokens(s) for s in sentences], beam_size, batch_size,
+                            max_len, alpha)
 
     def translate_token_lists(self, token_lists: Sequence[list[str]], *, beam_size: int = 5,
                               max_len: int | None = None, batch_size: int = 64,
                               length_penalty: float | None = None) -> list[list[str]]:
         """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
-        check_sizes(beam_size=beam_size, batch_size=batch_size)
-        length_penalty = self._alpha(length_penalty)
-        out: list[list[str]] = []
-        v = self.trg_vocab
-        kw = dict(max_len=self._max_len(max_len), bos_idx=v.bos_idx, eos_idx=v.eos_idx,
-                  pad_idx=v.pad_idx)
-        for i in range(0, len(token_lists), batch_size):
-            src = self._batch(token_lists[i: i + batch_size])
-            if beam_size == 1:
-                ids = greedy_decode(self.model, src, **kw)
-            else:
-                ids = beam_search(self.model, src, beam_size=beam_size,
-                                  length_penalty=length_penalty, **kw)
-            out.extend(v.decode(x) for x in ids)
-        return out
+        max_len, alpha = self._settings(beam_size, batch_size, max_len, length_penalty)
+        return self._decode(token_lists, beam_size, batch_size, max_len, alpha)
 
     def translate_tokens_alphas(self, sentences: Sequence[str], alphas, *, beam_size: int = 5,
                                 max_len: int | None = None,
@@ -215,11 +206,10 @@ class Translator:
         """:meth:`translate_tokens` with beam search at every length penalty in ``alphas``: one
         list of outputs per α, in that order, from one search (α only re-ranks the finished
         hypotheses; :func:`convs2s.model.search.beam_search_alphas`)."""
-        check_sizes(beam_size=beam_size, batch_size=batch_size)
-        self._max_len(max_len)
-        token_lists = [self._tokens(s) for s in sentences]
-        return self.translate_token_lists_alphas(token_lists, alphas, beam_size=beam_size,
-                                                 max_len=max_len, batch_size=batch_size)
+        max_len, _ = self._settings(beam_size, batch_size, max_len)
+        alphas = [check_length_penalty(a) for a in alphas]
+        return self._decode_alphas([self._tokens(s) for s in sentences], alphas, beam_size,
+                                   batch_size, max_len)
 
     def translate_token_lists_alphas(self, token_lists: Sequence[list[str]], alphas, *,
                                      beam_size: int = 5, max_len: int | None = None,
@@ -227,14 +217,38 @@ class Translator:
         """:meth:`translate_token_lists` with beam search for every length penalty in
         ``alphas`` (one list of outputs per α, in that order), from one search per batch
         (:func:`convs2s.model.search.beam_search_alphas`)."""
-        check_sizes(beam_size=beam_size, batch_size=batch_size)
+        max_len, _ = self._settings(beam_size, batch_size, max_len)
         alphas = [check_length_penalty(a) for a in alphas]
+        return self._decode_alphas(token_lists, alphas, beam_size, batch_size, max_len)
+
+    def _decode(self, token_lists: Sequence[list[str]], beam_size: int, batch_size: int,
+                max_len: int, alpha: float) -> list[list[str]]:
+        """Output token lists for checked settings (:meth:`_settings`): greedy for a beam of
+        1, else beam search."""
+        out: list[list[str]] = []
+        v = self.trg_vocab
+        kw = dict(max_len=max_len, bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx)
+        for i in range(0, len(token_lists), batch_size):
+            src = self._batch(token_lists[i: i + batch_size])
+            if beam_size == 1:
+                ids = greedy_decode(self.model, src, **kw)
+            else:
+                ids = beam_search(self.model, src, beam_size=beam_size, length_penalty=alpha,
+                                  **kw)
+            out.extend(v.decode(x) for x in ids)
+        return out
+
+    def _decode_alphas(self, token_lists: Sequence[list[str]], alphas: list[float],
+                       beam_size: int, batch_size: int,
+                       max_len: int) -> list[list[list[str]]]:
+        """One list of outputs per α in ``alphas``, from one beam search per batch (checked
+        settings)."""
         out: list[list[list[str]]] = [[] for _ in alphas]
         v = self.trg_vocab
         for i in range(0, len(token_lists), batch_size):
             src = self._batch(token_lists[i: i + batch_size])
             per_alpha = beam_search_alphas(self.model, src, alphas=alphas, beam_size=beam_size,
-                                           max_len=self._max_len(max_len), bos_idx=v.bos_idx,
+                                           max_len=max_len, bos_idx=v.bos_idx,
                                            eos_idx=v.eos_idx, pad_idx=v.pad_idx)
             for j, ids in enumerate(per_alpha):
                 out[j].extend(v.decode(x) for x in ids)
@@ -261,7 +275,8 @@ class Translator:
         """Greedy translation of one sentence with every decoder layer's attention, for plots."""
         tokens = self.source_tokens(sentence)
         v = self.trg_vocab
-        ids, attn = greedy_decode(self.model, self._batch([tokens]), max_len=self._max_len(max_len),
+        max_len, _ = self._settings(1, 1, max_len)
+        ids, attn = greedy_decode(self.model, self._batch([tokens]), max_len=max_len,
                                   bos_idx=v.bos_idx, eos_idx=v.eos_idx, pad_idx=v.pad_idx,
                                   return_attention=True)
         out = v.decode(ids[0])

@@ -1,19 +1,36 @@
-"""The bounds of every size a caller chooses, in one place, and arguments cut short in messages.
+"""The argument checks every layer shares, in one place: the bounds of every size a caller
+chooses, the options of a model or a probe, the commands' argument types, and arguments cut
+short in messages.
 
-The commands' argument types (``--beam-size``, ``--batch-size``, ``--vocab-size``) and the
-package's functions (``Translator.translate(beam_size=...)``, ``beam_search``, ``read_lines``,
-``SubwordSettings``) check a size with the same :func:`check_size` and the same bounds, so that
-no call asks for unbounded work: ``beam_size=10**6`` is refused in one line instead of growing
-until the kernel kills the process.
+- Sizes of work a call asks for: the commands' argument types (``--beam-size``,
+  ``--batch-size``, ``--vocab-size``: :func:`bounded_int_arg`) and the package's functions
+  (``Translator.translate(beam_size=...)``, ``beam_search``, ``read_lines``,
+  ``SubwordSettings``) check a size with the same :func:`check_size` and the same bounds, so
+  that no call asks for unbounded work: ``beam_size=10**6`` is refused in one line ("beam_size
+  must be a positive integer, got 0.") instead of growing until the kernel kills the process.
+- Options of a constructor or a probe (the model classes, the course's stacks and probes):
+  :func:`check_whole`, :func:`check_bool`, :func:`check_fraction`, :func:`check_choice` and
+  :func:`check_token_id` refuse a wrong type before anything is built (Python would take
+  "False" for true, and a string dropout would fail deep inside torch), in one line that reads
+  alike everywhere: "option=value must be ...".
+- The commands: :class:`OneLineParser` (an error is one line) and the argument types
+  :func:`whole_number_arg` and :func:`bounded_int_arg`.
+
+A value of the wrong type raises :class:`WrongType`, which is a ``TypeError`` and a
+``ValueError``: a caller that catches either catches it.
 """
 
 from __future__ import annotations
 
+import argparse
 import numbers
+import operator
 import re
 
-__all__ = ["MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "MAX_VOCAB_SIZE", "brief",
-           "check_size", "cut", "shown"]
+__all__ = ["MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "MAX_VOCAB_SIZE",
+           "OneLineParser", "WrongType", "bounded_int_arg", "brief", "check_bool",
+           "check_choice", "check_fraction", "check_size", "check_token_id", "check_whole", "cut",
+           "shown", "whole_number_arg"]
 
 #: The largest beam (beam search keeps this many hypotheses per sentence and step).
 MAX_BEAM_SIZE = 1000
@@ -35,15 +52,135 @@ def brief(value, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit - 20]}... ({len(text):,} characters)"
 
 
+class WrongType(TypeError, ValueError):
+    """An argument of the wrong type (one line): a ``TypeError``, and a ``ValueError`` too, so
+    that code which catches the ``ValueError`` of a bad value catches it as well."""
+
+
+def _is_whole(value) -> bool:
+    """An int or another integer type (NumPy's, a one-element integer tensor: what
+    ``operator.index`` takes), not a bool (True is not the number 1 here)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _whole_number(least: int) -> str:
+    return "a positive integer" if least == 1 else f"a whole number >= {least}"
+
+
+# -- sizes of work ------------------------------------------------------------------------------
+
+
 def check_size(value, name: str, most: int, *, least: int = 1, why: str = "") -> int:
     """``value`` as an int if it is a whole number from ``least`` to ``most`` (a bool is not),
-    else ``ValueError`` (one line; ``why`` is added when it is too large)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        wanted = "a positive integer" if least == 1 else f"a whole number >= {least}"
-        raise ValueError(f"{name} must be {wanted}, got {brief(value)}.")
+    else one line (``why`` is added when it is too large): :class:`WrongType` for another type,
+    ``ValueError`` for a number out of bounds."""
+    if not _is_whole(value):
+        raise WrongType(f"{name} must be {_whole_number(least)}, got {brief(value)}.")
+    if value < least:
+        raise ValueError(f"{name} must be {_whole_number(least)}, got {brief(value)}.")
     if value > most:
         raise ValueError(f"{name}={brief(value)} is too large: at most {most:,}{why}.")
-    return int(value)
+    return operator.index(value)
+
+
+# -- options --------------------------------------------------------------------------------------
+
+
+def check_whole(value, name: str, *, least: int = 1) -> int:
+    """``value`` as an int if it is a whole number >= ``least`` (an int or NumPy's, not a bool,
+    not 8.0): :class:`WrongType` for another type, ``ValueError`` for a smaller number."""
+    if not _is_whole(value):
+        raise WrongType(f"{name}={brief(value)} must be {_whole_number(least)} (an int), not a "
+                        f"{type(value).__name__}.")
+    if value < least:
+        raise ValueError(f"{name}={brief(value)} must be {_whole_number(least)}.")
+    return operator.index(value)
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` if it is True or False; :class:`WrongType` for anything else (the strings
+    "False" and "no" are true in Python, 0 and 1 are ambiguous)."""
+    if not isinstance(value, bool):
+        raise WrongType(f"{name}={brief(value)} must be True or False (a bool), not a "
+                        f"{type(value).__name__}.")
+    return value
+
+
+def check_fraction(value, name: str) -> float:
+    """``value`` as a float if it is a number in [0, 1) (a dropout); :class:`WrongType` for
+    another type (a bool is not a number here), ``ValueError`` for a number outside (NaN
+    included)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise WrongType(f"{name}={brief(value)} must be a number in [0, 1), not a "
+                        f"{type(value).__name__}.")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name}={brief(value)} must be in [0, 1).")
+    return float(value)
+
+
+def check_choice(value, name: str, choices: tuple):
+    """``value`` if it is one of ``choices``; ``ValueError`` naming them otherwise."""
+    if not any(value is c or isinstance(value, str) and value == c for c in choices):
+        raise ValueError(f"{name}={brief(value)} is not known; choose one of {choices}.")
+    return value
+
+
+def check_token_id(value, name: str, vocab_size: int | None = None) -> int:
+    """``value`` as an int if it is an id of a vocabulary of ``vocab_size`` tokens
+    (``0 <= value < vocab_size``; without a size, ``0 <= value``); :class:`WrongType` for
+    another type, ``ValueError`` for another number."""
+    if not _is_whole(value):
+        raise WrongType(f"{name}={brief(value)} must be a token id (an int), not a "
+                        f"{type(value).__name__}.")
+    if vocab_size is None and value < 0:
+        raise ValueError(f"{name}={value} is not a token id (an id is 0 or more).")
+    if vocab_size is not None and not 0 <= value < vocab_size:
+        raise ValueError(f"{name}={value} is not a token id below {vocab_size}.")
+    return operator.index(value)
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block; a huge argument cut
+    short), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {cut(message)} (see --help)\n")
+
+
+def whole_number_arg(text: str) -> int:
+    """argparse ``type``: a whole number >= 1 (0, negatives and fractions are refused)."""
+    try:
+        value = int(text)
+    except ValueError:  # not a number, or more digits than int() reads
+        raise argparse.ArgumentTypeError(f"{brief(text)} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def bounded_int_arg(limit: int):
+    """argparse ``type``: a whole number from 1 to ``limit`` (:func:`check_size`'s bounds, what
+    the package's functions check too)."""
+
+    def parse(text: str) -> int:
+        value = whole_number_arg(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:,}, got {brief(value)}")
+        return value
+
+    return parse
+
+
+# -- messages -------------------------------------------------------------------------------------
 
 
 def shown(text: str) -> str:

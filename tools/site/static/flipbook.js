@@ -1,4 +1,4 @@
-/* Notebooks 03, 04 and 05's widgets on the static site, with no Python kernel (issue 38).
+/* Notebooks 03, 04 and 05's widgets on the static site, with no Python kernel.
 
    The site's build (tools/site/flipbooks.py) writes, per widget, a script that puts its data in
    window.convs2sFlipbooks[name]; the page loads it just after the widget's element. Here:
@@ -14,7 +14,7 @@
   const BAR_COLOURS = {before: "#d62728", at: "#ff7f0e", after: "#1f77b4"};
 
   // live.js (loaded before this script) builds the SVG elements and the controls for both
-  const {svgElement, control} = window.convs2sLive;
+  const {svgElement, figureSvg, control} = window.convs2sLive;
 
   /* One of the notebook's controls ({label, value, min, max, step, options}, as it saved it):
      a select for a dropdown, a slider otherwise. */
@@ -41,13 +41,12 @@
   /* Notebook 03's left panel: rows = predictions i, columns = inputs j; the changed token's
      column outlined. */
   function visibleMap(rows, position) {
-    const n = rows.length, cell = 14, left = 40, top = 24;
+    const n = rows.length, cell = 14, left = 40, top = 24;  // labels of 11 px at least
     const width = left + n * cell + 8, height = top + n * cell + 34;
     let future = 0;
     rows.forEach((row, i) => { for (let j = i + 1; j < n; j++) future += row[j] === "1"; });
     const title = `visible inputs (${future} future cells seen)`;
-    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img",
-                                   "aria-label": title, class: "flipbook-visible"});
+    const svg = figureSvg(width, height, {"aria-label": title, class: "flipbook-visible"});
     svg.appendChild(svgElement("text", {x: left, y: 14, "font-size": 12, class: "panel-title"},
                                title));
     rows.forEach((row, i) => [...row].forEach((on, j) => {
@@ -63,11 +62,11 @@
                                         "data-position": position}));
     for (let t = 0; t < n; t += Math.max(1, Math.floor(n / 8))) {
       svg.appendChild(svgElement("text", {x: left + t * cell + cell / 2, y: top + n * cell + 12,
-                                          "font-size": 9, "text-anchor": "middle"}, t));
-      svg.appendChild(svgElement("text", {x: left - 4, y: top + t * cell + cell / 2 + 3,
-                                          "font-size": 9, "text-anchor": "end"}, t));
+                                          "font-size": 11, "text-anchor": "middle"}, t));
+      svg.appendChild(svgElement("text", {x: left - 4, y: top + t * cell + cell / 2 + 4,
+                                          "font-size": 11, "text-anchor": "end"}, t));
     }
-    svg.appendChild(svgElement("text", {x: left, y: top + n * cell + 28, "font-size": 11},
+    svg.appendChild(svgElement("text", {x: left, y: top + n * cell + 29, "font-size": 11},
                                "decoder input position j (token fed in) →"));
     svg.appendChild(svgElement("text", {x: 4, y: top - 4, "font-size": 11}, "i ↓"));
     return svg;
@@ -76,22 +75,21 @@
   /* Notebook 03's right panel: max |Δ logits| per output position when token `position`
      changes. */
   function perturbationBars(effect, position) {
-    const n = effect.length, left = 40, top = 40, plotW = 14 * n, plotH = 14 * n - 16;
-    const width = left + plotW + 40, height = top + plotH + 34;  // room for the longest title
+    const n = effect.length, left = 52, top = 40, plotW = 14 * n, plotH = 14 * n - 16;
+    const width = left + plotW + 28, height = top + plotH + 35;  // room for the longest title
     const moved = effect.slice(0, position).filter((e) => e > 0).length;
     const title = `change token ${position}: ${moved} earlier positions move`;
-    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img",
-                                   "aria-label": title, class: "flipbook-perturbation"});
+    const svg = figureSvg(width, height, {"aria-label": title, class: "flipbook-perturbation"});
     svg.appendChild(svgElement("text", {x: 4, y: 14, "font-size": 12, class: "panel-title"},
                                title));
     const max = Math.max(...effect) || 1, slot = plotW / n, base = top + plotH;
     svg.appendChild(svgElement("line", {x1: left, y1: base, x2: left + plotW, y2: base,
-                                        stroke: "#555555", "stroke-width": 0.8}));
+                                        class: "live-axis", "stroke-width": 0.8}));
     svg.appendChild(svgElement("line", {x1: left, y1: top, x2: left, y2: base,
-                                        stroke: "#555555", "stroke-width": 0.8}));
+                                        class: "live-axis", "stroke-width": 0.8}));
     for (const tick of [0, max / 2, max]) {
       const y = base - plotH * tick / max;
-      svg.appendChild(svgElement("text", {x: left - 4, y: y + 3, "font-size": 9,
+      svg.appendChild(svgElement("text", {x: left - 4, y: y + 4, "font-size": 11,
                                           "text-anchor": "end"}, +tick.toPrecision(2)));
     }
     effect.forEach((e, i) => {
@@ -107,9 +105,9 @@
                                         "stroke-dasharray": "2 2", "stroke-width": 1}));
     for (let t = 0; t < n; t += Math.max(1, Math.floor(n / 8))) {
       svg.appendChild(svgElement("text", {x: left + (t + 0.5) * slot, y: base + 12,
-                                          "font-size": 9, "text-anchor": "middle"}, t));
+                                          "font-size": 11, "text-anchor": "middle"}, t));
     }
-    svg.appendChild(svgElement("text", {x: left, y: base + 28, "font-size": 11},
+    svg.appendChild(svgElement("text", {x: left, y: base + 29, "font-size": 11},
                                "output position i →"));
     svg.appendChild(svgElement("text", {x: 4, y: top - 8, "font-size": 11}, "max |Δ logits|"));
     return svg;

@@ -1,10 +1,10 @@
-/* Widgets that respond on the static site, with no Python kernel (issue 38): notebook 01's
+/* Widgets that respond on the static site, with no Python kernel: notebook 01's
    dependency explorer and notebook 08's cost of a separable convolution.
 
    Notebook 01's dependency explorer: which inputs each output of a stack of L conv+GLU blocks of
    width k depends on, for "same", "causal" or no padding. In the notebook the package measures
    the map with autograd (convs2s.course.dependency.dependency_map); here the same map comes from
-   the rules that measurement shows (tests/site_and_tools/test_site_live.py compares the two for
+   the rules that measurement shows (tests/site_and_tools/test_site.py compares the two for
    every setting of the widget's controls):
 
    - "same" (odd k): output i reads inputs i - L(k-1)/2 ... i + L(k-1)/2, cut to the sentence;
@@ -82,12 +82,20 @@
     return e;
   }
 
+  /* A widget's figure (an <svg> with a viewBox) is never drawn smaller than its own size, where
+     every label is at least 11 px: on a narrow screen its box (.live-figure, site.css) scrolls
+     sideways instead; on a wide one it may grow to the column. */
+  function figureSvg(width, height, attributes) {
+    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", ...attributes});
+    svg.style.minWidth = `${Math.ceil(width)}px`;
+    return svg;
+  }
+
   function drawMap(figure, rows, title) {
     figure.replaceChildren();
     const cell = 14, left = 34, top = 26, nOut = rows.length, nIn = rows[0].length;
     const width = left + nIn * cell + 8, height = top + nOut * cell + 30;
-    const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, role: "img",
-                                   "aria-label": title, class: "live-map"});
+    const svg = figureSvg(width, height, {"aria-label": title, class: "live-map"});
     const heading = svgElement("text", {x: left, y: 14, "font-size": 12});
     heading.textContent = title;
     svg.appendChild(heading);
@@ -100,7 +108,7 @@
     }));
     const diag = Math.min(nOut, nIn);
     svg.appendChild(svgElement("line", {x1: left, y1: top, x2: left + diag * cell,
-                                        y2: top + diag * cell, stroke: "#555555",
+                                        y2: top + diag * cell, class: "live-axis",
                                         "stroke-dasharray": "4 3", "stroke-width": 0.8}));
     const xLabel = svgElement("text", {x: left, y: top + nOut * cell + 20, "font-size": 11});
     xLabel.textContent = "input position j →";
@@ -215,9 +223,8 @@
       const bars = [["standard", c.standard_parameters, "#1f77b4"],
                     ["depthwise-separable", c.separable_parameters, "#2ca02c"]];
       const W = 420, left = 150, top = 30, barH = 34, max = c.standard_parameters;
-      const svg = svgElement("svg", {viewBox: `0 0 ${W} ${top + 2 * (barH + 12) + 34}`,
-                                     role: "img", class: "live-costs",
-                                     "aria-label": costsTitle(d, width)});
+      const svg = figureSvg(W, top + 2 * (barH + 12) + 34,
+                            {class: "live-costs", "aria-label": costsTitle(d, width)});
       const title = svgElement("text", {x: 4, y: 16, "font-size": 14, class: "live-title"});
       title.textContent = costsTitle(d, width);
       svg.appendChild(title);
@@ -245,7 +252,7 @@
 
   const WIDGETS = {"dependency-explorer": dependencyExplorer, "conv-costs": costsWidget};
   window.convs2sLive = {dependencyMap, describe, line, receptiveField, convCosts, costsTitle,
-                        control, svgElement};
+                        control, svgElement, figureSvg};
   document.addEventListener("DOMContentLoaded", () => {
     for (const root of document.querySelectorAll(".convs2s-live[data-widget]")) {
       const build = WIDGETS[root.dataset.widget];

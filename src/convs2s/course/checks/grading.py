@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from convs2s.course.checks import answer_rules
 
-BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 #: The most characters of the answer's own output a verdict keeps.
 MAX_OUTPUT = 4_000
 
@@ -47,15 +46,6 @@ class Job:
     answer: str
     visible: str
     hidden: str
-
-
-def split_test_cell(source: str) -> tuple[str, str]:
-    """(visible part, hidden part) of a test cell; the hidden part is "" when there is none."""
-    if BEGIN_HIDDEN not in source:
-        return source, ""
-    before, _, rest = source.partition(BEGIN_HIDDEN)
-    hidden, _, after = rest.partition(END_HIDDEN)
-    return before + after, hidden
 
 
 def _one_line(text: str, limit: int = 400) -> str:

@@ -1,6 +1,6 @@
-"""The ``python -m convs2s.translate`` command line (``convs2s-translate``): a
+"""The command line of ``python -m convs2s.translate`` (``convs2s-translate``): a
 :class:`~convs2s.run.translator.Translator` over arguments or a document.
-The command line translates sentences given as arguments, or a document line by line::
+It translates sentences given as arguments, or a document line by line::
 
     python -m convs2s.translate --checkpoint runs/cpu/best.pt "Ein Mann fährt Fahrrad."
     python -m convs2s.translate --checkpoint runs/cpu/best.pt < in.de > out.en
@@ -39,26 +39,27 @@ from typing import BinaryIO, TextIO
 import torch
 
 from convs2s.data import LANGUAGE_NAMES
-from convs2s.model.search import (
-    check_length_penalty,
-)
+from convs2s.model.search import check_length_penalty
 from convs2s.run.translator import Translator, check_sizes
 from convs2s.system.arguments import (
     MAX_BATCH_SIZE,
     MAX_BEAM_SIZE,
     MAX_LINE_BYTES,
-    brief,
+    OneLineParser,
+    bounded_int_arg,
     check_size,
-    cut,
+    whole_number_arg,
 )
 from convs2s.system.environment import check_device
 from convs2s.system.signals import run_command, say
 
 __all__ = ["LineTooLong", "MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "NotUTF8",
-           "main", "read_lines", "translate_lines"]
+           "OneLineParser", "bounded_int_arg", "main", "read_lines", "translate_lines",
+           "whole_number_arg"]
 
-# MAX_LINE_BYTES (1 MiB), MAX_BEAM_SIZE and MAX_BATCH_SIZE: convs2s.system.arguments, the one
-# place that bounds every size the command line and the package's functions take.
+# MAX_LINE_BYTES (1 MiB), MAX_BEAM_SIZE and MAX_BATCH_SIZE, the one-line parser and the whole
+# number argument types: convs2s.system.arguments, the one place that bounds every size the
+# command line and the package's functions take.
 
 _CHUNK = 1 << 16  # bytes read at a time
 _LINE_END = re.compile(rb"\r\n?|\n")
@@ -308,7 +309,7 @@ def translate_lines(translator: Translator, lines: Iterable[bytes | str | LineTo
     """
     check_sizes(beam_size=beam_size, batch_size=batch_size)
     check_size(max_line_bytes, "max_line_bytes", MAX_LINE_BYTES)
-    length_penalty = translator._alpha(length_penalty)
+    length_penalty = translator.length_penalty_for(length_penalty)
     failed: list[tuple[int, str]] = []
     n = 0
 
@@ -373,30 +374,6 @@ def one_line(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
-def positive_int_arg(text: str) -> int:
-    """argparse ``type``: a whole number >= 1 (0, negatives and fractions are refused)."""
-    try:
-        value = int(text)
-    except ValueError:  # not a number, or more digits than int() reads
-        raise argparse.ArgumentTypeError(f"{brief(text)} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def bounded_int_arg(limit: int):
-    """argparse ``type``: a whole number from 1 to ``limit``
-    (:func:`convs2s.system.arguments.check_size`, what the package's functions check too)."""
-
-    def parse(text: str) -> int:
-        value = positive_int_arg(text)
-        if value > limit:
-            raise argparse.ArgumentTypeError(f"must be at most {limit:,}, got {brief(value)}")
-        return value
-
-    return parse
-
-
 def length_penalty_arg(text: str) -> float:
     """argparse ``type``: beam search's length-penalty exponent, 0 to 10
     (:func:`convs2s.model.search.check_length_penalty` says why)."""
@@ -418,13 +395,6 @@ def device_arg(text: str) -> torch.device:
         return check_device(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line (no usage block), exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {cut(message)} (see --help)\n")
 
 
 def _quiet_broken_pipe() -> None:
