@@ -1,36 +1,99 @@
-"""Notebook 06's translator on the website: what a reader downloads, and how long the page takes
-to translate a 12-word sentence in headless Chromium, beside the package on the same CPU.
+"""Notebook 06's translator on the website (issues 38 and 47): what a reader downloads from the
+click to the first translation, how long that takes, how fast the page translates beside the
+package on the same CPU, and whether it translates as the package does.
 
     make site && python benchmarks/browser_translator.py [--site build/site] [--json out.json]
 
-Serves the built site on localhost, opens notebook 06's page in Debian's Chromium (headless,
-onnxruntime-web's WebAssembly backend, one thread), loads the model through the page's own code
-(``window.convs2sTranslator``), translates the sentence once to warm up and then ``--repeat``
-times, greedily and with beam size 5; then the package (``convs2s.pretrained("de-en")
-.translate(..., beam_size=1 or 5)``, the same searches) the same way, with one torch thread
-(as the page) and with all of this machine's cores. Medians. Run it alone on the machine
-(issue 38 asks for the README's figures).
+Serves the built site on localhost and opens notebook 06's page in Debian's Chromium
+(headless, onnxruntime-web's WebAssembly backend, one thread). Then:
+
+- the click: presses the page's button in a fresh tab and counts every response from the
+  click until the page shows its first translation (the starting sentence, beam 5, as the
+  slider starts): their bytes (bodies, and headers apart) and the time (``performance.now()``
+  in the page, from the click to the widget's ``translated`` state);
+- speed: ``--speed-sentences`` test2016 sentences of 6 to 40 words (spread over that range),
+  all translated three times to warm up, then each ``--repeat`` times, with beam 5 and greedily, by
+  the page (``window.convs2sTranslator.translate``) and by the package
+  (``convs2s.pretrained("de-en").translate(sentence, beam_size=...)``, one torch thread, as the
+  page); the medians per sentence, their ratio, and the median ratio;
+- agreement: the first ``--sentences`` test2016 sentences (all 1,000 by default), greedy and
+  beam 5, page and package (batched): how many translations differ (among the first 100 too),
+  and each one's sacreBLEU against the references.
+
+Run it alone on the machine where the times matter (the sizes are exact either way).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
+import json
 import statistics
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
-from common import run_main, write_report
+from common import run_main, stamp, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Twelve words (the README's figure is for this sentence).
-SENTENCE = "Ein Mann mit blauem Hemd steht auf einer Leiter und putzt Fenster."
+PAGE = "06_inference_beam_search_bleu.html"
+#: Sentences of the speed comparison: this many words at least and at most.
+WORDS = (6, 40)
 
 
-def page_times(site: Path, repeat: int) -> dict:
+def speed_sentences(test: list[str], count: int) -> list[str]:
+    """``count`` test sentences of ``WORDS`` words, spread evenly over their lengths (the
+    shortest, the longest and between), the first of each length."""
+    fitting = sorted(((len(s.split()), i, s) for i, s in enumerate(test)
+                      if WORDS[0] <= len(s.split()) <= WORDS[1]))
+    if count == 1:
+        return [fitting[len(fitting) // 2][2]]
+    picks = [fitting[round(j * (len(fitting) - 1) / (count - 1))] for j in range(count)]
+    return [s for _, _, s in picks]
+
+
+_CLICK = """() => { window.convs2sBench = new Promise((resolve) => {
+    const root = document.querySelector('.convs2s-translator');
+    const button = root.querySelector('.translator-load');
+    let t0 = null;
+    button.addEventListener('click', () => { t0 = performance.now(); }, {capture: true});
+    new MutationObserver(() => {
+      if (['translated', 'failed'].includes(root.dataset.state)) {
+        resolve({ms: performance.now() - t0, state: root.dataset.state,
+                 output: root.querySelector('.translator-output').textContent});
+      }
+    }).observe(root, {attributes: true, attributeFilter: ['data-state']});
+  }); }"""
+
+_TIMES = """async ([sentences, beams, repeat]) => {
+    const T = window.convs2sTranslator, out = [];
+    // the browser compiles WebAssembly's hot functions again, optimised, while they run: a few
+    // rounds first, so that no sentence's figure holds that
+    for (let i = 0; i < 3; i++) {
+      for (const s of sentences) for (const k of beams) await T.translate(s, k);
+    }
+    for (const s of sentences) {
+      const row = {};
+      for (const k of beams) {
+        await T.translate(s, k);  // warm-up
+        const times = [];
+        for (let i = 0; i < repeat; i++) {
+          const t = performance.now();
+          await T.translate(s, k);
+          times.push(performance.now() - t);
+        }
+        row[k] = times;
+      }
+      out.push(row);
+    }
+    return out; }"""
+
+_TOKENS = """async ([sentences, k]) => {
+    const out = [];
+    for (const s of sentences) out.push((await window.convs2sTranslator.translate(s, k)).tokens);
+    return out; }"""
+
+
+def page_figures(site: Path, speed: list[str], agreement: list[str], repeat: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from tools import screenshots
     from tools import site_screenshots as shots
@@ -38,90 +101,142 @@ def page_times(site: Path, repeat: int) -> dict:
     with shots.serve(site) as base, screenshots.Browser() as browser:
         tab = shots.SitePage(browser, base)
         try:
-            tab.open("06_inference_beam_search_bleu.html")
-            return tab.page.evaluate("""async ([sentence, repeat]) => {
-                const T = window.convs2sTranslator;
-                const m = await T.loadManifest();
-                const t0 = performance.now();
-                await T.loadModel();
-                const load = performance.now() - t0;
-                const first = await T.translate(sentence);
-                const times = [];
-                for (let i = 0; i < repeat; i++) {
-                  const t = performance.now();
-                  await T.translate(sentence);
-                  times.push(performance.now() - t);
-                }
-                const beam = (await T.translate(sentence, 5)).text, beamTimes = [];
-                for (let i = 0; i < repeat; i++) {
-                  const t = performance.now();
-                  await T.translate(sentence, 5);
-                  beamTimes.push(performance.now() - t);
-                }
-                const bytes = m.chunks.reduce((s, c) => s + c.bytes, 0);
-                return {text: first.text, tokens: first.tokens.length, load_ms: load,
-                        translate_ms: times, beam5_text: beam, beam5_ms: beamTimes,
-                        chunk_bytes: bytes, user_agent: navigator.userAgent};
-            }""", [SENTENCE, repeat])
+            tab.open(PAGE)
+            responses = []
+            tab.page.on("requestfinished", lambda r: responses.append(r))
+            tab.page.evaluate(_CLICK)
+            tab.page.locator(".convs2s-translator .translator-load").click()
+            click = tab.page.evaluate("() => window.convs2sBench")
+            tab.page.wait_for_timeout(200)  # the last requestfinished events
+            sizes = [(r.url, r.sizes()) for r in responses]
+            files = {url.split("/_static/translator/", 1)[-1]: s["responseBodySize"]
+                     for url, s in sizes}
+            out = {"first_translation_ms": click["ms"], "state": click["state"],
+                   "first_output": click["output"], "requests": len(sizes),
+                   "body_bytes": sum(s["responseBodySize"] for _, s in sizes),
+                   "header_bytes": sum(s["responseHeadersSize"] for _, s in sizes),
+                   "files": files,
+                   "download_bytes_shown": int(tab.page.locator(".convs2s-translator")
+                                               .get_attribute("data-download-bytes")),
+                   "user_agent": tab.page.evaluate("navigator.userAgent")}
+            t0 = time.perf_counter()
+            out["speed_ms"] = tab.page.evaluate(_TIMES, [speed, [5, 1], repeat])
+            out["speed_wall_s"] = time.perf_counter() - t0
+            for k in (1, 5):
+                t0 = time.perf_counter()
+                out[f"beam{k}_tokens"] = tab.page.evaluate(_TOKENS, [agreement, k])
+                out[f"beam{k}_wall_s"] = time.perf_counter() - t0
+            out["problems"] = tab.problems()
+            return out
         finally:
             tab.close()
 
 
-def package_times(repeat: int, threads: int) -> dict:
+def package_figures(speed: list[str], agreement: list[str], repeat: int) -> dict:
     import torch
 
     import convs2s
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)
     translator = convs2s.pretrained("de-en")
-    out = {"threads": threads}
-    for beam, name in ((1, ""), (5, "beam5_")):
-        out[f"{name}text"] = translator.translate(SENTENCE, beam_size=beam)
-        times = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            translator.translate(SENTENCE, beam_size=beam)
-            times.append((time.perf_counter() - t) * 1000)
-        out[f"{name}translate_ms" if beam == 1 else "beam5_ms"] = times
+    rows = []
+    for _ in range(3):  # as the page: a few rounds first
+        for s in speed:
+            for k in (5, 1):
+                translator.translate(s, beam_size=k)
+    for s in speed:
+        row = {}
+        for k in (5, 1):
+            translator.translate(s, beam_size=k)  # warm-up
+            times = []
+            for _ in range(repeat):
+                t = time.perf_counter()
+                translator.translate(s, beam_size=k)
+                times.append((time.perf_counter() - t) * 1000)
+            row[str(k)] = times
+        rows.append(row)
+    out = {"threads": 1, "speed_ms": rows}
+    for k in (1, 5):
+        t0 = time.perf_counter()
+        out[f"beam{k}_tokens"] = translator.translate_tokens(agreement, beam_size=k)
+        out[f"beam{k}_wall_s"] = time.perf_counter() - t0
+    out["detokenize"] = translator.detokenize
     return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, default=ROOT / "build" / "site")
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--speed-sentences", type=int, default=10)
+    parser.add_argument("--sentences", type=int, default=1000,
+                        help="test2016 sentences compared with the package (default: all)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     translator_dir = args.site / "_static" / "translator"
     if not translator_dir.is_dir():
         raise FileNotFoundError(f"{translator_dir} is missing: build the site first (make site)")
-    download = sum(f.stat().st_size for f in translator_dir.iterdir())
-    page = page_times(args.site, args.repeat)
-    one = package_times(args.repeat, 1)
-    all_cores = package_times(args.repeat, os.cpu_count() or 1)
+    import sacrebleu
+
+    from convs2s.data.multi30k import load_multi30k
     from convs2s.system.environment import describe_device
 
-    report = {
-        "benchmark": "browser_translator", "date": date.today().isoformat(),
-        "device": describe_device("cpu"), "sentence": SENTENCE,
-        "words": len(SENTENCE.split()), "download_bytes": download,
-        **{name: {**r, "median_ms": statistics.median(r["translate_ms"]),
-                  "beam5_median_ms": statistics.median(r["beam5_ms"])}
-           for name, r in (("page", page), ("package_1_thread", one),
-                           ("package_all_cores", all_cores))},
-        "same_translation": page["text"] == one["text"] == all_cores["text"] and
-        page["beam5_text"] == one["beam5_text"] == all_cores["beam5_text"],
-        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-    }
-    print(f"download on request: {download / 1e6:.1f} MB; model load in the page "
-          f"{page['load_ms'] / 1000:.1f} s")
-    print(f"12-word sentence, greedy: page {report['page']['median_ms']:.0f} ms, package "
-          f"{report['package_1_thread']['median_ms']:.0f} ms (1 thread), "
-          f"{report['package_all_cores']['median_ms']:.0f} ms ({all_cores['threads']} threads); "
-          f"same translation: {report['same_translation']}: {page['text']}")
-    print(f"beam 5: page {report['page']['beam5_median_ms']:.0f} ms, package "
-          f"{report['package_1_thread']['beam5_median_ms']:.0f} ms (1 thread), "
-          f"{report['package_all_cores']['beam5_median_ms']:.0f} ms: {page['beam5_text']}")
+    test = load_multi30k(download=False)["test"]
+    sources = [de for de, _ in test]
+    speed = speed_sentences(sources, args.speed_sentences)
+    agreement, references = sources[:args.sentences], [en for _, en in test[:args.sentences]]
+    page = page_figures(args.site, speed, agreement, args.repeat)
+    package = package_figures(speed, agreement, args.repeat)
+    detokenize = package.pop("detokenize")
+
+    per_sentence = []
+    for s, p, q in zip(speed, page.pop("speed_ms"), package.pop("speed_ms"), strict=True):
+        row = {"sentence": s, "words": len(s.split())}
+        for k in ("5", "1"):
+            row[f"beam{k}_page_ms"] = statistics.median(p[k])
+            row[f"beam{k}_package_ms"] = statistics.median(q[k])
+            row[f"beam{k}_ratio"] = row[f"beam{k}_page_ms"] / row[f"beam{k}_package_ms"]
+        per_sentence.append(row)
+    agree = {}
+    for k in (1, 5):
+        mine, theirs = page.pop(f"beam{k}_tokens"), package.pop(f"beam{k}_tokens")
+        differ = [i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b]
+        bleu = {name: sacrebleu.corpus_bleu([detokenize(t) for t in toks], [references]).score
+                for name, toks in (("page", mine), ("package", theirs))}
+        agree[f"beam{k}"] = {"sentences": len(mine), "differ": len(differ),
+                             "differ_first_100": sum(i < 100 for i in differ),
+                             "first_differing": differ[:10], "sacrebleu": bleu,
+                             "page_wall_s": page.pop(f"beam{k}_wall_s"),
+                             "package_batched_wall_s": package.pop(f"beam{k}_wall_s")}
+    manifest = json.loads((translator_dir / "manifest.js").read_text(encoding="utf-8")
+                          .split("=", 1)[1].strip().rstrip(";"))
+    report = stamp({
+        "benchmark": "browser_translator", "device": describe_device("cpu"),
+        "weights": {n: m["weights"] for n, m in manifest["models"].items()},
+        "onnxruntime_web": manifest["onnxruntime_web"], "page": page,
+        "speed": {"words": list(WORDS), "repeat": args.repeat, "sentences": per_sentence,
+                  **{f"beam{k}_median_ratio": statistics.median(r[f"beam{k}_ratio"]
+                                                                for r in per_sentence)
+                     for k in ("5", "1")}},
+        "agreement": agree,
+    })
+    mb = page["body_bytes"] / 1e6
+    print(f"click to first translation: {page['body_bytes']:,} bytes ({mb:.2f} MB) in "
+          f"{page['requests']} responses (+{page['header_bytes']:,} bytes of headers), "
+          f"{page['first_translation_ms']:.0f} ms; the button says "
+          f"{page['download_bytes_shown']:,}")
+    for k in ("5", "1"):
+        print(f"beam {k}: page / package (1 thread), median over {len(per_sentence)} "
+              f"sentences: {report['speed'][f'beam{k}_median_ratio']:.2f}x; " + ", ".join(
+                  f"{r['words']}w {r[f'beam{k}_page_ms']:.0f}/{r[f'beam{k}_package_ms']:.0f} ms"
+                  for r in per_sentence))
+    for k in (1, 5):
+        a = agree[f"beam{k}"]
+        print(f"{'greedy' if k == 1 else 'beam 5'}: {a['differ']} of {a['sentences']} differ "
+              f"({a['differ_first_100']} of the first 100); sacreBLEU page "
+              f"{a['sacrebleu']['page']:.2f}, package {a['sacrebleu']['package']:.2f}")
+    if page["problems"]:
+        print("problems in the page:", page["problems"])
     write_report(args.json, report)
     return 0
 

@@ -22,9 +22,9 @@ from convs2s.data import DataError, load_multi30k
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.evaluate import SPLITS, evaluate
 from convs2s.run.final_choices import ALPHAS, average, finalize  # noqa: F401 (ALPHAS, average: re-exported)
-from convs2s.system.arguments import OneLineParser
 from convs2s.run.translator import Translator
 from convs2s.system import environment
+from convs2s.system.arguments import OneLineParser
 
 MAX_K = 5
 

@@ -22,9 +22,9 @@ from common import run_main, stamp, write_report
 from convs2s.data import load_multi30k
 from convs2s.run.checkpoint import Checkpoint
 from convs2s.run.evaluate import evaluate
-from convs2s.system.arguments import OneLineParser
 from convs2s.run.translator import Translator
 from convs2s.system import environment
+from convs2s.system.arguments import OneLineParser
 
 TOLERANCE = 0.1  # BLEU points
 

@@ -47,9 +47,9 @@ from convs2s.run.evaluate import SPLITS, evaluate
 from convs2s.run.presets import PRESETS
 from convs2s.run.run_folder import describe_os_error
 from convs2s.run.train import train
-from convs2s.system.arguments import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg
 from convs2s.run.translator import Translator
 from convs2s.system import environment
+from convs2s.system.arguments import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg
 from convs2s.system.atomic_files import FolderInUse, made_and_locked
 from convs2s.system.signals import Terminated
 

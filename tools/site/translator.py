@@ -1,24 +1,48 @@
-"""The course's shipped translator in the reader's browser (issue 38): what ``make site`` writes
-into ``_static/translator/`` for notebook 06's page (``static/translator.js`` runs it).
+"""The course's shipped translator in the reader's browser (issues 38 and 47): what ``make site``
+writes into ``_static/translator/`` for notebook 06's page (``static/translator.js`` runs it).
 
-- The shipped model (``convs2s.pretrained("de-en")``, the checkpoint notebook 06 studies) is
-  exported to ONNX as two graphs with torch's exporter: the encoder (``src [1, src_len]`` ->
-  ``conved``, ``combined``) and the decoder over whole target prefixes (``trg [beam, trg_len]``
-  and the encoder's outputs -> the last position's logits and every layer's attention).
-  The page decodes greedily or with beam search by running the decoder on the growing prefixes:
-  the same tokens as the package's incremental decoding (a causal decoder's earlier rows do not
-  change), and one graph without a cache to carry between calls.
-- Weights are stored as float16, as the shipped checkpoint stores them (each float16 initializer
-  is cast to float32 when the page loads the model, so the page computes in float32 from the
-  same numbers as the package: the export refuses a weight that float16 would change).
+- Each model the page offers is listed in :data:`MODELS` (a ``convs2s.pretrained`` name, such as
+  ``"de-en"``, and how its weights are stored); its files lie under ``<name>/`` and the page
+  loads only the direction it shows. Today: the shipped de-en model, the checkpoint notebook 06
+  studies.
+- The model is exported to ONNX as two graphs with torch's exporter: the encoder
+  (``src [1, src_len]`` -> ``conved``, ``combined``) and one step of the *incremental* decoder,
+  as the package decodes (``convs2s.model.decoder``'s incremental state): the new token of each
+  hypothesis (``tokens [beam, 1]``), its position, the encoder's outputs and every decoder
+  layer's last k-1 convolution inputs (``history<i> [beam, hid, k-1]``) in; the next token's
+  logits, every layer's attention and the updated histories (``next<i>``) out. A step costs
+  the same at position 50 as at position 1; the page reorders the histories as beam search
+  reorders its hypotheses.
+- Weights (``MODELS[name]["weights"]``):
+
+  - ``"float16"`` (the default): stored as float16, as the shipped checkpoint stores them, and
+    cast to float32 when the page loads the model, so the page computes in float32 from the
+    same numbers as the package (the export refuses a weight that float16 would change); its
+    translations are the package's. The float16 tensors travel outside the ONNX files, in one
+    file per model (ONNX "external data") whose bytes are split into two planes (every
+    tensor's low bytes, then its high bytes: the high bytes hold sign and exponent and
+    compress to less than half), which gzip squeezes 8% more than the ONNX file itself.
+  - ``"int8"``: every matrix quantised to int8 with one float32 scale per output channel
+    (embedding rows included; ``DequantizeLinear`` nodes that onnxruntime folds when the page
+    loads the model), biases and position embeddings as float16. About 6 MB less to download,
+    but the page then computes with other numbers than the package: for the shipped de-en model
+    3.8% of test2016's greedy translations differ (sacreBLEU +0.05 greedy, -0.05 beam 5; see
+    benchmarks/RESULTS.md), so the tests that compare the page with the package would fail.
+
+- Every file is gzip-compressed (the page inflates it with the browser's
+  ``DecompressionStream``): the page fetches it as binary when it is served over http(s), and,
+  opened from disk (``file://``, where ``fetch`` is not allowed and modules may not be
+  imported), loads the same bytes base64-encoded in classic scripts of ``CHUNK_BYTES`` each
+  (``<file>.<i>.js``), one after the other.
 - onnxruntime-web (``package.json``, pinned by ``package-lock.json``; ``make site`` installs it
-  with ``npm ci``) is vendored: its one classic script, its WebAssembly glue and binary.
-- Everything the page needs beyond its own script is written as *classic scripts*: a page opened
-  from disk (``file://``) may run ``<script src>`` files but may not ``fetch`` files or import
-  modules, so each binary travels base64-encoded in chunks of ``CHUNK_BYTES``, loaded one after
-  the other (the progress bar counts them). ``manifest.js`` holds the rest: the sentencepiece
-  pieces and scores (the page's tokenizer), the model's record, the parts and chunks, and
-  pre-translated examples for a browser without WebAssembly.
+  with ``npm ci``) is vendored: its classic script for the WebAssembly backend, its
+  WebAssembly glue and binary (the plain SIMD one, without WebGPU/JSEP: the smallest that
+  runs the graphs).
+- ``manifest.js`` (a classic script: it loads from disk too) lists the files (their sizes
+  before and after gzip, sha256, chunks), the runtime's files, and per model its record,
+  decoder shape and pre-translated examples for a browser without WebAssembly;
+  ``<name>/tokenizer.json.gz`` holds the sentencepiece pieces and scores (the page's
+  tokenizer).
 
 Nothing here is loaded until the reader presses the page's button, so the other pages, and
 notebook 06's page until then, weigh what they weighed before.
@@ -28,7 +52,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import functools
+import gzip
 import hashlib
 import json
 import tempfile
@@ -39,15 +65,28 @@ NODE_MODULES = SITE_DIR / "node_modules"
 PACKAGE_LOCK = SITE_DIR / "package-lock.json"
 ORT_PACKAGE = "onnxruntime-web"
 #: onnxruntime-web's files the page uses: the classic (non-module) script for the WebAssembly
-#: backend, the Emscripten glue it imports, and the WebAssembly binary.
+#: backend, the Emscripten glue it imports, and the WebAssembly binary (SIMD, no JSEP/WebGPU).
 ORT_SCRIPT = "ort.wasm.min.js"
 ORT_GLUE = "ort-wasm-simd-threaded.mjs"
 ORT_WASM = "ort-wasm-simd-threaded.wasm"
-#: Bytes of binary per chunk script (about 1.4 MB of base64): small steps for the progress bar.
+#: The models the page offers: a ``convs2s.pretrained`` name -> how the site ships it. The
+#: first is the one the page shows unless its element names another (``data-model``);
+#: ``sentence`` is the sentence its box starts with. A second direction is one more entry
+#: (its files go under ``<name>/``; the page loads only the one it shows).
+MODELS = {
+    "de-en": {"weights": "float16", "sentence": "Ein kleiner Hund spielt im Schnee."},
+}
+WEIGHTS = ("float16", "int8")
+#: Bytes of (gzip-compressed) file per chunk script for a page opened from disk (about 1.4 MB
+#: of base64): small steps for the progress bar.
 CHUNK_BYTES = 1 << 20
+#: The file of a model's float16 weights, as its ONNX graphs name it (external data).
+WEIGHTS_FILE = "weights.bin"
+#: Initializers with fewer elements stay inside the ONNX file.
+EXTERNAL_MIN_ELEMENTS = 4096
 #: Sentences the page translates without WebAssembly (pre-translated here by the package): the
 #: sentence notebook 06's widget starts with, then the first validation sentences.
-DEFAULT_SENTENCE = "Ein kleiner Hund spielt im Schnee."
+DEFAULT_SENTENCE = MODELS["de-en"]["sentence"]
 FALLBACK_EXAMPLES = 6
 OPSET = 20
 
@@ -88,10 +127,13 @@ def ort_files(node_modules: Path = NODE_MODULES) -> dict[str, Path]:
 
 
 def _graphs(model):
-    """The two modules the page runs, for one sentence (without padding)."""
+    """The two modules the page runs, for one sentence (without padding): the encoder, and one
+    step of the incremental decoder (the package's ``Decoder.forward`` with an incremental
+    state, written out so that the state is the graph's inputs and outputs)."""
     import torch
 
     from convs2s.model.encoder import EncoderOut
+    from convs2s.model.layers import RESIDUAL_SCALE
 
     class Encoder(torch.nn.Module):
         def __init__(self):
@@ -102,25 +144,53 @@ def _graphs(model):
             out = self.model.encode(src)
             return out.conved, out.combined  # each [1, src_len, emb_dim]
 
-    class Decoder(torch.nn.Module):
+    class DecoderStep(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.model = model
+            self.decoder = model.decoder
 
-        def forward(self, trg, conved, combined):  # trg = [beam, trg_len]
-            # one sentence, no padding; its encoder output repeated once per hypothesis
+        def forward(self, tokens, position, conved, combined, *histories):
+            # tokens = [beam, 1], the newest token of each hypothesis; position = [1], its
+            # position (the tokens before it); conved, combined = [beam, src_len, emb_dim] (one
+            # sentence, no padding, repeated once per hypothesis); histories: per layer the last
+            # k-1 inputs of its convolution, [beam, hid_dim, k-1] (zeros at the start)
+            dec = self.decoder
             mask = torch.ones(conved.shape[:2], dtype=torch.bool)
-            logits, attention = self.model.decode(trg, EncoderOut(conved, combined, mask))
-            # the next token's logits [beam, vocab]; attention [beam, layers, trg_len, src_len]
-            return logits[:, -1], attention
+            encoded = EncoderOut(conved, combined, mask)
+            g = dec.tok_embedding(tokens) + dec.pos_embedding(position)  # [beam, 1, emb]
+            x = dec.emb2hid(g).transpose(1, 2)  # [beam, hid, 1]
+            nexts, attentions = [], []
+            for block, attention, history in zip(dec.blocks, dec.attentions, histories,
+                                                 strict=True):
+                residual = x
+                h = block(x, history=history)
+                nexts.append(block.next_history(history, x))
+                attended, a = attention(h.transpose(1, 2), g, encoded)
+                h = (h + attended.transpose(1, 2)) * RESIDUAL_SCALE
+                x = (h + residual) * RESIDUAL_SCALE
+                attentions.append(a)
+            logits = dec.fc_out(dec.hid2emb(x.transpose(1, 2)))  # [beam, 1, vocab]
+            # the next token's logits [beam, vocab]; attention [beam, layers, src_len]
+            return (logits[:, 0], torch.stack(attentions, dim=1)[:, :, 0], *nexts)
 
-    return Encoder(), Decoder()
+    return Encoder(), DecoderStep()
 
 
-def _float16_weights(model_proto) -> None:
+def decoder_spec(model) -> dict:
+    """What the page needs to know of the decoder graph's state."""
+    config = model.config
+    return {"layers": config["dec_layers"], "hid_dim": config["hid_dim"],
+            "history": config["kernel_size"] - 1,
+            "inputs": ["tokens", "position", "conved", "combined"] +
+                      [f"history{i}" for i in range(config["dec_layers"])],
+            "outputs": ["logits", "attention"] + [f"next{i}" for i in range(config["dec_layers"])]}
+
+
+def _float16_weights(model_proto, skip=frozenset()) -> None:
     """Store every float32 weight of ``model_proto`` as float16, cast back to float32 by a node
     at the graph's start (onnxruntime folds it when the page loads the model). In place; a weight
-    that float16 would change is refused (the shipped model's weights are float16 already)."""
+    that float16 would change is refused (the shipped model's weights are float16 already).
+    The initializers named in ``skip`` stay as they are."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -128,7 +198,7 @@ def _float16_weights(model_proto) -> None:
     kept, casts = [], []
     for init in graph.initializer:
         value = numpy_helper.to_array(init)
-        if value.dtype != np.float32 or value.size < 2:
+        if value.dtype != np.float32 or value.size < 2 or init.name in skip:
             kept.append(init)
             continue
         half = value.astype(np.float16)
@@ -138,11 +208,115 @@ def _float16_weights(model_proto) -> None:
         kept.append(numpy_helper.from_array(half, f"{init.name}.float16"))
         casts.append(helper.make_node("Cast", [f"{init.name}.float16"], [init.name],
                                       to=TensorProto.FLOAT, name=f"{init.name}.to_float32"))
+    _replace_initializers(graph, kept, casts)
+
+
+def _replace_initializers(graph, initializers, first_nodes) -> None:
     del graph.initializer[:]
-    graph.initializer.extend(kept)
-    nodes = casts + list(graph.node)
+    graph.initializer.extend(initializers)
+    nodes = list(first_nodes) + list(graph.node)
     del graph.node[:]
     graph.node.extend(nodes)
+
+
+def _quantized_model(model):
+    """A copy of ``model`` without weight norm (each weight as the package computes it), every
+    matrix (linear, convolution, token embedding) quantised to int8 with one scale per output
+    channel (row): ``(copy, {id of the weight's values: (int8 values, float32 scales)})``."""
+    import torch
+    from torch.nn.utils import parametrize
+
+    model = copy.deepcopy(model)
+    for module in list(model.modules()):
+        if parametrize.is_parametrized(module, "weight"):
+            parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+    quantized = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() < 2 or "pos_embedding" in name:
+                continue
+            flat = p.reshape(p.size(0), -1)
+            scale = flat.abs().amax(dim=1) / 127
+            scale = torch.where(scale == 0, torch.ones_like(scale), scale)
+            q = torch.round(flat / scale[:, None]).clamp(-127, 127).to(torch.int8)
+            p.copy_((q.float() * scale[:, None]).reshape(p.shape))  # what the page computes with
+            quantized[name] = (q.reshape(p.shape).numpy(), scale.numpy())
+    return model, quantized
+
+
+def _int8_weights(model_proto, quantized: dict) -> None:
+    """Replace each float32 initializer of ``model_proto`` that is a quantised matrix (or its
+    transpose, as the exporter writes a linear layer's weight) by its int8 values and a
+    ``DequantizeLinear`` node; the other float32 ones by float16 (:func:`_float16_weights`)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model_proto.graph
+    kept, nodes = [], []
+    for init in graph.initializer:
+        value = numpy_helper.to_array(init)
+        found = None
+        if value.dtype == np.float32 and value.ndim >= 2:
+            for q, scale in quantized.values():
+                if value.shape == q.shape and np.array_equal(
+                        value, (q.astype(np.float32).reshape(len(q), -1) * scale[:, None])
+                        .reshape(q.shape)):
+                    found = (q, scale, 0)
+                elif value.ndim == 2 and value.shape == q.shape[::-1] and np.array_equal(
+                        value, (q.astype(np.float32) * scale[:, None]).T):
+                    found = (np.ascontiguousarray(q.T), scale, 1)
+                if found:
+                    break
+        if not found:
+            kept.append(init)
+            continue
+        q, scale, axis = found
+        kept += [numpy_helper.from_array(q, f"{init.name}.int8"),
+                 numpy_helper.from_array(scale.astype(np.float32), f"{init.name}.scale")]
+        nodes.append(helper.make_node("DequantizeLinear", [f"{init.name}.int8",
+                                                           f"{init.name}.scale"],
+                                      [init.name], axis=axis, name=f"{init.name}.dequantize"))
+    _replace_initializers(graph, kept, nodes)
+    # biases and position embeddings (float16 in the checkpoint), not the scales
+    _float16_weights(model_proto, skip={n.input[1] for n in nodes})
+
+
+def _external_weights(protos: dict) -> bytes:
+    """Move the large float16 initializers of ``protos`` (name -> ModelProto, in place) into one
+    file, :data:`WEIGHTS_FILE` as their graphs name it (ONNX external data, 64-byte aligned);
+    returns that file's bytes."""
+    from onnx import TensorProto
+
+    blob = bytearray()
+    for proto in protos.values():
+        for init in proto.graph.initializer:
+            if init.data_type != TensorProto.FLOAT16 or not init.raw_data:
+                continue
+            count = 1
+            for d in init.dims:
+                count *= d
+            if count < EXTERNAL_MIN_ELEMENTS:
+                continue
+            blob += bytes(-len(blob) % 64)
+            offset = len(blob)
+            blob += init.raw_data
+            length = len(init.raw_data)
+            init.ClearField("raw_data")
+            init.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", WEIGHTS_FILE), ("offset", str(offset)),
+                               ("length", str(length))):
+                entry = init.external_data.add()
+                entry.key, entry.value = key, value
+    return bytes(blob)
+
+
+def byte_planes(data: bytes) -> bytes:
+    """``data`` (little-endian 16-bit numbers) as two planes: every number's low byte, then every
+    high byte (the page's ``joinPlanes`` undoes it). The high bytes of float16 weights (sign,
+    exponent, two bits of mantissa) repeat much, so gzip squeezes the planes better."""
+    if len(data) % 2:
+        raise ValueError("16-bit data has an even number of bytes")
+    return data[0::2] + data[1::2]
 
 
 @contextlib.contextmanager
@@ -158,44 +332,60 @@ def _without_input_checks(model):
         model.encoder._check_inputs, model.decoder._check_inputs = saved
 
 
-def export_onnx(translator) -> dict[str, bytes]:
-    """``{"encoder": bytes, "decoder": bytes}``: the translator's model as two ONNX graphs with
-    dynamic lengths and float16 weights (see the module docstring)."""
+def export_onnx(translator, weights: str = "float16") -> dict[str, bytes]:
+    """``{"encoder": bytes, "decoder": bytes, "weights": bytes}``: the translator's model as two
+    ONNX graphs (the encoder, one incremental decoder step) with dynamic lengths, and the file
+    of their float16 weights (empty for ``weights="int8"``, whose weights stay in the graphs);
+    see the module docstring."""
     import logging
     import warnings
 
     import onnx
     import torch
 
+    if weights not in WEIGHTS:
+        raise TranslatorAssetError(f"weights={weights!r}: the site stores weights as one of "
+                                   f"{', '.join(WEIGHTS)}")
     model = translator.model.float().eval()
+    quantized = None
+    if weights == "int8":
+        model, quantized = _quantized_model(model)
     encoder, decoder = _graphs(model)
+    spec = decoder_spec(model)
     src = torch.tensor([[5, 6, 7, 8, 9, translator.src_vocab.eos_idx]])
-    trg = torch.tensor([[translator.trg_vocab.bos_idx, 10, 11]] * 2)
     src_len = torch.export.Dim("src_len", min=1, max=model.config["max_positions"])
     beam = torch.export.Dim("beam", min=1, max=64)
-    trg_len = torch.export.Dim("trg_len", min=1, max=model.config["max_positions"])
-    out = {}
+    protos = {}
     with tempfile.TemporaryDirectory(prefix="convs2s-onnx-") as tmp, \
             _without_input_checks(model), torch.no_grad(), warnings.catch_warnings(), \
             contextlib.redirect_stdout(None):
         warnings.simplefilter("ignore")
         logging.getLogger("torch.onnx").setLevel(logging.ERROR)
         conved, combined = (t.expand(2, -1, -1).contiguous() for t in encoder(src))
+        tokens = torch.tensor([[translator.trg_vocab.bos_idx]] * 2)
+        histories = [torch.zeros(2, spec["hid_dim"], spec["history"])
+                     for _ in range(spec["layers"])]
         for name, module, args, shapes, inputs, outputs in (
                 ("encoder", encoder, (src,), ({1: src_len},), ["src"], ["conved", "combined"]),
-                ("decoder", decoder, (trg, conved, combined),
-                 ({0: beam, 1: trg_len}, {0: beam, 1: src_len}, {0: beam, 1: src_len}),
-                 ["trg", "conved", "combined"],
-                 ["logits", "attention"])):
+                ("decoder", decoder, (tokens, torch.tensor([0]), conved, combined, *histories),
+                 ({0: beam}, None, {0: beam, 1: src_len}, {0: beam, 1: src_len},
+                  tuple({0: beam} for _ in histories)),  # *histories: one argument
+                 spec["inputs"], spec["outputs"])):
             path = Path(tmp) / f"{name}.onnx"
             torch.onnx.export(module, args, str(path), dynamo=True, dynamic_shapes=shapes,
                               input_names=inputs, output_names=outputs, opset_version=OPSET,
                               verbose=False)
             proto = onnx.load(str(path))  # with its weights (the exporter writes them apart)
-            _float16_weights(proto)
-            onnx.checker.check_model(proto)
-            out[name] = proto.SerializeToString()
-    return out
+            if quantized is None:
+                _float16_weights(proto)
+            else:
+                _int8_weights(proto, quantized)
+            protos[name] = proto
+    for proto in protos.values():
+        onnx.checker.check_model(proto)
+    blob = _external_weights(protos) if quantized is None else b""
+    return {"encoder": protos["encoder"].SerializeToString(),
+            "decoder": protos["decoder"].SerializeToString(), "weights": blob}
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,83 +426,153 @@ def tokenizer_data(translator) -> dict:
 def fallback_examples(translator, sentences) -> list[dict]:
     """Greedy translations by the package, for a browser without WebAssembly."""
     texts = translator.translate(list(sentences), beam_size=1)
-    return [{"german": s, "english": t} for s, t in zip(sentences, texts, strict=True)]
+    return [{"source": s, "target": t}
+            for s, t in zip(sentences, texts, strict=True)]
 
 
-@functools.lru_cache(maxsize=2)
-def _exported(model_sha256: str) -> tuple[bytes, bytes]:
-    """The ONNX graphs of the shipped model (by its sha256): exported once per process."""
+@functools.lru_cache(maxsize=4)
+def _exported(name: str, model_sha256: str, weights: str) -> dict[str, bytes]:
+    """The ONNX graphs of the shipped model ``name`` (by its sha256): exported once per
+    process."""
     import convs2s
 
     del model_sha256  # the cache key: the file that pretrained() checks against the manifest
-    parts = export_onnx(convs2s.pretrained("de-en"))
-    return parts["encoder"], parts["decoder"]
+    return export_onnx(convs2s.pretrained(name), weights)
 
 
-def _validation_sentences(count: int) -> list[str]:
-    """The first ``count`` validation sentences where the corpus is here, else none."""
+def _validation_sentences(name: str, count: int) -> list[str]:
+    """The first ``count`` validation sentences of the direction ``name`` where the corpus is
+    here, else none."""
     from convs2s.data.multi30k import DataError, load_multi30k
 
+    src, trg = name.split("-")
     try:
-        return [de for de, _ in load_multi30k(download=False)["valid"][:count]]
-    except (DataError, OSError):
+        return [s for s, _ in load_multi30k(download=False, src=src, trg=trg)["valid"][:count]]
+    except (DataError, OSError, ValueError):
         return []
 
 
-@functools.lru_cache(maxsize=1)
-def _asset_files(model_sha256: str, ort_version: str,
-                 examples: tuple[str, ...]) -> dict[str, bytes]:
-    """The files of ``_static/translator/`` by name: made once per process for the same model,
-    onnxruntime-web and examples (a test run builds the site several times)."""
-    import convs2s
-    from convs2s.run.pretrained import pretrained_path, record
+def _gzip(data: bytes) -> bytes:
+    """gzip at level 9 with no name and no time in the header: the same bytes every build."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
-    files = ort_files()
-    rec = record("de-en")
-    translator = convs2s.pretrained("de-en")
-    encoder, decoder = _exported(model_sha256)
-    parts = [("glue", files[ORT_GLUE].read_bytes()), ("wasm", files[ORT_WASM].read_bytes()),
-             ("encoder", encoder), ("decoder", decoder)]
-    stream = b"".join(data for _, data in parts)
-    out = {ORT_SCRIPT: files[ORT_SCRIPT].read_bytes()}
+
+def _add_file(out: dict, files: dict, path: str, data: bytes, *, planes: bool = False) -> str:
+    """Put ``data`` gzip-compressed at ``path`` (+ ``.gz``) into ``out``, with its base64 chunk
+    scripts for a page opened from disk; its entry into ``files``. Returns the path."""
+    packed = _gzip(byte_planes(data) if planes else data)
+    path += ".gz"
+    out[path] = packed
     chunks = []
-    for i in range(0, len(stream), CHUNK_BYTES):
-        name = f"chunk-{i // CHUNK_BYTES:03d}.js"
-        data = base64.b64encode(stream[i:i + CHUNK_BYTES]).decode("ascii")
-        out[name] = f'window.convs2sTranslatorChunk({i // CHUNK_BYTES}, "{data}");\n'.encode()
-        chunks.append({"file": name, "bytes": len(out[name])})
-    manifest = {
-        "model": {"direction": "de-en", "file": pretrained_path("de-en").name,
-                  "sha256": model_sha256, "epochs": rec["training"]["epochs"],
+    for i in range(0, len(packed), CHUNK_BYTES):
+        name = f"{path}.{i // CHUNK_BYTES}.js"
+        text = base64.b64encode(packed[i:i + CHUNK_BYTES]).decode("ascii")
+        out[name] = (f'window.convs2sTranslatorChunk({json.dumps(path)}, {i // CHUNK_BYTES}, '
+                     f'"{text}");\n').encode()
+        chunks.append(len(out[name]))
+    files[path] = {"bytes": len(packed), "raw_bytes": len(data),
+                   "sha256": hashlib.sha256(data).hexdigest(), "planes": planes,
+                   "chunks": chunks}
+    return path
+
+
+def _model_files(out: dict, files: dict, name: str, settings: dict,
+                 examples: tuple[str, ...]) -> dict:
+    """One model's files (under ``name/``) into ``out``/``files``; its manifest entry."""
+    import convs2s
+    from convs2s.run.pretrained import PretrainedError, pretrained_path, record
+
+    try:
+        rec = record(name)
+        translator = convs2s.pretrained(name)
+    except PretrainedError as e:
+        raise TranslatorAssetError(f"the site's translator lists {name!r} "
+                                   f"(tools/site/translator.py MODELS), but {e}") from None
+    weights = settings.get("weights", "float16")
+    parts = _exported(name, rec["sha256"], weights)
+    tokenizer = json.dumps(tokenizer_data(translator), ensure_ascii=False,
+                           separators=(",", ":")).encode("utf-8")
+    entry = {
+        "files": {
+            "tokenizer": _add_file(out, files, f"{name}/tokenizer.json", tokenizer),
+            "encoder": _add_file(out, files, f"{name}/encoder.onnx", parts["encoder"]),
+            "decoder": _add_file(out, files, f"{name}/decoder.onnx", parts["decoder"]),
+        },
+        "external_data": WEIGHTS_FILE if parts["weights"] else None,
+        "weights": weights,
+        "decoder": decoder_spec(translator.model),
+        "source_language": rec.get("direction", name).split("-")[0],
+        "target_language": rec.get("direction", name).split("-")[-1],
+        "model": {"direction": name, "file": pretrained_path(name).name,
+                  "sha256": rec["sha256"], "epochs": rec["training"]["epochs"],
                   "length_penalty": translator.length_penalty,
                   "greedy_sacrebleu": {split: rec["scores"]["splits"][split]["float16"]
                                        ["beam1"]["sacrebleu"] for split in ("valid", "test")}},
-        "onnxruntime_web": ort_version,
-        "parts": [{"name": name, "bytes": len(data),
-                   "sha256": hashlib.sha256(data).hexdigest()} for name, data in parts],
-        "chunks": chunks,
-        "tokenizer": tokenizer_data(translator),
+        "length_penalty": translator.length_penalty,
+        "sentence": settings.get("sentence", ""),
         "examples": fallback_examples(translator, examples),
     }
-    out["manifest.js"] = ("window.convs2sTranslatorManifest = " +
-                          json.dumps(manifest, ensure_ascii=False) + ";\n").encode("utf-8")
-    return out
+    if parts["weights"]:
+        entry["files"]["weights"] = _add_file(out, files, f"{name}/{WEIGHTS_FILE}",
+                                              parts["weights"], planes=True)
+    return entry
+
+
+@functools.lru_cache(maxsize=1)
+def _asset_files(models: tuple, ort_version: str) -> tuple[dict[str, bytes], dict]:
+    """The files of ``_static/translator/`` by path, and the manifest: made once per process for
+    the same models, onnxruntime-web and examples (a test run builds the site several times).
+    ``models``: ``(name, model sha256, settings as JSON, examples)`` per model."""
+    ort = ort_files()
+    out: dict[str, bytes] = {}
+    files: dict[str, dict] = {}
+    runtime = {"script": _add_file(out, files, ORT_SCRIPT, ort[ORT_SCRIPT].read_bytes()),
+               "glue": _add_file(out, files, ORT_GLUE, ort[ORT_GLUE].read_bytes()),
+               "wasm": _add_file(out, files, ORT_WASM, ort[ORT_WASM].read_bytes())}
+    entries = {name: _model_files(out, files, name, json.loads(settings), examples)
+               for name, _, settings, examples in models}
+    manifest = {"format": 2, "onnxruntime_web": ort_version, "default": models[0][0],
+                "runtime": runtime, "models": entries, "files": files}
+    text = ("window.convs2sTranslatorManifest = " +
+            json.dumps(manifest, ensure_ascii=False, separators=(",", ":")) + ";\n")
+    out["manifest.js"] = text.encode("utf-8")
+    return out, manifest
+
+
+def download_bytes(files: dict[str, bytes], manifest: dict, model: str | None = None) -> int:
+    """The bytes a reader downloads over http(s) from pressing the button to the first
+    translation of ``model`` (the default one if None): the manifest, the runtime's files and
+    that model's files (no chunk script: those are for a page opened from disk)."""
+    entry = manifest["models"][model or manifest["default"]]
+    paths = ["manifest.js", *manifest["runtime"].values(), *entry["files"].values()]
+    return sum(len(files[p]) for p in paths)
 
 
 def write_assets(dest: Path, log=print) -> dict:
     """Write the translator's files into ``dest`` (a new folder under the built site's
-    ``_static``); returns what was written: ``{"files": {name: bytes}, "download_bytes": n}``
-    (the bytes a reader downloads on pressing the button)."""
-    from convs2s.run.pretrained import record
+    ``_static``); returns what was written: ``{"files": {path: bytes}, "download_bytes": n,
+    "models": {name: n}}`` (the bytes a reader downloads on pressing the button, for the
+    default model and for each)."""
+    from convs2s.run.pretrained import PretrainedError, record
 
     ort_files()  # the installed onnxruntime-web is the locked one, or one line says what to do
-    examples = (DEFAULT_SENTENCE, *_validation_sentences(FALLBACK_EXAMPLES - 1))
-    files = _asset_files(record("de-en")["sha256"], locked_version(), examples)
+    models = []
+    for name, settings in MODELS.items():
+        try:
+            sha = record(name)["sha256"]
+        except PretrainedError as e:
+            raise TranslatorAssetError(f"the site's translator lists {name!r} "
+                                       f"(tools/site/translator.py MODELS), but {e}") from None
+        examples = (settings["sentence"], *_validation_sentences(name, FALLBACK_EXAMPLES - 1))
+        models.append((name, sha, json.dumps(settings, sort_keys=True), examples))
+    files, manifest = _asset_files(tuple(models), locked_version())
     dest.mkdir(parents=True)
-    for name, data in files.items():
-        (dest / name).write_bytes(data)
-    written = {name: len(data) for name, data in sorted(files.items())}
-    download = sum(written.values())
-    chunks = sum(name.startswith("chunk-") for name in files)
-    log(f"translator: {chunks} chunks, {download / 1e6:.1f} MB to download on request")
-    return {"files": written, "download_bytes": download}
+    for path, data in files.items():
+        (dest / path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / path).write_bytes(data)
+    written = {path: len(data) for path, data in sorted(files.items())}
+    per_model = {name: download_bytes(files, manifest, name) for name in manifest["models"]}
+    download = per_model[manifest["default"]]
+    log(f"translator: {download / 1e6:.1f} MB to download on request "
+        f"({', '.join(f'{n}: {b / 1e6:.1f} MB' for n, b in per_model.items())})")
+    return {"files": written, "download_bytes": download, "models": per_model}

@@ -1,11 +1,14 @@
-/* Notebook 06's translator in the reader's browser (issue 38): the course's shipped de-en model,
-   exported to ONNX by tools/site/translator.py, run by onnxruntime-web (WebAssembly), greedy
-   decoding or beam search (the notebook's beam size slider), every decoder layer's attention
-   drawn as in notebook 06.
+/* Notebook 06's translator in the reader's browser (issues 38 and 47): the course's shipped
+   de-en model, exported to ONNX by tools/site/translator.py (the encoder, and one step of the
+   package's incremental decoder, whose state, each layer's last k-1 convolution inputs, goes
+   in and out), run by onnxruntime-web (WebAssembly), greedy decoding or beam search (the
+   notebook's beam size slider), every decoder layer's attention drawn as in notebook 06.
 
-   Nothing is downloaded until the reader presses the button: then manifest.js (the tokenizer,
-   the parts), onnxruntime-web's script and the chunks (base64 classic scripts: a page opened
-   from disk may load scripts but not fetch files), with a progress bar.
+   Nothing is downloaded until the reader presses the button: then manifest.js, and the gzip
+   files of onnxruntime-web and of the one model shown (the element's data-model, else the
+   manifest's default), fetched as binary over http(s), or loaded as base64 classic scripts
+   from a page opened from disk (which may load scripts but not fetch files), with a progress
+   bar.
 
    The tokenizer is sentencepiece's BPE encoding for a model learned with identity
    normalization (the course's, convs2s.data.subword): text in NFC; leading and trailing spaces
@@ -186,17 +189,25 @@
   }
 
   /* ---------------------------------------------------------------- loading */
+  /* manifest.js (a classic script) lists the files: gzip-compressed, fetched as binary when the
+     page is served over http(s); opened from disk (file://), where fetch is not allowed, the
+     page loads the same bytes base64-encoded in classic scripts (<file>.<i>.js). Each file is
+     inflated with the browser's DecompressionStream. Only the runtime (onnxruntime-web) and the
+     files of the model asked for are loaded. */
+  const OVER_HTTP = /^https?:/.test(BASE);
+
   function loadScript(src) {
     return new Promise((resolve, reject) => {
       const s = document.createElement("script");
       s.src = src;
       s.onload = () => { s.remove(); resolve(); };
-      s.onerror = () => reject(new Error(`could not load ${src}`));
+      s.onerror = () => { s.remove(); reject(new Error(`could not load ${src}`)); };
       document.head.appendChild(s);
     });
   }
 
   function base64Bytes(text) {
+    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(text);
     const raw = atob(text);
     const bytes = new Uint8Array(raw.length);
     for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
@@ -212,46 +223,143 @@
     return manifest;
   }
 
-  let model = null;
-  /* the two ONNX sessions; onProgress(bytes so far, bytes in all) as the chunks arrive */
-  async function loadModel(onProgress = () => {}) {
-    if (model) return model;
+  /* the name of the model asked for (the manifest's default for none) */
+  function modelName(m, name) {
+    const n = name || m.default;
+    if (!m.models[n]) {
+      throw new Error(`this site has no translator ${n} (it has ${Object.keys(m.models)})`);
+    }
+    return n;
+  }
+
+  /* the bytes of ``path`` as they arrive: its response's body (http), or its chunk scripts'
+     (file://), counted into onBytes */
+  const chunkParts = new Map();  // file:// -> the chunks of each file loading
+  async function compressedStream(path, onBytes) {
+    const entry = manifest.files[path];
+    if (OVER_HTTP) {
+      const response = await fetch(BASE + path);
+      if (!response.ok) throw new Error(`could not load ${path} (HTTP ${response.status})`);
+      return response.body.pipeThrough(new TransformStream({
+        transform(chunk, out) { onBytes(chunk.byteLength); out.enqueue(chunk); }}));
+    }
+    const parts = [];
+    chunkParts.set(path, parts);
+    window.convs2sTranslatorChunk = (p, i, text) => { chunkParts.get(p)[i] = base64Bytes(text); };
+    try {
+      for (let i = 0; i < entry.chunks.length; i++) {
+        await loadScript(`${BASE}${path}.${i}.js`);
+        onBytes(entry.chunks[i]);
+      }
+    } finally {
+      chunkParts.delete(path);
+    }
+    return new Blob(parts).stream();
+  }
+
+  /* 16-bit numbers stored as two planes (every low byte, then every high byte; translator.py
+     byte_planes) as the numbers again */
+  function joinPlanes(planes) {
+    const half = planes.length / 2;
+    const out = new Uint16Array(half);
+    for (let i = 0; i < half; i++) out[i] = planes[i] | (planes[half + i] << 8);
+    return new Uint8Array(out.buffer);
+  }
+
+  /* the file ``path`` of the manifest, inflated (loaded once); onBytes(n) as its compressed
+     bytes arrive */
+  const files = new Map();
+  function loadFile(path, onBytes = () => {}) {
+    if (!files.has(path)) {
+      const bytes = (async () => {
+        const stream = (await compressedStream(path, onBytes))
+          .pipeThrough(new DecompressionStream("gzip"));
+        const data = new Uint8Array(await new Response(stream).arrayBuffer());
+        return manifest.files[path].planes ? joinPlanes(data) : data;
+      })();
+      files.set(path, bytes);
+      bytes.catch(() => files.delete(path));  // a file that failed may be asked for again
+    }
+    return files.get(path);
+  }
+
+  /* the tokenizer of the model ``name`` (the default one if none): its pieces and scores */
+  async function loadTokenizer(name, onBytes) {
     const m = await loadManifest();
-    const total = m.chunks.reduce((sum, c) => sum + c.bytes, 0);
-    await loadScript(BASE + "ort.wasm.min.js");
-    const received = [];
-    window.convs2sTranslatorChunk = (i, data) => { received[i] = base64Bytes(data); };
-    let done = 0;
-    onProgress(0, total);
-    for (const c of m.chunks) {
-      await loadScript(BASE + c.file);
-      done += c.bytes;
-      onProgress(done, total);
+    const entry = m.models[modelName(m, name)];
+    if (!entry.tokenizer) {
+      const bytes = await loadFile(entry.files.tokenizer, onBytes);
+      entry.tokenizer = entry.tokenizer || vocabulary(JSON.parse(new TextDecoder().decode(bytes)));
     }
-    const stream = new Uint8Array(received.reduce((n, b) => n + b.length, 0));
-    received.reduce((at, b) => { stream.set(b, at); return at + b.length; }, 0);
-    delete window.convs2sTranslatorChunk;
-    const parts = {};
-    let at = 0;
-    for (const p of m.parts) {
-      parts[p.name] = stream.subarray(at, at + p.bytes);
-      at += p.bytes;
+    return entry.tokenizer;
+  }
+
+  /* onnxruntime-web: its script, its WebAssembly glue (a module, imported from a blob: a page
+     opened from disk may not import files) and binary */
+  const EMPTY_GRAPH = "CAk6NwoQCgF4EgF5IghJZGVudGl0eRIBZ1oPCgF4EgoKCAgBEgQKAggBYg8KAXkSCgoICAESBAoCCAFCBAoAEBQ=";
+  let runtime = null;
+  function loadRuntime(onBytes) {
+    if (!runtime) {
+      runtime = (async () => {
+        const r = manifest.runtime;
+        const [script, glue, wasm] = await Promise.all(
+          [r.script, r.glue, r.wasm].map((p) => loadFile(p, onBytes)));
+        const url = URL.createObjectURL(new Blob([script], {type: "text/javascript"}));
+        try { await loadScript(url); } finally { URL.revokeObjectURL(url); }
+        const ort = window.ort;
+        ort.env.wasm.numThreads = 1;  // threads need a cross-origin-isolated page
+        ort.env.wasm.wasmBinary = wasm;
+        ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(new Blob([glue],
+                                                                    {type: "text/javascript"}))};
+        // onnxruntime starts its WebAssembly with the first session: a session of an empty graph
+        // (y = Identity(x), 65 bytes from onnx.helper) starts it while the model's files arrive
+        await ort.InferenceSession.create(base64Bytes(EMPTY_GRAPH));
+        return ort;
+      })();
+      runtime.catch(() => { runtime = null; });
     }
-    const ort = window.ort;
-    ort.env.wasm.numThreads = 1;  // threads need a cross-origin-isolated page
-    ort.env.wasm.wasmBinary = parts.wasm;
-    ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(new Blob([parts.glue],
-                                                                {type: "text/javascript"}))};
-    const encoder = await ort.InferenceSession.create(parts.encoder);
-    const decoder = await ort.InferenceSession.create(parts.decoder);
-    model = {ort, encoder, decoder, tok: vocabulary(m.tokenizer),
-             lengthPenalty: m.model.length_penalty};
-    return model;
+    return runtime;
+  }
+
+  const models = new Map();
+  /* the model ``name`` (the default one if none): its two ONNX sessions and tokenizer;
+     onProgress(bytes so far, bytes in all) as its files and the runtime's arrive */
+  async function loadModel(onProgress = () => {}, name) {
+    const m = await loadManifest();
+    name = modelName(m, name);
+    if (!models.has(name)) {
+      const model = (async () => {
+        const entry = m.models[name];
+        const paths = [...Object.values(m.runtime), ...Object.values(entry.files)];
+        const size = (p) => (OVER_HTTP ? m.files[p].bytes
+                                       : m.files[p].chunks.reduce((a, b) => a + b, 0));
+        const total = paths.reduce((sum, p) => sum + size(p), 0);
+        let done = 0;
+        const onBytes = (n) => { done = Math.min(done + n, total); onProgress(done, total); };
+        onProgress(0, total);
+        const f = entry.files;
+        const [ort, tok, encoderBytes, decoderBytes, weights] = await Promise.all([
+          loadRuntime(onBytes), loadTokenizer(name, onBytes), loadFile(f.encoder, onBytes),
+          loadFile(f.decoder, onBytes), f.weights ? loadFile(f.weights, onBytes) : null]);
+        onProgress(total, total);
+        // int8 weights (translator.py): DequantizeLinear folded into float32 weights at load
+        const options = {executionProviders: ["wasm"], graphOptimizationLevel: "all",
+                         extra: {session: {disable_quant_qdq: "1"}}};
+        if (weights) options.externalData = [{path: entry.external_data, data: weights}];
+        const encoder = await ort.InferenceSession.create(encoderBytes, options);
+        const decoder = await ort.InferenceSession.create(decoderBytes, options);
+        return {name, ort, encoder, decoder, tok, spec: entry.decoder,
+                lengthPenalty: entry.length_penalty};
+      })();
+      models.set(name, model);
+      model.catch(() => models.delete(name));
+    }
+    return models.get(name);
   }
 
   /* ---------------------------------------------------------------- translating */
-  const ids64 = (ort, ids) => new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)),
-                                             [1, ids.length]);
+  const ids64 = (ort, ids, dims) => new ort.Tensor("int64", BigInt64Array.from(ids, BigInt),
+                                                   dims);
 
   /* the encoder's outputs for one sentence, repeated ``rows`` times (one per hypothesis) */
   function repeated(ort, t, rows) {
@@ -260,43 +368,81 @@
     return new ort.Tensor("float32", data, [rows, ...t.dims.slice(1)]);
   }
 
+  /* the decoder's state at the start: per layer, k-1 zero inputs of its convolution */
+  function emptyHistories(model, rows) {
+    const {ort, spec} = model;
+    return Array.from({length: spec.layers}, () => new ort.Tensor(
+      "float32", new Float32Array(rows * spec.hid_dim * spec.history),
+      [rows, spec.hid_dim, spec.history]));
+  }
+
+  /* row ``order[r]`` of ``t`` as row r, for each r (beam search's reordering) */
+  function reordered(ort, t, order) {
+    const width = t.data.length / t.dims[0];
+    const data = new Float32Array(order.length * width);
+    order.forEach((j, r) => data.set(t.data.subarray(j * width, (j + 1) * width), r * width));
+    return new ort.Tensor("float32", data, [order.length, ...t.dims.slice(1)]);
+  }
+
+  /* one step of the incremental decoder (the package's, with its state as the graph's inputs and
+     outputs) for every hypothesis: the newest token of each, at ``position`` */
+  async function decoderStep(model, tokens, position, encoded, histories) {
+    const {ort, decoder} = model;
+    const feeds = {tokens: ids64(ort, tokens, [tokens.length, 1]),
+                   position: ids64(ort, [position], [1]), ...encoded};
+    histories.forEach((h, i) => { feeds[`history${i}`] = h; });
+    const r = await decoder.run(feeds);
+    const width = r.attention.data.length / tokens.length;  // layers * src_len
+    return {logits: r.logits.data, vocab: r.logits.dims[1],
+            attention: (row) => r.attention.data.subarray(row * width, (row + 1) * width),
+            histories: histories.map((_, i) => r[`next${i}`])};
+  }
+
   /* the package's greedy_decode for one sentence: never <pad> or <bos>, at most max_positions
-     steps */
-  async function greedy(encoded) {
-    const {ort, decoder, tok} = model;
-    const out = [tok.bos];
+     steps; with each output token, every decoder layer's attention while producing it */
+  async function greedy(model, encoded) {
+    const {tok} = model;
+    let histories = emptyHistories(model, 1);
+    const ids = [], attention = [];
+    let token = tok.bos;
     for (let step = 0; step < tok.max_positions; step++) {
-      const r = await decoder.run({trg: ids64(ort, out), ...encoded});
-      const logits = r.logits.data;
+      const r = await decoderStep(model, [token], step, encoded, histories);
+      const logits = r.logits;
       let best = -1, bestValue = -Infinity;
       for (let i = 0; i < logits.length; i++) {
         if (i === tok.pad || i === tok.bos) continue;
         if (logits[i] > bestValue) { bestValue = logits[i]; best = i; }
       }
       if (best === tok.eos) break;
-      out.push(best);
+      ids.push(best);
+      attention.push(r.attention(0));
+      histories = r.histories;
+      token = best;
     }
-    return out.slice(1);
+    return {ids, attention};
   }
 
   /* the package's beam search (convs2s.model.search.beam_search) for one sentence: each step
      extends every live hypothesis by every token; of the 2k best candidates by total
      log-probability, <eos> among the k best finishes a hypothesis, the others (k at most) live
-     on; done with k finished ones or after max_positions tokens; the finished ones are ranked by
+     on, each with its decoder state (the rows of the state reordered); done with k finished ones
+     or after max_positions tokens; the finished ones are ranked by
      (sum of log p) / length ** alpha. Sums in float32, as the package's. */
-  async function beamSearch(encoded, k, alpha) {
-    const {ort, decoder, tok} = model;
+  async function beamSearch(model, encoded, k, alpha) {
+    const {ort, tok} = model;
     const f32 = Math.fround;
-    const conved = repeated(ort, encoded.conved, k), combined = repeated(ort, encoded.combined, k);
-    let rows = Array.from({length: k}, () => [tok.bos]);
+    const rowsEncoded = {conved: repeated(ort, encoded.conved, k),
+                         combined: repeated(ort, encoded.combined, k)};
+    let histories = emptyHistories(model, k);
+    let rows = Array.from({length: k}, () => []);  // each hypothesis's tokens (no <bos>)
+    let attentions = Array.from({length: k}, () => []);  // and its attention per token
+    let last = rows.map(() => tok.bos);  // each hypothesis's newest token
     let scores = rows.map((_, j) => (j === 0 ? 0 : -Infinity));  // only hypothesis 0 at first
     const finished = [];
     for (let step = 0; step < tok.max_positions; step++) {
       const lastStep = step === tok.max_positions - 1;
-      const trg = new ort.Tensor("int64", BigInt64Array.from(rows.flat().map(BigInt)),
-                                 [k, rows[0].length]);
-      const r = await decoder.run({trg, conved, combined});
-      const vocab = r.logits.dims[1], logits = r.logits.data;
+      const r = await decoderStep(model, last, step, rowsEncoded, histories);
+      const vocab = r.vocab, logits = r.logits;
       const nCand = Math.min(2 * k, k * vocab);
       const top = [];  // the nCand best [score, beam, token], best first
       for (let j = 0; j < k; j++) {
@@ -316,59 +462,62 @@
           if (top.length > nCand) top.pop();
         }
       }
-      const next = [], nextScores = [];
+      const next = [], nextAttentions = [], nextScores = [], order = [], nextLast = [];
       top.forEach(([score, beam, token], rank) => {
-        const prefix = rows[beam].slice(1);
         if (token === tok.eos) {
-          if (rank < k) finished.push([score, step + 1, prefix]);  // only among the k best
+          if (rank < k) finished.push([score, step + 1, rows[beam], attentions[beam]]);
         } else if (next.length < k) {
-          if (lastStep) finished.push([score, step + 1, [...prefix, token]]);
-          else { next.push([...rows[beam], token]); nextScores.push(score); }
+          const tokens = [...rows[beam], token];
+          const attention = [...attentions[beam], r.attention(beam)];
+          if (lastStep) finished.push([score, step + 1, tokens, attention]);
+          else {
+            next.push(tokens); nextAttentions.push(attention); nextScores.push(score);
+            order.push(beam); nextLast.push(token);
+          }
         }
       });
       if (lastStep || next.length === 0 || finished.length >= k) break;
       while (next.length < k) {  // empty slots: never extended (score -inf)
-        next.push([...rows[0], tok.eos]);
-        nextScores.push(-Infinity);
+        next.push(rows[0]); nextAttentions.push(attentions[0]); nextScores.push(-Infinity);
+        order.push(0); nextLast.push(tok.eos);
       }
-      rows = next;
-      scores = nextScores;
+      histories = r.histories.map((h) => reordered(ort, h, order));
+      rows = next; attentions = nextAttentions; scores = nextScores; last = nextLast;
     }
-    const ranked = finished.map(([total, length, tokens], order) =>
-      [total / Math.pow(length, alpha), order, tokens]);
+    const ranked = finished.map(([total, length, ids, attention], order) =>
+      [total / Math.pow(length, alpha), order, ids, attention]);
     ranked.sort((a, b) => b[0] - a[0] || a[1] - b[1]);  // stable: the first finished first
-    return ranked.length ? ranked[0][2] : [];
+    return ranked.length ? {ids: ranked[0][2], attention: ranked[0][3]}
+                         : {ids: [], attention: []};
   }
 
-  /* every decoder layer's attention while producing ``ids`` (analysis.forced_attention):
-     [layer][output token][source piece] */
-  async function forcedAttention(encoded, ids) {
-    const {ort, decoder, tok} = model;
-    if (!ids.length) return [];
-    const r = await decoder.run({trg: ids64(ort, [tok.bos, ...ids.slice(0, -1)]), ...encoded});
-    const [, layers, steps, srcLen] = r.attention.dims, a = r.attention.data;
-    return Array.from({length: layers}, (_, l) => Array.from({length: steps}, (_, i) =>
-      Array.from(a.subarray((l * steps + i) * srcLen, (l * steps + i + 1) * srcLen))));
+  /* [layer][output token][source piece] from each output token's [layer * source piece] */
+  function attentionMaps(perToken, layers) {
+    if (!perToken.length) return [];
+    const srcLen = perToken[0].length / layers;
+    return Array.from({length: layers}, (_, l) => perToken.map(
+      (a) => Array.from(a.subarray(l * srcLen, (l + 1) * srcLen))));
   }
 
   /* {ok, message, sourcePieces, unknown, tokens, text, attention}: the notebook's
-     translate_for_display (beam size 1: greedy), with the package's messages for bad input */
-  async function translate(sentence, beamSize = 1) {
-    const m = model || await loadModel();
+     translate_for_display (beam size 1: greedy) by the model ``name`` (the default one if
+     none), with the package's messages for bad input */
+  async function translate(sentence, beamSize = 1, name) {
+    const m = await loadModel(undefined, name);
     const tok = m.tok;
     const empty = {sourcePieces: [], unknown: [], tokens: [], text: "", attention: []};
     const checked = checkSource(sentence, tok);
     if (checked.message) return {ok: false, message: checked.message, ...empty};
     const sourcePieces = checked.pieces;
     const srcIds = encodeIds(sourcePieces, tok);
-    const encoded = await m.encoder.run({src: ids64(m.ort, srcIds)});
-    const ids = beamSize > 1 ? await beamSearch(encoded, beamSize, m.lengthPenalty)
-                             : await greedy(encoded);
-    const tokens = ids.map((i) => tok.pieces[i]);
+    const encoded = await m.encoder.run({src: ids64(m.ort, srcIds, [1, srcIds.length])});
+    const found = beamSize > 1 ? await beamSearch(m, encoded, beamSize, m.lengthPenalty)
+                               : await greedy(m, encoded);
+    const tokens = found.ids.map((i) => tok.pieces[i]);
     return {ok: true, message: "", sourcePieces,
             unknown: sourcePieces.filter((p, i) => srcIds[i] === tok.unk),
             tokens, text: decodePieces(tokens, tok),
-            attention: await forcedAttention(encoded, ids)};
+            attention: attentionMaps(found.attention, m.spec.layers)};
   }
 
   /* ---------------------------------------------------------------- drawing */
@@ -444,11 +593,12 @@
     root.replaceChildren(node("p", {className: "translator-status"}, why));
     try {
       const m = await loadManifest();
+      const examples = m.models[modelName(m, root.dataset.model)].examples;
       const table = node("table", {className: "translator-examples"});
       table.appendChild(node("caption", {}, "Translated beforehand by the package (greedy)"));
-      for (const e of m.examples) {
+      for (const e of examples) {
         const row = node("tr");
-        row.append(node("td", {lang: "de"}, e.german), node("td", {lang: "en"}, e.english));
+        row.append(node("td", {lang: "de"}, e.source), node("td", {lang: "en"}, e.target));
         table.appendChild(row);
       }
       root.appendChild(table);
@@ -495,7 +645,7 @@
       go.disabled = true;
       const t0 = performance.now();
       const k = Number(beam.value);
-      const result = await translate(input.value, k);
+      const result = await translate(input.value, k, root.dataset.model);
       const ms = performance.now() - t0;
       output.textContent = result.ok ? `English: ${result.text}` : `(${result.message})`;
       status.textContent = result.ok
@@ -517,7 +667,7 @@
           bar.value = done;
           status.textContent = `downloading: ${(done / 1e6).toFixed(1)} of ` +
                                `${(total / 1e6).toFixed(1)} MB`;
-        });
+        }, root.dataset.model);
       } catch (e) {
         root.dataset.state = "failed";
         status.textContent = `The translator could not be loaded: ${e.message || e}`;
@@ -538,7 +688,8 @@
   }
 
   window.convs2sTranslator = {normalize, encodePieces, checkSource, decodePieces, encodeIds,
-                              loadManifest, loadModel, translate, hasWebAssembly};
+                              loadManifest, loadTokenizer, loadModel, translate,
+                              hasWebAssembly};
   const start = () => document.querySelectorAll(".convs2s-translator").forEach(mount);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
