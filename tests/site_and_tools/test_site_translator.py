@@ -226,19 +226,25 @@ def test_the_pages_beam_search_equals_the_packages_for_50_validation_sentences(
     try:
         _loaded(t)
         for k in (5, 2):
-            page = t.page.evaluate("""async ([sentences, k]) => {
-                const out = [];
-                for (const s of sentences)
-                  out.push((await window.convs2sTranslator.translate(s, k)).tokens);
-                return out; }""", [sentences, k])
-            expected = package.translate_tokens(sentences, beam_size=k)
-            wrong = [(s, p, e) for s, p, e in zip(sentences, page, expected, strict=True)
-                     if p != e]
-            assert wrong == [], f"beam {k}: {len(wrong)} of 50 differ, first: {wrong[:2]}"
+            expected = _page_equals_package(t, package, sentences, k)
         # beam search finds other translations than greedy for some of them (the test can fail)
         assert expected != package.translate_tokens(sentences, beam_size=1)
     finally:
         t.close()
+
+
+def _page_equals_package(t, package, sentences: list[str], k: int) -> list[list[str]]:
+    """Asserts that the page's output tokens with beam ``k`` equal the package's for every one of
+    ``sentences``; returns the package's."""
+    page = t.page.evaluate("""async ([sentences, k]) => {
+        const out = [];
+        for (const s of sentences)
+          out.push((await window.convs2sTranslator.translate(s, k)).tokens);
+        return out; }""", [sentences, k])
+    expected = package.translate_tokens(sentences, beam_size=k)
+    wrong = [(s, p, e) for s, p, e in zip(sentences, page, expected, strict=True) if p != e]
+    assert wrong == [], f"beam {k}: {len(wrong)} of {len(sentences)} differ, first: {wrong[:2]}"
+    return expected
 
 
 def _manifest(built) -> dict:
@@ -256,16 +262,7 @@ def test_the_pages_translations_equal_the_packages_for_the_first_test2016_senten
     try:
         _loaded(t)
         for k in (1, 5):
-            page = t.page.evaluate("""async ([sentences, k]) => {
-                const out = [];
-                for (const s of sentences)
-                  out.push((await window.convs2sTranslator.translate(s, k)).tokens);
-                return out; }""", [sentences, k])
-            expected = package.translate_tokens(sentences, beam_size=k)
-            wrong = [(s, p, e) for s, p, e in zip(sentences, page, expected, strict=True)
-                     if p != e]
-            assert wrong == [], (f"beam {k}: {len(wrong)} of {len(sentences)} differ, "
-                                 f"first: {wrong[:2]}")
+            _page_equals_package(t, package, sentences, k)
         assert t.problems() == []
     finally:
         t.close()
