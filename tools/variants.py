@@ -9,7 +9,8 @@ a grouped convolution, a beam, ...). The change is made in the task's text, in t
 hidden test grades against (``_variant`` in the test cell) and in the instructor's solution.
 
 Implement and debug exercises have no variant here (a public solution exists): the README's
-instructor section lists them as practice.
+instructor section lists them as practice. Nor has a predict exercise graded on its form only
+(``speed_crossover``, whose answer depends on the machine): the README lists it as practice too.
 
 The name seeds everything: the same name gives the same variant on any machine (sha256 of the
 name), so an instructor can rebuild a class's copy. The public version (no name) holds the

@@ -306,6 +306,11 @@ RIGHT: dict[str, list[str]] = {
             return total
         """),
     ],
+    # practice: any of the sweep's six lengths, as an int, is accepted (the answer depends on
+    # the machine)
+    "speed_crossover": ["crossover_prediction = 64  # the RNN's steps get thin",
+                        "crossover_prediction = 2 ** 3", "crossover_prediction = 256",
+                        "crossover_prediction = int('16')"],
     "separable_params": [
         _("""
         def separable_params(c_in, c_out, k, bias=True):
@@ -492,6 +497,9 @@ WRONG: dict[str, list[str]] = {
             return 0
         """),
     ],
+    "speed_crossover": ["crossover_prediction = 50", "crossover_prediction = 64.0",
+                        "crossover_prediction = '64'", "crossover_prediction = [64]",
+                        "crossover_prediction = True"],
     "separable_params": [
         _("""
         def separable_params(c_in, c_out, k, bias=True):

@@ -55,7 +55,7 @@ def rnn_path_length(n):
 
 
 def test_exercises_are_registered():
-    for name in ("training_steps", "path_length", "baseline_parameters"):
+    for name in ("training_steps", "path_length", "baseline_parameters", "speed_crossover"):
         assert name in checks.EXERCISES
     for gone in ("augment_tokens", "augment_batch"):
         assert gone not in checks.EXERCISES
@@ -145,7 +145,7 @@ def test_baseline_parameters_right_wrong_and_stub():
 def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
     assert_exercises_run_from_the_setup_cell(notebook_path("07"), {
         "training_steps": "predict", "path_length": "derive", "baseline_parameters": "derive",
-        "cpu_speed": "explain"})
+        "cpu_speed": "explain", "speed_crossover": "predict"})
     capsys.readouterr()
 
 

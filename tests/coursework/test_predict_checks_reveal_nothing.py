@@ -37,13 +37,17 @@ def graded():
 
 PREDICT = ["same_padding_moves", "residual_variance", "scaled_context_variance",
            "brevity_prediction", "training_steps", "attention_vs_conv"]
+#: Predict exercises graded on their form only (practice: the answer depends on the machine);
+#: their checks are tested in test_checks_speed_crossover.py.
+PRACTICE_PREDICT = ["speed_crossover"]
 
 
 def test_every_predict_exercise_of_the_notebooks_is_listed_here_and_has_a_measurement():
     kinds = {ex.id: ex.kind for path in sorted(NOTEBOOKS.glob("0[1-8]_*.ipynb"))
              for ex in coursework.read_notebook(path).exercises}
-    assert sorted(name for name, kind in kinds.items() if kind == "predict") == sorted(PREDICT)
-    assert sorted(checks.MEASUREMENTS) == sorted(PREDICT)
+    assert sorted(name for name, kind in kinds.items() if kind == "predict") == sorted(
+        PREDICT + PRACTICE_PREDICT)
+    assert sorted(checks.MEASUREMENTS) == sorted(PREDICT + PRACTICE_PREDICT)
 
 
 @pytest.mark.parametrize("name", PREDICT)
@@ -142,5 +146,5 @@ def test_measurements_that_answer_an_exercise_are_folded_and_never_in_an_assignm
             for source in reveal[path.name[:2]]:
                 assert json.dumps(source)[1:-1][:80] not in assignment
     # the evidence cells the expert review listed
-    assert {k: len(v) for k, v in reveal.items() if v} == {"01": 2, "02": 2, "05": 1, "07": 3,
+    assert {k: len(v) for k, v in reveal.items() if v} == {"01": 2, "02": 2, "05": 1, "07": 6,
                                                            "08": 1}

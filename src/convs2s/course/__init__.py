@@ -10,5 +10,9 @@
 - ``readout``, ``worked_attention``, ``attention_maps``: the encoder's keys and values, attention
   by hand, and a model's attention per layer.
 - ``analysis``, ``baselines``: measuring trained translators, and the recurrent baseline.
+- ``length_sweep``: ConvS2S against the recurrent baseline over sentence length (notebook 07),
+  from the shipped records (``reference``).
+- ``widgets``: every notebook widget declared once (controls, labels, ranges, what it draws),
+  the builder the notebooks make them with, and what the course's website reads.
 - ``checks``: the exercises' checks.
 """

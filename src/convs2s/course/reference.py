@@ -1,9 +1,11 @@
-"""The course's reference measurements, shipped with the package (made for notebooks 05 and 06).
+"""The course's reference measurements, shipped with the package (made for notebooks 05 to 07).
 
 Notebook 05 compares a learner's training run with the course's own runs of the same preset,
 and shows two side-by-side measurements (words against pieces; optimizers and initialisations);
-notebook 06 compares the learner's scores with the reference runs'. Those figures are the JSON
-reports of ``benchmarks/`` (``benchmarks/results/``, in the course's repository); the files the
+notebook 06 compares the learner's scores with the reference runs'; notebook 07 draws the length
+sweep of ConvS2S against the recurrent baseline (:mod:`convs2s.course.length_sweep`). Those
+figures are the JSON reports of ``benchmarks/`` (``benchmarks/results/``, in the course's
+repository); the files the
 notebooks read are copied into ``convs2s/course/results/`` so that the comparisons work wherever
 the package is installed, on Colab too, with no repository around it.
 ``python -m tools.ship_results`` copies them; a test checks that the copies equal the reports.
@@ -20,7 +22,8 @@ __all__ = ["RESULTS_DIR", "SHIPPED", "result", "results"]
 #: Where the copies are (package data).
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: The reports the notebooks read, as shell patterns over benchmarks/results/.
-SHIPPED = ("quality_*.json", "word_vs_subword_de_en.json", "train_choices.json")
+SHIPPED = ("quality_*.json", "word_vs_subword_de_en.json", "train_choices.json",
+           "length_sweep_*.json")
 
 
 def results(pattern: str = "*.json") -> list[dict]:

@@ -25,7 +25,7 @@ from convs2s.course.checks._core import (
     register_measurement,
 )
 
-__all__ = ["training_steps", "path_length", "baseline_parameters"]
+__all__ = ["training_steps", "path_length", "baseline_parameters", "speed_crossover"]
 
 register_kind("training_steps", "predict")
 register_form("training_steps", lambda prediction: _training_steps_form(prediction, counts=True))
@@ -35,6 +35,8 @@ register_kind("baseline_parameters", "derive")
 register_form("baseline_parameters", form_calls("int", (3, 5), ({
     "src_vocab_size": 5, "trg_vocab_size": 6, "emb_dim": 1, "enc_hid_dim": 2, "dec_hid_dim": 3,
     "attn_dim": 4, "out_dim": 5},)))
+register_kind("speed_crossover", "predict")
+register_form("speed_crossover", lambda prediction: accept_speed_crossover(prediction))
 
 STEPS_GRU = register_hint("training_steps", Hint(
     nudge="how many times does the decoder's loop call its GRUCell for n target positions, and "
@@ -61,6 +63,17 @@ PATH_RNN = Hint(
           "network?",
     closer="draw the states between two words n positions apart: how many updates lie between "
            "them?")
+CROSSOVER = register_hint("speed_crossover", Hint(
+    nudge="at a fixed budget of target tokens per batch, how many sentences share each of the "
+          "RNN's sequential steps at 8 tokens, and at 256? And how many positions does one "
+          "ConvS2S layer compute at once at each length?",
+    closer="a matrix product with few rows leaves parallel units idle, and every sequential "
+           "step has a fixed cost of its own: from how many sentences per step down would you "
+           "expect the RNN's steps to stop keeping two CPU cores busy?"))
+CROSSOVER_FORM = Hint(
+    nudge="the prediction is one of the sweep's six lengths, written as a whole number",
+    closer="print the type of crossover_prediction and its value: is it an int, and is it one "
+           "of the six lengths the task lists?")
 GRU_PARAMS = register_hint("baseline_parameters", Hint(
     nudge="a GRU has three gates: what does each gate multiply, and what does it add?",
     closer="print the names and shapes of torch.nn.GRUCell(3, 5)'s parameters (in a cell of your "
@@ -240,3 +253,56 @@ def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
             _assert_equal(_assert_int(baseline_fn(dict(config))), expected, name="the count")
     run.done()
 
+
+
+#: The sentence lengths of the course's length sweep (``benchmarks/length_sweep.py``), from which
+#: the "where ConvS2S pulls ahead" exercise picks one.
+CROSSOVER_LENGTHS = (8, 16, 32, 64, 128, 256)
+#: How many times the RNN's training tokens/s ConvS2S must reach in that exercise.
+CROSSOVER_FACTOR = 1.5
+
+
+def accept_speed_crossover(prediction) -> int:
+    """What the practice exercise "where ConvS2S pulls ahead" accepts (its check and its hidden
+    test alike): one of :data:`CROSSOVER_LENGTHS` as a whole number; AssertionError otherwise.
+    It is not graded for correctness: where the crossover lies depends on the machine."""
+    value = _assert_int(prediction, "the prediction")
+    if value not in CROSSOVER_LENGTHS:
+        raise AssertionError("the prediction should be one of the sweep's lengths "
+                             f"{', '.join(map(str, CROSSOVER_LENGTHS))}, got another whole "
+                             "number")
+    return value
+
+
+@check
+def speed_crossover(prediction) -> None:
+    """Exercise "where ConvS2S pulls ahead" (predict, practice): ``prediction``, the shortest
+    sentence length of the course's length sweep at which ConvS2S trains at least
+    :data:`CROSSOVER_FACTOR` times the RNN's target tokens/s.
+
+    Practice: the answer depends on the machine, so the check accepts any of the six lengths and
+    records it; notebook 07 compares it with the course's measurement after the figure
+    (:func:`convs2s.course.length_sweep.compare`), and ``show_me`` prints that measurement.
+    """
+    run = _Run("speed_crossover")
+    with run.case("the prediction's form", CROSSOVER_FORM):
+        value = accept_speed_crossover(prediction)
+    print(f"✓ speed_crossover: prediction recorded ({value} tokens). Practice, not graded for "
+          "correctness: where the crossover lies depends on the machine; the course's "
+          "measurement comes after the task")
+
+
+def _speed_crossover_lines() -> list[str]:
+    from convs2s.course import length_sweep
+
+    found = length_sweep.records()
+    lines = []
+    for record in found:
+        first = length_sweep.first_length_at(record, CROSSOVER_FACTOR)
+        where = f"at {first} tokens" if first is not None else "at no length measured"
+        lines.append(f"{length_sweep.label(record)}: ConvS2S first trains at least "
+                     f"{CROSSOVER_FACTOR:g}x the RNN's target tokens/s {where}")
+    return lines + length_sweep.not_measured_lines(found)
+
+
+register_measurement("speed_crossover", _speed_crossover_lines)
