@@ -327,7 +327,11 @@ def check_tokens(tokens: Tensor, name: str, vocab_size: int) -> None:
             f"{name} must be 2-D [batch, seq_len], got shape {tuple(tokens.shape)}. "
             "For a single sentence use tokens.unsqueeze(0)."
         )
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+    # The id range (and check_source's all-padding rows) are read from the tensor's values:
+    # under torch.compile that would split the graph and make a GPU wait, so a compiled caller
+    # (the trainer's compile option, whose batches are ids of its own vocabularies) skips them.
+    if tokens.numel() and not torch.compiler.is_compiling() and (
+            tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(
             f"{name} holds token ids in [{int(tokens.min())}, {int(tokens.max())}], but the "
             f"vocabulary has {vocab_size} entries (ids 0..{vocab_size - 1})."
@@ -365,7 +369,7 @@ def check_source(src: Tensor, vocab_size: int, max_positions: int, pad_idx: int)
     it would be undefined). Shared by the convolutional and the recurrent encoder."""
     check_tokens(src, "src", vocab_size)
     check_positions(src.size(1), max_positions, "source sentence")
-    if not bool((src != pad_idx).any(dim=1).all()):
+    if not torch.compiler.is_compiling() and not bool((src != pad_idx).any(dim=1).all()):
         raise ValueError(
             "Every source sentence needs at least one non-pad token: attention over an "
             "all-padding source is undefined."

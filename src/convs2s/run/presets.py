@@ -25,6 +25,11 @@ MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(ConvS2SConfig)
 #: A preset's model unless it says otherwise: ConvS2S's defaults, but 100 positions (not 128).
 DEFAULT_MODEL = ConvS2SConfig(max_positions=100)
 
+#: How a run may compile its training step with ``torch.compile`` (the preset's ``compile``):
+#: None (eager, the default) or one of torch.compile's modes. ``"reduce-overhead"`` and
+#: ``"max-autotune"`` replay CUDA graphs on a GPU (:data:`convs2s.run.train.CUDA_GRAPH_MODES`).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
 #: The model fields a preset's record always holds, in its order (those a preset had before the
 #: model had a configuration); the others are recorded only where they differ from the default.
 RECORDED_MODEL_FIELDS = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kernel_size",
@@ -78,6 +83,10 @@ class Preset:
     average_last: int = 0
     final_beam: int = 5
     final_pairs: int | None = None  # the first n validation pairs decide (None: all of them)
+    # torch.compile the training step (convs2s.run.train.compile_for_training): None (eager) or
+    # a mode of COMPILE_MODES. How a step runs, not what it trains (like the device): as_dict
+    # leaves it out, so a checkpoint does not record it and a run resumes with or without it.
+    compile: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.model, ConvS2SConfig):
@@ -109,6 +118,9 @@ class Preset:
                 self.final_pairs, numbers.Integral) or self.final_pairs < 1):
             raise ValueError(f"final_pairs must be None or a whole number >= 1, not "
                              f"{self.final_pairs!r}.")
+        if self.compile is not None and self.compile not in COMPILE_MODES:
+            raise ValueError(f"compile must be None or one of {', '.join(COMPILE_MODES)}, not "
+                             f"{self.compile!r}.")
         for name in ("average_last", "final_beam"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < (
@@ -123,14 +135,15 @@ class Preset:
     def as_dict(self) -> dict:
         """The flat form a checkpoint records: ``name``, the model's fields (not the vocabulary
         ones; those of :data:`RECORDED_MODEL_FIELDS`, then any other not at its default), then
-        the other fields. For every preset that could be written before the model had a
-        configuration, this is the dict checkpoints recorded then."""
+        the other fields but ``compile`` (how the steps ran, not what they trained). For every
+        preset that could be written before the model had a configuration, this is the dict
+        checkpoints recorded then."""
         out = {"name": self.name}
         out.update((name, getattr(self.model, name)) for name in RECORDED_MODEL_FIELDS)
         out.update((name, getattr(self.model, name)) for name in MODEL_FIELDS
                    if name not in out and getattr(self.model, name) != getattr(DEFAULT_MODEL, name))
         out.update((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                   if f.name not in ("name", "model"))
+                   if f.name not in ("name", "model", "compile"))
         return out
 
     @classmethod

@@ -7,6 +7,8 @@ runs/quick [--resume]``. A step: the next-token loss of a batch, its gradients c
 steps over the batches, the validation loss, a history row, ``last.pt`` (and ``best.pt`` when
 validation improved). The loop runs epochs until a limit; Ctrl-C or SIGTERM save ``last.pt``,
 and ``resume=True`` continues exactly. NaN/inf stops the run; diverged weights are never saved.
+``preset.compile`` (``--compile``) runs the steps through ``torch.compile``
+(:func:`compile_for_training`, :func:`compiled_loss`).
 The rest is elsewhere: :mod:`~convs2s.run.prepare` (data, model, optimizer),
 :mod:`~convs2s.run.run_folder`, :mod:`~convs2s.run.resume`, :mod:`~convs2s.run.distributed`,
 :mod:`~convs2s.run.precision` (the optimizer step), :mod:`~convs2s.run.final_choices`
@@ -30,17 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.fx.experimental import _config as fx_config
 
 from convs2s.data import LANGUAGES, DataError, Vocab, load_multi30k, make_loader
 from convs2s.data.subword import KINDS
 from convs2s.model.convs2s import ConvS2S
-from convs2s.model.loss import evaluate_loss, next_token_loss
+from convs2s.model.loss import evaluate_loss, next_token_loss, sequence_loss
 from convs2s.run import final_choices, run_folder
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
 from convs2s.run.prepare import build_model, fingerprint, make_optimizer, prepare_data, select_pairs
-from convs2s.run.presets import PRESETS, Preset, get_preset
+from convs2s.run.presets import COMPILE_MODES, PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
 from convs2s.system import environment
 from convs2s.system.arguments import (
@@ -213,8 +216,7 @@ class Trainer:
         update and its record (:meth:`record_step`) happen together or not at all."""
         self.rng_before_step = rng_state()
         src, trg = src.to(self.device), trg.to(self.device)
-        loss = next_token_loss(self.net, src, trg, self.pad, self.preset.label_smoothing,
-                               self.precision.autocast())
+        loss = self._loss(src, trg)  # eager, or compiled (preset.compile)
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the training loss became {loss.item()} at step {self.state.step + 1} (epoch "
@@ -316,6 +318,8 @@ class Trainer:
                                         bucket=False, num_replicas=1, rank=0)
         self.valid_loader.generator = torch.Generator().manual_seed(preset.seed)
         self.net = self.dist.wrap(self.model)
+        if preset.compile is not None:  # self.model stays the module: checkpoints save its keys
+            self.net = compile_for_training(self.net, preset.compile, self.device)
         self.precision = mixed_precision(self.device, preset.amp)
         self.scaler = self.precision.scaler()  # float16 only: bfloat16 needs no loss scaling
         if len(self.loader.batch_sampler) < self.state.batch_in_epoch:  # a last.pt from elsewhere
@@ -324,6 +328,19 @@ class Trainer:
                 f"{self.state.batch_in_epoch} is past the {len(self.loader.batch_sampler)} "
                 "batches of an epoch. Resume from a last.pt that convs2s wrote, or start a new "
                 "--out folder.")
+
+    def _loss(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
+        """A step's loss: :func:`~convs2s.model.loss.next_token_loss` of the model, or with
+        ``preset.compile``, :func:`compiled_loss` of the compiled one (the same loss)."""
+        p = self.preset
+        if p.compile is None:
+            return next_token_loss(self.net, src, trg, self.pad, p.label_smoothing,
+                                   self.precision.autocast())
+        return compiled_loss(self.net, src, trg, src_pad=self.src_vocab.pad_idx,
+                             trg_pad=self.pad, label_smoothing=p.label_smoothing,
+                             autocast=self.precision.autocast(),
+                             max_positions=p.model.max_positions,
+                             static=p.compile in CUDA_GRAPH_MODES)
 
     def _elapsed(self) -> float:
         """Training seconds so far, across resumes."""
@@ -486,6 +503,119 @@ class _Progress:
 
 
 # ---------------------------------------------------------------------------------------------
+# The compiled step (Preset.compile, --compile)
+# ---------------------------------------------------------------------------------------------
+
+#: torch.compile's modes that replay CUDA graphs on a GPU. A CUDA graph is recorded once per
+#: input shape, and the loader's batches come in many shapes (every length, every batch size),
+#: so under these modes a batch is padded to one of a few shapes first (:func:`static_shapes`).
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+#: Under CUDA graphs, sentence lengths are padded up to a multiple of this (at most the model's
+#: positions): 13 lengths a side for 100 positions, at the price of a few pad positions.
+LENGTH_MULTIPLE = 8
+
+
+def compile_for_training(net: torch.nn.Module, mode: str,
+                         device: torch.device | str) -> torch.nn.Module:
+    """``net`` compiled for training steps (``torch.compile``, ``mode`` one of
+    :data:`~convs2s.run.presets.COMPILE_MODES`); a ``ValueError`` line first where ``device``
+    cannot run compiled kernels (no C++ compiler for a CPU, no Triton for a CUDA GPU).
+
+    The compiled module shares ``net``'s parameters: train it, but save and load ``net``
+    itself (the compiled wrapper's state_dict names every key ``_orig_mod.``...).
+
+    ``dynamic=True``: batches differ in size and length from step to step, and a graph compiled
+    for one shape (``dynamic=False``) would be compiled again for each new one, until
+    torch.compile's recompilation limit sends the rest back to eager. A graph with symbolic
+    sizes compiles once; under CUDA graphs each padded shape (:func:`static_shapes`) is then
+    recorded once and replayed."""
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}, not {mode!r}.")
+    _check_compiler(torch.device(device))
+    return torch.compile(net, mode=mode, dynamic=True)
+
+
+def _check_compiler(device: torch.device) -> None:
+    """A ``ValueError`` line where torch.compile cannot build kernels for ``device``."""
+    if device.type == "cuda":
+        from torch.utils._triton import has_triton
+
+        if not has_triton():
+            raise ValueError("compile on a CUDA GPU needs Triton (pip install triton), which "
+                             "this environment lacks; train without --compile.")
+    elif device.type == "cpu":
+        try:
+            from torch._inductor.cpp_builder import get_cpp_compiler
+        except ImportError:  # another torch: its own error, if any, comes at the first step
+            return
+        try:
+            get_cpp_compiler()
+        except Exception as e:  # torch's InvalidCxxCompiler and kin
+            raise ValueError("compile on a CPU needs a C++ compiler (g++ or clang++) on the "
+                             f"PATH ({type(e).__name__}); install one or train without "
+                             "--compile.") from None
+
+
+def compiled_loss(net: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor, *, src_pad: int,
+                  trg_pad: int, label_smoothing: float, autocast, max_positions: int,
+                  static: bool) -> torch.Tensor:
+    """The loss :func:`~convs2s.model.loss.next_token_loss` computes, for a compiled ``net``.
+
+    The output layer runs at every target position, padding included, and the loss ignores the
+    padding (``sequence_loss``; the same loss and gradients: ``tests/model/test_loss.py``):
+    selecting the real positions first, as the eager step does, gives a tensor whose size
+    depends on the batch's values, which splits a compiled graph and defeats CUDA graphs.
+    ``static``: pad the batch to a few shapes first (:func:`static_shapes`), and tell the CUDA
+    graphs that a new step begins.
+
+    Sizes that happen to be equal in the batch that is compiled (as many rows as source
+    positions, a source as long as the target) stay distinct symbols: torch.compile would
+    otherwise assume them equal ("duck sizing") and compile again at the first batch where
+    they are not."""
+    if static:
+        src, trg = static_shapes(src, trg, src_pad, trg_pad, max_positions)
+        torch.compiler.cudagraph_mark_step_begin()
+    with autocast, fx_config.patch(use_duck_shape=False):
+        logits, _ = net(src, trg[:, :-1])  # logits = [batch, trg_len, vocab]
+    return sequence_loss(logits, trg[:, 1:], trg_pad, label_smoothing)
+
+
+def static_shapes(src: torch.Tensor, trg: torch.Tensor, src_pad: int, trg_pad: int,
+                  max_positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(src, trg)`` padded to one of a few shapes, with the same loss and gradients.
+
+    Lengths: the source and the decoder input (``trg[:, :-1]``) up to a multiple of
+    :data:`LENGTH_MULTIPLE`, at most ``max_positions``. The encoder masks source padding and
+    the decoder is causal with the padding's targets ignored, so added positions change no
+    real position's output. Rows: up to :func:`padded_rows`; an added row is the first row's
+    source (an all-padding source would make its attention NaN, and NaN times a zero gradient
+    is NaN) with a target of padding only, so it adds nothing to the loss or its gradients
+    (rows never mix)."""
+    (rows, s_len), t_len = src.shape, trg.size(1)
+    s_new = max(s_len, min(_round_up(s_len, LENGTH_MULTIPLE), max_positions))
+    t_new = max(t_len - 1, min(_round_up(t_len - 1, LENGTH_MULTIPLE), max_positions)) + 1
+    r_new = padded_rows(rows)
+    if (r_new, s_new, t_new) == (rows, s_len, t_len):
+        return src, trg
+    src_out = src.new_full((r_new, s_new), src_pad)
+    src_out[:rows, :s_len] = src
+    src_out[rows:, :s_len] = src[:1]
+    trg_out = trg.new_full((r_new, t_new), trg_pad)
+    trg_out[:rows, :t_len] = trg
+    return src_out, trg_out
+
+
+def padded_rows(n: int) -> int:
+    """``n`` rounded up to one of 8 sizes per doubling (1 to 16, then 18, 20, ..., 32, 36, ...):
+    at most an eighth more rows, and a few dozen sizes for any batch the loader makes."""
+    return _round_up(n, 1 << max(n.bit_length() - 4, 0))
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+# ---------------------------------------------------------------------------------------------
 # train() and the command line
 # ---------------------------------------------------------------------------------------------
 
@@ -630,6 +760,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="override the preset's label smoothing (0.1)")
     parser.add_argument("--patience", type=whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
+    parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
+                        metavar="MODE", help="torch.compile the training step: default (MODE "
+                        "left out), reduce-overhead or max-autotune (both replay CUDA graphs "
+                        "on a GPU); off unless given")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in (("epochs", args.epochs), ("max_steps", args.max_steps),
@@ -640,7 +774,7 @@ def main(argv: list[str] | None = None) -> int:
                                    ("share_input_output_embed", args.share_embed),
                                    ("dropout", args.dropout),
                                    ("label_smoothing", args.label_smoothing),
-                                   ("patience", args.patience))
+                                   ("patience", args.patience), ("compile", args.compile))
                  if v is not None}
     try:
         preset = PRESETS[args.preset].replace(**overrides)
