@@ -4,7 +4,8 @@ Kernel-side tests cannot see a widget that fails in the browser ("Error displayi
 missing JupyterLab extension that leaves only ``interactive(children=...)`` text, a figure that
 never redraws). This module drives the real thing: it starts JupyterLab on a free localhost port
 with a token, opens a notebook in headless Chromium through Playwright, runs all cells from the
-*Run* menu, finds a widget by its controls' labels and moves them.
+*Run* menu, finds a widget by its controls' labels (as the package declares them:
+``convs2s.course.widgets``) and moves them.
 
 ``tests/site_and_tools/test_browser.py`` uses it to check the widgets of notebooks 01, 03 and
 06, and
@@ -92,24 +93,47 @@ def browser_unavailable() -> str | None:
 
 @dataclass(frozen=True)
 class WidgetSpec:
-    """Where a notebook's widget is and how to find it: by its controls' ``description``s."""
+    """A declared notebook widget (``convs2s.course.widgets``) to screenshot: its notebook and
+    its controls' labels are the declaration's, read when used."""
 
-    notebook: str
-    box: str  # CSS class of the widget's outer box: ".widget-interact" or ".widget-vbox"
-    labels: tuple[str, ...]  # control labels that together identify the widget
+    widget: str  # the declared widget's name: "dependency-explorer"
     image: str  # screenshot file name
 
+    @property
+    def declaration(self):
+        from convs2s.course.widgets import declared
 
+        return declared(self.widget)
+
+    @property
+    def notebook(self) -> str:
+        return f"{self.declaration.notebook}.ipynb"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The labels of its controls, all of which its box holds."""
+        return self.declaration.labels
+
+    @property
+    def box(self) -> str:
+        """CSS class of the widget's outer box: an ``interactive`` from the package's builder,
+        or the box the notebook's own cell lays out (notebook 06's translator)."""
+        return ".widget-vbox" if self.declaration.built_by_notebook else ".widget-interact"
+
+
+#: The widgets ``make images`` screenshots, by the names the command line and the tests use.
 WIDGETS: dict[str, WidgetSpec] = {
-    "padding": WidgetSpec("01_glu_and_padding.ipynb", ".widget-interact",
-                          ("padding", "kernel size k"), "widget_01_padding.png"),
-    "decoder": WidgetSpec("03_causal_decoder.ipynb", ".widget-interact",
-                          ("padding", "kernel size"), "widget_03_decoder.png"),
-    "attention": WidgetSpec("05_training_on_multi30k.ipynb", ".widget-interact", ("epoch",),
-                            "widget_05_attention.png"),
-    "translator": WidgetSpec("06_inference_beam_search_bleu.ipynb", ".widget-vbox",
-                             ("German", "beam size"), "widget_06_translator.png"),
+    "padding": WidgetSpec("dependency-explorer", "widget_01_padding.png"),
+    "decoder": WidgetSpec("decoder-explorer", "widget_03_decoder.png"),
+    "attention": WidgetSpec("attention-by-epoch", "widget_05_attention.png"),
+    "translator": WidgetSpec("translator", "widget_06_translator.png"),
 }
+
+
+def label(widget: str, control: str) -> str:
+    """The label of the control ``control`` (its argument's name) of the screenshotted widget
+    ``widget`` (a key of :data:`WIDGETS`), as the package declares it."""
+    return WIDGETS[widget].declaration.control(control).label
 
 
 def copy_notebooks(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
@@ -705,7 +729,7 @@ class NotebookPage:
 def _stage_padding(nb: NotebookPage, w) -> None:
     """Causal padding with k = 3 over 2 layers: the one-sided cone the decoder needs."""
     nb.mark_figure(w)
-    nb.select(w, "padding", "causal")
+    nb.select(w, label("padding", "padding"), "causal")
     nb.wait_redrawn(w)
 
 

@@ -446,3 +446,91 @@ def test_runs_go_to_google_drive_only_on_colab_and_only_when_asked(tmp_path, mon
     assert mounted == [str(tmp_path / "drive")] and folder.is_dir()
     assert os.environ["CONVS2S_RUNS_DIR"] == str(folder) and str(folder) in line
     assert analysis.run_dir("cpu_subword") == folder / "05_cpu_subword"
+
+
+# -- the translator widget's directions (notebook 06) -----------------------------------------
+
+
+def test_the_widget_offers_the_studied_direction_then_every_other_shipped_one():
+    assert analysis.widget_directions("de-en", ["de-en", "en-de"]) == [
+        ("German → English", "de-en"), ("English → German", "en-de")]
+    assert analysis.widget_directions("de-en", ["en-de"]) == [
+        ("German → English", "de-en"), ("English → German", "en-de")]
+    assert analysis.widget_directions("de-en", []) == [("German → English", "de-en")]
+    assert analysis.direction_name("fr-xx") == "French → xx"
+    assert analysis.widget_inputs("de-en") == ("German", "Ein kleiner Hund spielt im Schnee.")
+    assert analysis.widget_inputs("en-de") == ("English", "A little dog is playing in the snow.")
+    assert analysis.widget_inputs("cs-en") == ("Czech", "")
+
+
+def test_the_widget_reads_another_direction_only_when_it_is_chosen_and_once(translator):
+    calls = []
+
+    def load(direction, device=None):
+        calls.append((direction, device))
+        return f"the {direction} model"
+
+    translators = analysis.WidgetTranslators(translator, load=load)
+    assert translators.first == "de-en" and translators("de-en") is translator
+    assert calls == [] and translators.loaded == ["de-en"]
+    assert translators("en-de") == "the en-de model"
+    assert translators("en-de") == "the en-de model"
+    assert calls == [("en-de", translator.device)] and translators.loaded == ["de-en", "en-de"]
+
+
+def test_the_widget_names_the_languages_of_its_direction():
+    ok = {"ok": True, "message": "", "text": "Ein Hund läuft.", "unknown": ["▁Zorg"]}
+    assert analysis.translation_lines(ok, "en-de") == ["German: Ein Hund läuft.",
+                                                       "unknown English words: ▁Zorg"]
+    assert analysis.translation_lines({**ok, "unknown": []}, "de-en") == [
+        "English: Ein Hund läuft."]
+    refused = {"ok": False, "message": "Nothing to translate.", "text": "", "unknown": []}
+    assert analysis.translation_lines(refused, "de-en") == ["(Nothing to translate.)"]
+
+
+def _record(epochs, valid, test):
+    def split(greedy, beam):
+        return {"float16": {"beam1": {"sacrebleu": greedy}, "beam5": {"sacrebleu": beam}},
+                "float32": {"beam1": {"sacrebleu": 0.0}, "beam5": {"sacrebleu": 0.0}}}
+
+    return {"preset": "cpu_subword",
+            "training": {"epochs": epochs, "hours": 1.5, "machine": "a test machine"},
+            "scores": {"splits": {"valid": split(*valid), "test": split(*test)}}}
+
+
+def test_the_shipped_models_table_holds_each_records_figures_and_no_other():
+    table = analysis.shipped_models_table({"de-en": _record(36, (41.917, 44.181), (42.1, 43.6)),
+                                           "en-de": {"preset": "cpu_subword"}})
+    rows = table.splitlines()
+    assert len(rows) == 4 and rows[0].startswith("| direction |")
+    assert rows[2] == ('| German → English (`convs2s.pretrained("de-en")`) | preset '
+                       '`cpu_subword`, 36 epochs, 1.5 h, on a test machine | 41.92 / 44.18 | '
+                       '42.10 / 43.60 |')
+    # a record without scores (exported without --scores) says so, with no figure
+    assert rows[3] == ('| English → German (`convs2s.pretrained("en-de")`) | preset '
+                       '`cpu_subword` | not recorded | not recorded |')
+
+
+@pytest.fixture(scope="module")
+def shipped_en_de():
+    import convs2s
+
+    return convs2s.pretrained("en-de", device="cpu")
+
+
+def test_english_input_for_the_english_to_german_model_gets_english_case(shipped_en_de,
+                                                                         monkeypatch):
+    from convs2s.data import truecase
+
+    asked = []
+    monkeypatch.setattr(truecase, "multi30k_casing",
+                        lambda lang: asked.append(lang) or {"york": "York", "new": "New"})
+    assert analysis.input_casing(shipped_en_de) == {"york": "York", "new": "New"}
+    assert asked == ["en"], "the English captions, the model's source side"
+    result = analysis.translate_for_display(shipped_en_de, "A DOG RUNS IN NEW YORK.")
+    assert result["ok"] and result["recased"] and result["source"] == "A dog runs in New York."
+    assert result["text"] == shipped_en_de.translate(result["source"], beam_size=1)
+    assert analysis.translation_lines(result, "en-de")[0] == f"German: {result['text']}"
+    monkeypatch.setattr(truecase, "multi30k_casing", lambda lang: None)  # no data: the pieces
+    by_pieces = analysis.input_casing(shipped_en_de)
+    assert callable(by_pieces) and by_pieces("dog") == "dog"

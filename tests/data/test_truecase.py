@@ -118,3 +118,41 @@ def test_multi30k_casing_reads_the_training_split(tiny_corpus, monkeypatch):
         tc.multi30k_casing.cache_clear()
     assert table["hund"] == "Hund" and table["katze"] == "Katze" and table["buch"] == "Buch"
     assert table["läuft"] == "läuft"
+
+
+#: Invented English captions (not Multi30k): the source side of the English → German model.
+ENGLISH_TRAIN = ["A man walks his dog in New York.", "The dog runs through Central Park.",
+                 "Two women stand in front of the Eiffel Tower.", "A man and a dog play.",
+                 "Two children play in the park near the river."]
+
+
+@pytest.mark.parametrize("typed, restored", [
+    ("a man walks his dog in new york.", "A man walks his dog in New York."),
+    ("A MAN WALKS HIS DOG IN NEW YORK.", "A man walks his dog in New York."),
+    ("two children play near the eiffel tower!", "Two children play near the Eiffel Tower!"),
+    ("the dog runs through central park.", "The dog runs through Central Park."),
+])
+def test_english_input_gets_the_case_of_english_captions(typed, restored):
+    """Nothing in the rewrite is German: an English table restores English case (the first word,
+    names), for the English → German model."""
+    table = tc.casing_table(ENGLISH_TRAIN)
+    assert table["dog"] == "dog" and table["york"] == "York" and table["a"] == "a"
+    assert tc.truecase(typed, table) == restored
+
+
+def test_multi30k_casing_reads_the_english_captions_for_an_english_source(tiny_corpus,
+                                                                         monkeypatch):
+    import hashlib
+
+    from convs2s.data import multi30k
+
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
+    monkeypatch.setattr(multi30k, "MULTI30K_SHA256", sums)  # the invented files' checksums
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    tc.multi30k_casing.cache_clear()
+    try:
+        table = tc.multi30k_casing("en")
+    finally:
+        tc.multi30k_casing.cache_clear()
+    assert table["dog"] == "dog" and table["cat"] == "cat" and "hund" not in table
+    assert tc.truecase("THE DOG PLAYS WITH A BALL.", table) == "The dog plays with a ball."

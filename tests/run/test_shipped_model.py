@@ -1,16 +1,35 @@
-"""The de-en translator shipped with the package: present, intact, small enough,
-recorded honestly, and translating with nothing else installed or downloaded."""
+"""The translators shipped with the package, one per direction the manifest lists: each
+present, intact, small enough, recorded honestly (its float16 weights scoring as its float32
+ones did), and translating with nothing else installed or downloaded."""
 
+import pytest
 import torch
 
 import convs2s
 from convs2s.run import pretrained
 from convs2s.run.checkpoint import Checkpoint
 
+#: Per shipped direction: two captions to translate and words their translations must hold
+#: (the first sentence is the one notebook 06's widget and the site's translator start with).
+#: A direction shipped without an entry here fails its test: add one.
+CHECKS = {
+    "de-en": (["Ein kleiner Hund spielt im Schnee.", "Zwei Männer stehen vor einem Haus."],
+              ["dog", "snow"]),
+    "en-de": (["A little dog is playing in the snow.", "Two men are standing in front of a house."],
+              ["Hund", "Schnee"]),
+}
+SHIPPED = pretrained.available()
 
-def test_the_manifest_records_the_shipped_model_and_how_it_was_made():
-    entry = pretrained.record("de-en")
-    path = pretrained.pretrained_path("de-en")  # its sha256 checked
+
+def test_the_package_ships_both_directions():
+    assert {"de-en", "en-de"} <= set(SHIPPED), SHIPPED
+
+
+@pytest.mark.parametrize("direction", SHIPPED)
+def test_the_manifest_records_the_shipped_model_and_how_it_was_made(direction):
+    entry = pretrained.record(direction)
+    assert entry["direction"] == direction and entry["file"] == f"{direction}.pt"
+    path = pretrained.pretrained_path(direction)  # its sha256 checked
     assert path.stat().st_size == entry["bytes"] <= 20_000_000
     training = entry["training"]
     assert training["epochs"] >= training["best_epoch"] >= 1 and training["hours"] > 0
@@ -26,18 +45,22 @@ def test_the_manifest_records_the_shipped_model_and_how_it_was_made():
             assert abs(difference) <= 0.1, (split, beam, difference)
 
 
-def test_the_file_holds_float16_weights_and_no_training_state():
-    ckpt = Checkpoint.load(pretrained.pretrained_path("de-en"))
+@pytest.mark.parametrize("direction", SHIPPED)
+def test_the_file_holds_float16_weights_and_no_training_state(direction):
+    ckpt = Checkpoint.load(pretrained.pretrained_path(direction))
     assert {t.dtype for t in ckpt.state_dict.values()} == {torch.float16}
     assert ckpt.train_state is None and ckpt.pipeline.kind == "subword"
-    assert (ckpt.pipeline.src_lang, ckpt.pipeline.trg_lang) == ("de", "en")
+    assert (ckpt.pipeline.src_lang, ckpt.pipeline.trg_lang) == tuple(direction.split("-"))
 
 
-def test_pretrained_translates_with_no_data_and_no_training(monkeypatch, tmp_path):
+@pytest.mark.parametrize("direction", SHIPPED)
+def test_pretrained_translates_with_no_data_and_no_training(direction, monkeypatch, tmp_path):
+    assert direction in CHECKS, f"no sentences to check the shipped {direction} model with"
+    sentences, words = CHECKS[direction]
     monkeypatch.setenv("CONVS2S_DATA_DIR", str(tmp_path / "no-data-here"))
-    translator = convs2s.pretrained("de-en", device="cpu")
-    assert translator.length_penalty == pretrained.record("de-en")["choices"]["length_penalty"]
-    english = translator.translate(["Ein kleiner Hund spielt im Schnee.",
-                                    "Zwei Männer stehen vor einem Haus."])
-    assert len(english) == 2 and all(e and e[0].isupper() for e in english), english
-    assert "dog" in english[0] and "snow" in english[0], english
+    translator = convs2s.pretrained(direction, device="cpu")
+    assert translator.length_penalty == \
+        pretrained.record(direction)["choices"]["length_penalty"]
+    out = translator.translate(sentences)
+    assert len(out) == 2 and all(t and t[0].isupper() for t in out), out
+    assert all(w in out[0] for w in words), out

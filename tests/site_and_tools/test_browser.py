@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tools import screenshots
-from tools.screenshots import WIDGETS
+from tools.screenshots import WIDGETS, label
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -72,20 +72,20 @@ def test_glu_padding_widget(lab):
         nb.run_all()
         _assert_clean(nb)
         w = nb.widget(WIDGETS["padding"])
-        assert nb.selected(w, "padding") == "same"
+        assert nb.selected(w, label("padding", "padding")) == "same"
         first = nb.figure_src(w)
         assert first.startswith("data:image/png;base64,")
 
         nb.mark_figure(w)
-        nb.select(w, "padding", "causal")
+        nb.select(w, label("padding", "padding"), "causal")
         causal = nb.wait_redrawn(w)
         assert causal != first, "the figure did not change with padding 'causal'"
 
-        k = int(nb.slider_value(w, "kernel size k"))
+        k = int(nb.slider_value(w, label("padding", "kernel_size")))
         nb.mark_figure(w)
-        nb.nudge_slider(w, "kernel size k", +2)
+        nb.nudge_slider(w, label("padding", "kernel_size"), +2)
         wider = nb.wait_redrawn(w)
-        assert int(nb.slider_value(w, "kernel size k")) == k + 2
+        assert int(nb.slider_value(w, label("padding", "kernel_size"))) == k + 2
         assert wider not in (first, causal), "the figure did not change with the kernel size"
         _assert_clean(nb)
 
@@ -98,19 +98,19 @@ def test_causal_decoder_widget(lab):
         nb.run_all()
         _assert_clean(nb)
         w = nb.widget(WIDGETS["decoder"])
-        assert nb.selected(w, "padding") == "causal"
+        assert nb.selected(w, label("decoder", "padding")) == "causal"
         first = nb.figure_src(w)
 
         nb.mark_figure(w)
-        nb.select(w, "padding", "same")
+        nb.select(w, label("decoder", "padding"), "same")
         same = nb.wait_redrawn(w)
         assert same != first, "the figure did not change with padding 'same'"
 
-        k = int(nb.slider_value(w, "kernel size"))
+        k = int(nb.slider_value(w, label("decoder", "kernel_size")))
         nb.mark_figure(w)
-        nb.nudge_slider(w, "kernel size", +1)  # step 2: one key press = k + 2
+        nb.nudge_slider(w, label("decoder", "kernel_size"), +1)  # step 2: one key press = k + 2
         wider = nb.wait_redrawn(w)
-        assert int(nb.slider_value(w, "kernel size")) == k + 2
+        assert int(nb.slider_value(w, label("decoder", "kernel_size"))) == k + 2
         assert wider not in (first, same), "the figure did not change with the kernel size"
         _assert_clean(nb)
 
@@ -124,14 +124,14 @@ def test_attention_by_epoch_widget(lab):
         nb.run_all()
         _assert_clean(nb)
         w = nb.widget(WIDGETS["attention"])
-        last = int(nb.slider_value(w, "epoch"))
+        last = int(nb.slider_value(w, label("attention", "epoch")))
         assert last >= 2, "the quick run should record several epochs"
         assert f"epoch {last}:" in w.inner_text()
         first = nb.figure_src(w)
         nb.mark_figure(w)
-        nb.nudge_slider(w, "epoch", -1)
+        nb.nudge_slider(w, label("attention", "epoch"), -1)
         earlier = nb.wait_redrawn(w)
-        assert int(nb.slider_value(w, "epoch")) == last - 1
+        assert int(nb.slider_value(w, label("attention", "epoch"))) == last - 1
         assert earlier != first, "the figure did not change with the epoch"
         assert f"epoch {last - 1}:" in w.inner_text()
         _assert_clean(nb)

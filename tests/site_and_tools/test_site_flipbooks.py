@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from convs2s.course.widgets import declared
 from tools import badges, site
 from tools.screenshots import WIDGETS
 from tools.site import flipbook_data, flipbooks
@@ -76,7 +77,8 @@ def _same(got: list[float], expected: list[float]) -> bool:
 
 
 def test_the_decoder_numbers_equal_the_packages_with_the_notebooks_tiny_model(decoder_numbers):
-    assert [c["label"] for c in decoder_numbers["controls"]] == list(flipbooks.DECODER_LABELS)
+    assert [(c["name"], c["label"]) for c in decoder_numbers["controls"]] == [
+        (c.name, c.label) for c in declared("decoder-explorer").controls], "as declared"
     assert [(c["value"], c["min"], c["max"], c["step"], c["options"])
             for c in decoder_numbers["controls"]] == [
         ("causal", None, None, None, ["causal", "same"]), (3, 1, 9, 2, []), (2, 1, 6, 1, []),
@@ -149,7 +151,7 @@ def test_the_04_data_cover_the_notebooks_sentence_and_evenly_spaced_ones():
     data = flipbooks.read_json(flipbooks.SENTENCES_04)
     nb = _notebook("04_multi_step_attention")
     chosen = int(flipbooks.stored_output(nb, r"^validation sentence (\d+) ").group(1))
-    control = flipbooks.widget_controls(nb, ("validation sentence",))["validation sentence"]
+    control = flipbooks.saved_controls(nb, "attention-by-sentence")["sentence"]
     assert data["notebook_sentence"] == chosen == control.value
     assert data["total"] == control.max + 1
     indices = [s["index"] for s in data["sentences"]]
@@ -172,14 +174,14 @@ def test_bad_notebooks_and_data_stop_with_one_line(tmp_path, monkeypatch, capsys
                     {"cell_type": "code", "source": "W_LEN = 16\n"}], "metadata": {}}
     problems = []
     for call in (lambda: flipbooks.notebook_code(nb, {"W_LEN", "tiny_model"}),
-                 lambda: flipbooks.widget_controls(nb, ("epoch",)),
+                 lambda: flipbooks.saved_controls(nb, "attention-by-epoch"),
                  lambda: flipbooks.stored_output(nb, r"vocabularies"),
                  lambda: flipbooks.read_json(tmp_path / "missing.json")):
         with pytest.raises(flipbooks.FlipbookError) as err:
             call()
         problems.append(str(err.value))
     assert all("\n" not in p for p in problems), problems
-    assert "tiny_model" in problems[0] and "'epoch'" in problems[1]
+    assert "tiny_model" in problems[0] and "'attention-by-epoch'" in problems[1]
     assert "missing.json" in problems[3] and "flipbook_data" in problems[3]
     assert flipbooks.notebook_code(nb, {"W_LEN"}).body[0].targets[0].id == "W_LEN"
     # the site's build: one line, exit 2, no site written
@@ -353,7 +355,7 @@ def test_moving_each_decoder_control_redraws_the_packages_figure(tab, width):
     assert root.count() == 1 and root.is_visible()
     assert tab.page.locator("img[src$='widget_03_decoder.png']").count() == 0
     labels = root.locator(".live-control span").all_inner_texts()
-    assert labels == list(flipbooks.DECODER_LABELS), "the notebook's labels"
+    assert labels == list(declared("decoder-explorer").labels), "the declared labels"
 
     def shown():
         d = root.evaluate(_DRAWN)

@@ -1,21 +1,27 @@
-"""Notebook 06's translator on the website: the shipped model, exported to ONNX by
-tools/site/translator.py, running in headless Chromium with onnxruntime-web
+"""Notebook 06's translator on the website: the shipped models, one per direction, exported to
+ONNX by tools/site/translator.py, running in headless Chromium with onnxruntime-web
 (tools/site/static/translator.js).
 
-In the browser, on the site that conftest.py builds once: the page's subword pieces equal
-sentencepiece's for every validation sentence (and for text that tests the normalizer); its
+In the browser, on the site that conftest.py builds once, for each direction the page offers
+(German → English and English → German): the page's subword pieces equal sentencepiece's for
+every validation sentence (and, for German, for text that tests the normalizer); its
 detokenizer equals the package's; its greedy translations equal the package's for 200
 validation sentences, with the same attention, and its beam search's for 50 (beam 5 and 2); its
-greedy and beam-5 translations equal the package's for the first 100 test2016 sentences; the
-model loads only when the reader presses the button, with a progress bar, then translates typed
-German, with each beam size the slider gives, at 1280 and 375 px; over http the page fetches
-its gzip files as binary, exactly the bytes the button announces (at most DOWNLOAD_LIMIT from
-the click to the first translation); the site opened from disk (file://) translates too, from
-base64 chunk scripts; a browser without WebAssembly is told so and shown pre-translated
-examples. Without the browser: the lock file's version is the one vendored, and
-the export refuses what would make the page compute other numbers than the package.
+greedy and beam-5 translations equal the package's for the first 100 test2016 sentences; over
+http the page fetches its gzip files as binary, exactly the bytes the button announces for the
+direction chosen and nothing of the other (at most DOWNLOAD_LIMIT from the click to the first
+translation). The model loads only when the reader presses the button, with a progress bar,
+then translates typed German, with each beam size the slider gives, at 1280 and 375 px; after
+it, choosing English → German offers that model alone (its files, the bytes announced), which
+then translates typed English, and switching back translates at once with nothing downloaded.
+The site opened from disk (file://) translates too, from base64 chunk scripts; a browser
+without WebAssembly is told so and shown pre-translated examples of each direction. Without the
+browser: the lock file's version is the one vendored, the export refuses what would make the
+page compute other numbers than the package, and the page starts each direction with notebook
+06's sentence.
 """
 
+import functools
 import json
 
 import pytest
@@ -25,15 +31,21 @@ from tools import site_screenshots as shots
 from tools.site import translator
 
 PAGE = "06_inference_beam_search_bleu.html"
+#: The directions the page offers, the first shown first (translator.py MODELS).
+DIRECTIONS = list(translator.MODELS)
 #: Text that exercises the tokenizer's normalization: runs of spaces, leading and trailing
 #: ones, a non-breaking space, decomposed umlauts (NFD), an emoji the model never saw, a tab,
 #: sentencepiece's own "▁", digits and punctuation.
 ODD_TEXT = ["  Ein   Hund  ", "Ein\u00a0Hund", "Ma\u0308dchen fu\u0308ttern", "Ein 😀 Hund.",
             "Ein\tHund", "▁Ein ▁▁Hund", "Um 12:30 Uhr, 3,5 km!", "x", " ", "",
-            "Große Straße; „Zitat“ – (Klammer) [eckig] {geschweift} 100 %"]
+            "Große Straße; „Zitat“ – (Klammer) [eckig] {geschweift} 100 %",
+            "  A   dog  ", "A\u00a0dog", "A 😀 dog.", "At 12:30, 3.5 km!"]
+#: A sentence to type, per direction (invented, caption-like).
+TYPED = {"de-en": "Zwei Kinder spielen am Strand mit einem roten Ball und lachen laut.",
+         "en-de": "Two children are playing with a red ball on the beach and laughing."}
 
 #: test2016 sentences whose page translations (greedy and beam 5) are compared with the
-#: package's (benchmarks/browser_translator.py compares all 1,000).
+#: package's (benchmarks/browser_translator.py compares all 1,000 of German → English).
 TEST_SENTENCES = 100
 #: The most bytes a reader may download from pressing the button to the first translation,
 #: by how the weights are stored (translator.py MODELS). The target is 12 MB; float16
@@ -43,40 +55,51 @@ TEST_SENTENCES = 100
 DOWNLOAD_LIMIT = {"float16": 16_700_000, "int8": 12_000_000}
 
 
-
 @pytest.fixture(scope="module")
-def package():
+def packages():
+    """The package's translator of a direction (each loaded once)."""
     import convs2s
 
-    return convs2s.pretrained("de-en")
+    return functools.cache(convs2s.pretrained)
 
 
 @pytest.fixture(scope="module")
-def flickr2016():
-    from convs2s.data.multi30k import DataError, load_multi30k
+def package(packages):
+    return packages("de-en")
 
-    try:
-        return [de for de, _ in load_multi30k(download=False)["test"]]
-    except DataError as e:
-        pytest.skip(f"needs the Multi30k files (CONVS2S_DATA_DIR): {e}")
+
+@functools.cache
+def _sources(direction: str, split: str) -> list[str]:
+    from convs2s.data.multi30k import load_multi30k
+
+    src, trg = direction.split("-")
+    return [s for s, _ in load_multi30k(download=False, src=src, trg=trg)[split]]
 
 
 @pytest.fixture(scope="module")
-def valid():
-    from convs2s.data.multi30k import DataError, load_multi30k
+def sources():
+    """The source sentences of a direction's split (Multi30k, where its files are)."""
+    from convs2s.data.multi30k import DataError
 
-    try:
-        return [de for de, _ in load_multi30k(download=False)["valid"]]
-    except DataError as e:
-        pytest.skip(f"needs the Multi30k files (CONVS2S_DATA_DIR): {e}")
+    def get(direction: str, split: str) -> list[str]:
+        try:
+            return _sources(direction, split)
+        except DataError as e:
+            pytest.skip(f"needs the Multi30k files (CONVS2S_DATA_DIR): {e}")
+
+    return get
 
 
-def _translator_tab(web, viewport=None):
+def _translator_tab(web, viewport=None, direction=None):
+    """A tab on notebook 06's page, with ``direction`` chosen in the translator's menu (which
+    downloads nothing by itself)."""
     base, browser = web
     t = shots.SitePage(browser, base)
     if viewport:
         t.page.set_viewport_size(viewport)
     t.open(PAGE)
+    if direction and direction != DIRECTIONS[0]:
+        t.page.locator(".convs2s-translator select[name=direction]").select_option(direction)
     return t
 
 
@@ -128,14 +151,27 @@ def test_a_weight_that_float16_would_change_is_refused():
         translator._float16_weights(graph([0.1, 1.0]))
 
 
+def test_the_page_offers_every_shipped_direction_starting_with_notebook_06s_sentences():
+    from convs2s.course import analysis
+    from convs2s.run import pretrained
+
+    assert DIRECTIONS[0] == "de-en" and set(DIRECTIONS) == set(pretrained.available())
+    assert {d: s["sentence"] for d, s in translator.MODELS.items()} == analysis.WIDGET_SENTENCES
+
+
 def test_the_translator_note_replaces_notebook_06s_widget_only_when_the_site_has_its_files():
     nb = site.load_notebook(site.ROOT / "notebooks" / "06_inference_beam_search_bleu.ipynb")
     lesson = site.read_lesson(site.ROOT / "notebooks" / "06_inference_beam_search_bleu.ipynb", nb)
+    sizes = {"de-en": 42_000_000, "en-de": 41_000_000}
     live = site.site_notebook(nb, lesson, "https://github.com/a/b", set(), hints={},
-                              translator_bytes=42_000_000).notebook["cells"]
+                              translator_bytes=sizes).notebook["cells"]
     text = "\n".join(site.cell_source(c) for c in live if c["cell_type"] == "markdown")
     assert text.count('class="convs2s-translator"') == 1
-    assert 'data-download-bytes="42000000"' in text
+    assert 'data-download-bytes="42000000"' in text  # the first direction's, from nothing
+    listed = site.translator_directions(sizes)
+    assert [(d["name"], d["source"], d["target"], d["bytes"]) for d in listed] == [
+        ("de-en", "German", "English", 42_000_000), ("en-de", "English", "German", 41_000_000)]
+    assert 'convs2s.pretrained("en-de")' in text and "German → English" in text
     without = site.site_notebook(nb, lesson, "https://github.com/a/b", set(),
                                  hints={}).notebook["cells"]
     assert "convs2s-translator" not in json.dumps(without)
@@ -148,15 +184,17 @@ def test_the_translator_note_replaces_notebook_06s_widget_only_when_the_site_has
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_the_pages_pieces_equal_sentencepieces_for_every_validation_sentence(web, package,
-                                                                             valid):
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_the_pages_pieces_equal_sentencepieces_for_every_validation_sentence(
+        web, packages, sources, direction):
+    package, valid = packages(direction), sources(direction, "valid")
     t = _translator_tab(web)
     try:
         texts = valid + ODD_TEXT
-        page = t.page.evaluate("""async texts => {
-            const tok = await window.convs2sTranslator.loadTokenizer();
+        page = t.page.evaluate("""async ([texts, name]) => {
+            const tok = await window.convs2sTranslator.loadTokenizer(name);
             return texts.map(s => window.convs2sTranslator.encodePieces(s, tok)); }""",
-                               texts)
+                               [texts, direction])
         expected = [package.pipeline.src_tokenizer(s) for s in texts]
         wrong = [(s, p, e) for s, p, e in zip(texts, page, expected, strict=True) if p != e]
         assert wrong == [], f"{len(wrong)} of {len(texts)} differ, first: {wrong[:3]}"
@@ -167,16 +205,18 @@ def test_the_pages_pieces_equal_sentencepieces_for_every_validation_sentence(web
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_the_pages_detokenizer_equals_the_packages(web, package):
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_the_pages_detokenizer_equals_the_packages(web, packages, direction):
+    package = packages(direction)
     lists = [["▁A", "▁dog", "."], ["<unk>", "▁dog"], ["▁", "▁dog"], ["▁", "dog"], ["▁▁a"],
              ["😀", "▁a"], ["<unk>"], ["▁", "<unk>", "▁x"], ["▁A", "<pad>", "<eos>", "▁b"], [],
-             ["▁A", "<bos>", "▁dog"], ["▁"]]
+             ["▁A", "<bos>", "▁dog"], ["▁"], ["▁Ein", "▁Hund", "."]]
     t = _translator_tab(web)
     try:
-        page = t.page.evaluate("""async lists => {
-            const tok = await window.convs2sTranslator.loadTokenizer();
+        page = t.page.evaluate("""async ([lists, name]) => {
+            const tok = await window.convs2sTranslator.loadTokenizer(name);
             return lists.map(p => window.convs2sTranslator.decodePieces(p, tok)); }""",
-                               lists)
+                               [lists, direction])
         assert page == [package.detokenize(p) for p in lists]
     finally:
         t.close()
@@ -184,21 +224,22 @@ def test_the_pages_detokenizer_equals_the_packages(web, package):
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.parametrize("direction", DIRECTIONS)
 def test_the_pages_greedy_translations_equal_the_packages_for_200_validation_sentences(
-        web, package, valid):
+        web, packages, sources, direction):
     import torch
 
-    sentences = valid[:200]
-    t = _translator_tab(web)
+    package, sentences = packages(direction), sources(direction, "valid")[:200]
+    t = _translator_tab(web, direction=direction)
     try:
         _loaded(t)
-        page = t.page.evaluate("""async sentences => {
+        page = t.page.evaluate("""async ([sentences, name]) => {
             const out = [];
             for (const s of sentences) {
-              const r = await window.convs2sTranslator.translate(s);
+              const r = await window.convs2sTranslator.translate(s, 1, name);
               out.push([r.ok, r.tokens, r.text]);
             }
-            return out; }""", sentences)
+            return out; }""", [sentences, direction])
         tokens = package.translate_tokens(sentences, beam_size=1)
         wrong = [(s, p[1], e) for s, p, e in zip(sentences, page, tokens, strict=True)
                  if p[1] != e]
@@ -207,7 +248,8 @@ def test_the_pages_greedy_translations_equal_the_packages_for_200_validation_sen
         assert [text for _, _, text in page] == [package.detokenize(e) for e in tokens]
         # the attention the page draws is the package's, for a few of them
         for s in sentences[:5]:
-            r = t.page.evaluate("s => window.convs2sTranslator.translate(s)", s)
+            r = t.page.evaluate("([s, name]) => window.convs2sTranslator.translate(s, 1, name)",
+                                [s, direction])
             expected = package.translate_with_attention(s)
             assert r["sourcePieces"] == expected.source_tokens
             torch.testing.assert_close(torch.tensor(r["attention"]), expected.attention.float(),
@@ -219,28 +261,30 @@ def test_the_pages_greedy_translations_equal_the_packages_for_200_validation_sen
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.parametrize("direction", DIRECTIONS)
 def test_the_pages_beam_search_equals_the_packages_for_50_validation_sentences(
-        web, package, valid):
-    sentences = valid[200:250]
-    t = _translator_tab(web)
+        web, packages, sources, direction):
+    package, sentences = packages(direction), sources(direction, "valid")[200:250]
+    t = _translator_tab(web, direction=direction)
     try:
         _loaded(t)
         for k in (5, 2):
-            expected = _page_equals_package(t, package, sentences, k)
+            expected = _page_equals_package(t, package, sentences, k, direction)
         # beam search finds other translations than greedy for some of them (the test can fail)
         assert expected != package.translate_tokens(sentences, beam_size=1)
     finally:
         t.close()
 
 
-def _page_equals_package(t, package, sentences: list[str], k: int) -> list[list[str]]:
+def _page_equals_package(t, package, sentences: list[str], k: int,
+                         direction: str) -> list[list[str]]:
     """Asserts that the page's output tokens with beam ``k`` equal the package's for every one of
     ``sentences``; returns the package's."""
-    page = t.page.evaluate("""async ([sentences, k]) => {
+    page = t.page.evaluate("""async ([sentences, k, name]) => {
         const out = [];
         for (const s of sentences)
-          out.push((await window.convs2sTranslator.translate(s, k)).tokens);
-        return out; }""", [sentences, k])
+          out.push((await window.convs2sTranslator.translate(s, k, name)).tokens);
+        return out; }""", [sentences, k, direction])
     expected = package.translate_tokens(sentences, beam_size=k)
     wrong = [(s, p, e) for s, p, e in zip(sentences, page, expected, strict=True) if p != e]
     assert wrong == [], f"beam {k}: {len(wrong)} of {len(sentences)} differ, first: {wrong[:2]}"
@@ -254,34 +298,45 @@ def _manifest(built) -> dict:
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.parametrize("direction", DIRECTIONS)
 def test_the_pages_translations_equal_the_packages_for_the_first_test2016_sentences(
-        web, package, flickr2016):
+        web, packages, sources, direction):
     """Greedy and beam 5 (the notebook's), on the first TEST_SENTENCES sentences of test2016."""
-    sentences = flickr2016[:TEST_SENTENCES]
-    t = _translator_tab(web)
+    package, sentences = packages(direction), sources(direction, "test")[:TEST_SENTENCES]
+    t = _translator_tab(web, direction=direction)
     try:
         _loaded(t)
         for k in (1, 5):
-            _page_equals_package(t, package, sentences, k)
+            _page_equals_package(t, package, sentences, k, direction)
         assert t.problems() == []
     finally:
         t.close()
 
 
+_TRANSLATOR_REQUESTS = ("() => performance.getEntriesByType('resource').map(e => e.name)"
+                        ".filter(n => n.includes('/_static/translator/'))")
+
+
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.parametrize("direction", DIRECTIONS)
 def test_from_the_click_to_the_first_translation_the_page_fetches_its_files_as_binary(
-        built, web):
+        built, web, direction):
     """Over http the page fetches manifest.js and the gzip files of onnxruntime-web and of the
-    model it shows, as binary (fetch, no base64 chunk script), and nothing of another model;
-    the bytes of every response from the click to the first translation, counted from the
-    network, are the files' bytes, which the button announces, and at most DOWNLOAD_LIMIT."""
+    model of the direction chosen, as binary (fetch, no base64 chunk script), and nothing of
+    another model; the bytes of every response from the click to the first translation,
+    counted from the network, are the files' bytes, which the button announces, and at most
+    DOWNLOAD_LIMIT."""
     manifest = _manifest(built)
-    entry = manifest["models"][manifest["default"]]
+    entry = manifest["models"][direction]
     expected = {"manifest.js", *manifest["runtime"].values(), *entry["files"].values()}
+    others = {p for other, e in manifest["models"].items() if other != direction
+              for p in e["files"].values()}
+    assert others and not others & expected  # the premise: the other model's files are apart
     folder = built.out / "_static" / "translator"
-    t = _translator_tab(web)
+    t = _translator_tab(web, direction=direction)
     try:
+        assert t.page.evaluate(_TRANSLATOR_REQUESTS) == [], "choosing downloads nothing"
         responses = []
         t.page.on("requestfinished", lambda r: responses.append(r))
         _loaded(t)
@@ -313,11 +368,13 @@ def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_ge
     try:
         root = t.page.locator(".convs2s-translator")
         assert root.is_visible()
-        loaded = "() => performance.getEntriesByType('resource').map(e => e.name)" \
-                 ".filter(n => n.includes('/_static/translator/'))"
-        assert t.page.evaluate(loaded) == [], "nothing of the model before the button"
+        assert t.page.evaluate(_TRANSLATOR_REQUESTS) == [], "nothing of the model before the button"
+        menu = root.get_by_role("combobox", name="direction")
+        assert menu.is_visible() and menu.input_value() == "de-en"
+        assert menu.locator("option").all_inner_texts() == ["German → English",
+                                                            "English → German"]
         button = root.locator(".translator-load")
-        assert "MB" in button.inner_text()
+        assert "MB" in button.inner_text() and "German → English" in button.inner_text()
         # the progress bar's values as the chunks arrive
         t.page.evaluate("""() => {
             const bar = document.querySelector('.convs2s-translator progress');
@@ -328,11 +385,13 @@ def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_ge
         values = [v for v, _, shown in seen if shown]
         total = seen[-1][1]
         assert len(set(values)) > 10 and values == sorted(values) and max(values) == total
-        assert all(name.endswith((".gz", "manifest.js")) for name in t.page.evaluate(loaded))
+        loaded = t.page.evaluate(_TRANSLATOR_REQUESTS)
+        assert all(name.endswith((".gz", "manifest.js")) for name in loaded)
+        assert not any("/en-de/" in name for name in loaded), "nothing of the other direction"
         # the notebook's starting sentence, with its starting beam size (5)
-        first = package.translate(translator.DEFAULT_SENTENCE, beam_size=5)
+        first = package.translate(translator.MODELS["de-en"]["sentence"], beam_size=5)
         assert root.locator(".translator-output").inner_text() == f"English: {first}"
-        sentence = "Zwei Kinder spielen am Strand mit einem roten Ball und lachen laut."
+        sentence = TYPED["de-en"]
         box = root.get_by_role("textbox", name="German")
         box.fill(sentence)
         box.press("Enter")
@@ -347,6 +406,65 @@ def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_ge
             assert (f"beam size {k}" if k > 1 else "greedy") in root.inner_text()
         assert root.locator("svg.translator-map").count() == 4  # one per decoder layer
         assert root.evaluate("r => r.scrollWidth <= r.clientWidth + 1"), "fits the column"
+        assert t.problems() == []
+    finally:
+        t.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, shots.PHONE["width"]])
+def test_choosing_english_to_german_loads_that_model_once_and_translates_typed_english(
+        built, web, packages, width):
+    """After German → English: choosing English → German relabels the box and offers that
+    model's files alone (the runtime is loaded), whose bytes, counted from the network, the
+    button announces; then typed English translates as the package's; switching back and forth
+    translates at once, with nothing downloaded again."""
+    manifest = _manifest(built)
+    en_de = set(manifest["models"]["en-de"]["files"].values())
+    folder = built.out / "_static" / "translator"
+    t = _translator_tab(web, {"width": width, "height": 900})
+    try:
+        root = t.page.locator(".convs2s-translator")
+        _loaded(t)  # German → English
+        responses = []
+        t.page.on("requestfinished", lambda r: responses.append(r))
+        menu = root.get_by_role("combobox", name="direction")
+        menu.select_option("en-de")
+        assert root.get_attribute("data-state") == "idle"
+        box = root.get_by_role("textbox", name="English")
+        assert box.input_value() == translator.MODELS["en-de"]["sentence"]
+        assert box.get_attribute("lang") == "en"
+        assert root.locator(".translator-output").inner_text() == ""
+        button = root.locator(".translator-load")
+        assert button.is_visible() and "English → German" in button.inner_text()
+        assert responses == [], "choosing the direction downloads nothing"
+        _loaded(t)
+        mine = [r for r in responses if "/_static/translator/" in r.url]
+        assert sorted(r.url.split("/_static/translator/", 1)[1] for r in mine) == sorted(en_de)
+        body = sum(r.sizes()["responseBodySize"] for r in mine)
+        assert body == sum((folder / name).stat().st_size for name in en_de)
+        assert body == int(root.get_attribute("data-download-bytes"))
+        assert f"({body / 1e6:.0f} MB)" in button.inner_text()
+        package = packages("en-de")
+        first = package.translate(translator.MODELS["en-de"]["sentence"], beam_size=5)
+        assert root.locator(".translator-output").inner_text() == f"German: {first}"
+        box.fill(TYPED["en-de"])
+        box.press("Enter")
+        shown = "t => document.querySelector('.translator-output').textContent === t"
+        t.page.wait_for_function(shown, arg=f"German: {package.translate(TYPED['en-de'])}")
+        assert root.locator("svg.translator-map").count() == 4
+        assert root.evaluate("r => r.scrollWidth <= r.clientWidth + 1"), "fits the column"
+        # back and forth: each model was loaded once
+        before = len(responses)
+        menu.select_option("de-en")
+        german = packages("de-en").translate(translator.MODELS["de-en"]["sentence"], beam_size=5)
+        t.page.wait_for_function(shown, arg=f"English: {german}")
+        assert root.get_by_role("textbox", name="German").is_visible()
+        menu.select_option("en-de")
+        t.page.wait_for_function(shown, arg=f"German: {first}")
+        assert len(responses) == before, "nothing downloaded again"
+        assert not button.is_visible()
         assert t.problems() == []
     finally:
         t.close()
@@ -382,7 +500,7 @@ def test_the_site_opened_from_disk_translates_typed_german(built, web, package):
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_without_webassembly_the_page_says_so_and_shows_pretranslated_examples(web, package):
+def test_without_webassembly_the_page_says_so_and_shows_pretranslated_examples(web, packages):
     base, browser = web
     t = shots.SitePage(browser, base)
     try:
@@ -392,10 +510,14 @@ def test_without_webassembly_the_page_says_so_and_shows_pretranslated_examples(w
         t.page.wait_for_selector(".convs2s-translator table.translator-examples")
         assert "cannot run WebAssembly" in root.inner_text()
         assert root.locator(".translator-load").count() == 0
-        rows = root.locator("tr").evaluate_all(
-            "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
-        assert rows[0][0] == translator.DEFAULT_SENTENCE and len(rows) >= 1
-        assert rows == [[de, package.translate(de, beam_size=1)] for de, _ in rows]
+        tables = root.locator("table.translator-examples")
+        assert tables.evaluate_all("ts => ts.map(t => t.dataset.model)") == DIRECTIONS
+        for i, direction in enumerate(DIRECTIONS):
+            rows = tables.nth(i).locator("tr").evaluate_all(
+                "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+            assert rows[0][0] == translator.MODELS[direction]["sentence"] and len(rows) >= 1
+            package = packages(direction)
+            assert rows == [[s, package.translate(s, beam_size=1)] for s, _ in rows]
         assert t.problems() == []
     finally:
         t.close()

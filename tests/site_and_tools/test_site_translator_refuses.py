@@ -3,8 +3,9 @@ the package's ``Translator.source_tokens`` refuses, with the package's messages,
 too long for the model before any piece is made (a 2-million-character paste does not block the
 page).
 
-The page's function runs in Node.js (no browser needed) on the shipped model's tokenizer, as
-the site writes it; the last test runs the page itself in headless Chromium.
+The page's function runs in Node.js (no browser needed) on each shipped model's tokenizer, as
+the site writes it (its message names the model's source language, as the package's does); the
+last test runs the page itself in headless Chromium.
 """
 
 from __future__ import annotations
@@ -48,11 +49,15 @@ readline.createInterface({input: process.stdin}).on("line", (line) => {
 """
 
 
-@pytest.fixture(scope="module")
-def package():
+DIRECTIONS = list(translator.MODELS)
+
+
+@pytest.fixture(scope="module", params=DIRECTIONS)
+def package(request):
+    """The shipped model of each direction the page offers (the tests below run once for each)."""
     import convs2s
 
-    return convs2s.pretrained("de-en")
+    return convs2s.pretrained(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +99,9 @@ def test_the_page_refuses_what_the_package_refuses_with_the_packages_messages(pa
     assert wrong == [], wrong[:3]
     assert all(e["message"] for e in expected[:len(REFUSED)])  # the premise: all refused
     assert not any(e["message"] for e in expected[len(REFUSED):])
+    # "Nothing to translate ... Give a <the model's source language> sentence."
+    language = {"de": "German", "en": "English"}[package.src_lang]
+    assert any(g["message"].endswith(f"Give a {language} sentence.") for g in got)
 
 
 def test_the_page_refuses_a_two_million_character_paste_before_making_its_pieces(package,
@@ -108,8 +116,11 @@ def test_the_page_refuses_a_two_million_character_paste_before_making_its_pieces
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_the_page_says_why_it_refuses_a_paste_or_a_lone_surrogate(web, package):
+def test_the_page_says_why_it_refuses_a_paste_or_a_lone_surrogate(web):
+    import convs2s
     from tools import site_screenshots as shots
+
+    package = convs2s.pretrained("de-en")  # the page's first direction, loaded by its button
 
     base, browser = web
     t = shots.SitePage(browser, base)

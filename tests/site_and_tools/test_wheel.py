@@ -162,17 +162,17 @@ def test_wheel_holds_the_package_and_no_course_tool(wheel):
 
 def test_the_wheel_holds_exactly_the_package_data_it_ships(wheel):
     """Besides Python modules: the shipped models and their manifest (each model the manifest
-    lists, nothing else) and the reference reports notebooks 05-06 read; nothing more."""
+    lists, in every direction, nothing else) and the reference reports notebooks 05-06 read;
+    nothing more."""
     from convs2s.course import reference
 
     data = {name for name in wheel if name.startswith("convs2s/") and not name.endswith(".py")}
     expected = {f"convs2s/course/results/{p.name}" for p in reference.RESULTS_DIR.glob("*.json")}
     assert expected, "the reference reports"
-    manifest = MODELS / "manifest.json"
-    if manifest.is_file():
-        listed = json.loads(manifest.read_text(encoding="utf-8"))["models"].values()
-        expected |= {"convs2s/run/models/manifest.json",
-                     *(f"convs2s/run/models/{entry['file']}" for entry in listed)}
+    listed = json.loads((MODELS / "manifest.json").read_text(encoding="utf-8"))["models"]
+    assert {"de-en", "en-de"} <= set(listed), sorted(listed)
+    expected |= {"convs2s/run/models/manifest.json",
+                 *(f"convs2s/run/models/{entry['file']}" for entry in listed.values())}
     assert data == expected, (f"unexpected: {sorted(data - expected)}; "
                               f"missing: {sorted(expected - data)}")
 

@@ -21,11 +21,13 @@ What a site copy changes, and why (the notebooks themselves are never written):
   notebook's controls: notebooks 01's and 08's computed by ``static/live.js``, 03's,
   04's and 05's flipbooks of what the build computed and drew (``flipbooks.py``), 06's
   translator running the shipped model (``translator.py``); each after a note saying where its
-  numbers or pictures come from. A widget the site does not know is shown as its screenshot
-  from ``images/`` (the one ``make images`` takes of it, found by its controls' labels as
-  ``tools.screenshots`` finds the widget) or the figure its saved state holds, after a note
-  saying that it is a picture, not interactive here, and to run the notebook in JupyterLab or
-  Colab;
+  numbers or pictures come from. Each is known by its name and drawn from its declaration in
+  the package (``convs2s.course.widgets``: controls, labels, ranges), never matched by its
+  labels (``widgets.py`` reads the name from the saved widget state or the cell's builder
+  call). A widget the site cannot show in the page is shown as its screenshot from ``images/``
+  (the one ``make images`` takes of it, by its name) or the figure its saved state holds,
+  after a note saying that it is a picture, not interactive here, and to run the notebook in
+  JupyterLab or Colab;
 - an exercise's check cell loses its stored output (in a committed notebook: "not implemented
   yet" and ``False``) and is followed by a line on where to run it and the exercise's hints,
   each folded, the nudge before the closer hint (the package's ``checks.HINTS``, what the check
@@ -79,9 +81,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from convs2s.course import widgets as declarations  # every notebook widget, declared once
 from tools.site import flipbooks  # notebooks 03-05's widgets (flipbooks.py)
+from tools.site import widgets as notebook_widgets  # which declared widget a notebook's is
 from tools.site.png import smaller_png, smaller_png_base64
-from tools.site.translator import DEFAULT_SENTENCE, TranslatorAssetError, write_assets
+from tools.site.translator import MODELS as TRANSLATOR_MODELS
+from tools.site.translator import TranslatorAssetError, write_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = Path(__file__).resolve().parent
@@ -309,14 +314,12 @@ def widget_figure(models: list[dict]) -> str | None:
     return found
 
 
-def screenshot_for(notebook: str, labels: set[str]) -> str | None:
-    """The image file ``make images`` takes of this widget (tools.screenshots.WIDGETS), if any."""
+def screenshot_for(widget: str) -> str | None:
+    """The image file ``make images`` takes of the declared widget ``widget``
+    (tools.screenshots.WIDGETS), if any."""
     from tools.screenshots import WIDGETS
 
-    for spec in WIDGETS.values():
-        if spec.notebook == notebook and set(spec.labels) <= labels:
-            return spec.image
-    return None
+    return next((spec.image for spec in WIDGETS.values() if spec.widget == widget), None)
 
 
 def _markdown_cell(source: str, cell_id: str) -> dict:
@@ -340,57 +343,83 @@ def _widget_note(image: str | None, alt: str, lesson: Lesson, repo_url: str, n: 
                           f"site-widget-{n}")
 
 
-#: Widgets the site computes in the page (``static/live.js``): (notebook, labels of its
-#: controls) -> the widget's name in live.js.
-LIVE_WIDGETS = {
-    ("01_glu_and_padding", ("kernel size k", "layers L", "padding", "sentence length")):
-        "dependency-explorer",
-    ("08_beyond_convs2s", ("channels d", "kernel k")): "conv-costs",
-}
-# notebooks 03-05's widgets: flipbooks shown by static/flipbook.js (flipbooks.py)
-LIVE_WIDGETS.update(flipbooks.WIDGETS)
+#: Widgets that respond in the page, by name -> their notebook, from their declarations
+#: (``convs2s.course.widgets``): computed by ``static/live.js`` (site "live": notebooks 01 and
+#: 08) or shown by ``static/flipbook.js`` from what the build computed (site "flipbook":
+#: notebooks 03-05, ``flipbooks.py``).
+LIVE_WIDGETS = {name: w.notebook for name, w in declarations.WIDGETS.items()
+                if w.site in ("live", "flipbook")}
 
 
-def live_widget_for(notebook: str, labels: set[str]) -> str | None:
-    """The live.js widget that stands for this notebook widget on the site, if any."""
-    for (name, controls), widget in LIVE_WIDGETS.items():
-        if name == notebook and set(controls) <= labels:
-            return widget
-    return None
+def live_widget_for(widget: declarations.Widget | None) -> str | None:
+    """The name of the live.js or flipbook.js widget that stands for this declared notebook
+    widget on the site, if it has one."""
+    return widget.name if widget and widget.site in ("live", "flipbook") else None
 #: Notebook 06's translator widget (its notebook and its controls' labels): on the site,
 #: the shipped model in the reader's browser (``translator.py``, ``static/translator.js``).
 TRANSLATOR_WIDGET = ("06_inference_beam_search_bleu", "German", "beam size")
 
 
-#: What the shipped translator was trained on and what it translates well, as the site's note
-#: on it says (notebook 06 says the same beside its widget).
+#: What the shipped translators were trained on and what they translate well, as the site's
+#: note on them says (notebook 06 says the same beside its widget): true of every direction
+#: the page offers (translator.py MODELS), each trained on the same captions.
 TRANSLATOR_SCOPE = (
-    "The model learned from Multi30k alone: about 29,000 English captions of photos and their "
-    "German translations, in cased German (“Zwei Hunde spielen im Schnee.”). Expect good "
-    "translations of sentences that describe a picture, written with German's capitals; "
-    "lower-case or all-caps input (17 and 0 BLEU on the validation captions, against 42 as "
-    "written: this page translates what you type as it is, where the notebook's widget "
-    "restores the case first) and sentences unlike captions (questions, dialogue, long or "
-    "technical text) translate badly.")
+    "Both models learned from Multi30k alone: about 29,000 English captions of photos and their "
+    "German translations, in cased English (“Two dogs are playing in the snow.”) and cased "
+    "German (“Zwei Hunde spielen im Schnee.”); German → English reads the German captions and "
+    "writes the English ones, English → German the other way round. Expect good translations "
+    "of sentences that describe a picture, written with their usual capitals. Sentences unlike "
+    "captions (questions, dialogue, long or technical text) translate badly, and so does "
+    "lower-case or all-caps German (for German → English 17 and 0 BLEU on the validation "
+    "captions, against 42 as written): this page translates what you type as it is, where "
+    "the notebook's widget restores the case first.")
 
 #: The title of the note above the translator.
 TRANSLATOR_NOTE_TITLE = "Interactive widget: the trained translator, in your browser"
 
 
-def _translator_widget(n: int, download_bytes: int) -> dict:
+def translator_directions(download_bytes: dict[str, int] | int) -> list[dict]:
+    """The directions the page's translator offers (translator.py ``MODELS``, in order), as its
+    element lists them for ``static/translator.js``: name, source and target language, the
+    sentence its box starts with and the bytes a reader downloads on choosing it first
+    (``download_bytes``: by direction, as ``write_assets`` counts them; one number: that for
+    each). Pure."""
+    from convs2s.data.multi30k import LANGUAGE_NAMES
+
+    out = []
+    for name, settings in TRANSLATOR_MODELS.items():
+        src, _, trg = name.partition("-")
+        out.append({"name": name, "source_lang": src, "target_lang": trg,
+                    "source": LANGUAGE_NAMES.get(src, src),
+                    "target": LANGUAGE_NAMES.get(trg, trg), "sentence": settings["sentence"],
+                    "bytes": download_bytes if isinstance(download_bytes, int)
+                    else download_bytes[name]})
+    return out
+
+
+def _translator_widget(n: int, download_bytes: dict[str, int] | int) -> dict:
     """Notebook 06's translator as the page runs it: the note, then the element that
-    ``static/translator.js`` fills (nothing is downloaded until the reader asks)."""
+    ``static/translator.js`` fills with a menu of directions (:func:`translator_directions`;
+    nothing is downloaded until the reader asks, then only the direction asked for)."""
+    directions = translator_directions(download_bytes)
+    first = directions[0]
+    calls = " and ".join(f"`convs2s.pretrained(\"{d['name']}\")`" for d in directions)
+    names = " or ".join(f"{d['source']} → {d['target']}" for d in directions)
+    listed = json.dumps(directions, ensure_ascii=False, separators=(",", ":"))
     return _markdown_cell("\n".join([
         f":::{{admonition}} {TRANSLATOR_NOTE_TITLE}", ":class: widget-live", "",
-        "This page runs the course's shipped translator (the one this notebook loads with "
-        "`convs2s.pretrained(\"de-en\")`), exported to ONNX, in your browser with "
-        "onnxruntime-web: type German and translate, with no Python, greedily (beam size 1) or "
-        "with beam search, as the notebook's widget does. Each decoder layer's attention is "
-        "drawn as in the notebook. Tests compare its translations with the package's.", "",
+        f"This page runs the course's shipped translators ({calls}; the first is the model "
+        "this notebook studies where there is no run of notebook 05), exported to ONNX, in "
+        "your browser with onnxruntime-web: choose a "
+        "direction, type a sentence and translate, with no Python, greedily (beam size 1) or "
+        "with beam search, as the notebook's widget does. Only the direction you choose is "
+        "downloaded, when you press its button. Each decoder layer's attention is drawn as in "
+        "the notebook. Tests compare its translations with the package's.", "",
         f"**What to expect.** {TRANSLATOR_SCOPE}", "",
-        f'<div class="convs2s-translator" data-download-bytes="{download_bytes}" '
-        f'data-sentence="{html.escape(DEFAULT_SENTENCE, quote=True)}" role="group" '
-        'aria-label="The translator: German in, English out"></div>', ":::"]),
+        f'<div class="convs2s-translator" data-download-bytes="{first["bytes"]}" '
+        f'data-sentence="{html.escape(first["sentence"], quote=True)}" '
+        f'data-models="{html.escape(listed, quote=True)}" role="group" '
+        f'aria-label="The translator: {html.escape(names, quote=True)}"></div>', ":::"]),
         f"site-translator-{n}")
 
 
@@ -410,11 +439,15 @@ def _live_widget(name: str, alt: str, n: int) -> dict:
     if name in flipbooks.NOTEBOOKS:
         return _markdown_cell(flipbooks.note(name, plain_text(alt), LIVE_NOTE_TITLE),
                               f"site-live-{n}")
+    # its controls as declared (convs2s.course.widgets): live.js draws them from this
+    controls = json.dumps([c.as_dict() for c in declarations.declared(name).controls],
+                          ensure_ascii=False, separators=(",", ":"))
     return _markdown_cell("\n".join([
         f":::{{admonition}} {LIVE_NOTE_TITLE}", ":class: widget-live", "",
         f"Move the controls: this page computes the figure in your browser, {LIVE_SOURCES[name]}"
         " (a test compares the two for every setting).", "",
-        f'<div class="convs2s-live" data-widget="{name}" role="group" '
+        f'<div class="convs2s-live" data-widget="{name}" '
+        f'data-controls="{html.escape(controls, quote=True)}" role="group" '
         f'aria-label="{html.escape(plain_text(alt), quote=True)}"></div>', ":::"]),
         f"site-live-{n}")
 
@@ -638,18 +671,20 @@ def _check_help(exercise: str, hints: dict[str, tuple[str, str]], lesson: Lesson
 
 def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set[str],
                   hints: dict[str, tuple[str, str]] | None = None,
-                  translator_bytes: int | None = None) -> SiteNotebook:
+                  translator_bytes: dict[str, int] | int | None = None) -> SiteNotebook:
     """The copy of ``nb`` that the site renders (see the module docstring). Pure, given
     ``hints`` (by default the package's, :func:`course_hints`). ``translator_bytes``: the site
-    has the translator's files (``translator.py``), which weigh that much: notebook 06's
-    translator widget becomes the one that runs in the page."""
+    has the translator's files (``translator.py``), which weigh that much for each direction
+    (``write_assets``'s ``"models"``): notebook 06's translator widget becomes the one that
+    runs in the page."""
     hints = course_hints() if hints is None else hints
     nb = copy.deepcopy(nb)
     state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
     state = state.get("state", {}) if isinstance(state, dict) else {}
     cells, images, solutions, widgets, checks = [], [], 0, 0, 0
     titled, heading, context = False, None, ""
-    for cell in nb["cells"]:
+    made = notebook_widgets.widget_cells(nb)  # the widgets each cell's code makes, by name
+    for index, cell in enumerate(nb["cells"]):
         cells.append(cell)
         kind = cell.get("cell_type")
         if kind == "markdown":
@@ -689,6 +724,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             continue
         before, context = context, ""
         outputs, alt, widget = [], figure_alt(heading, cell_source(cell), before), False
+        shown_here = 0  # the widgets this cell has shown so far
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
@@ -700,17 +736,21 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             widget = True
             models = widget_models(state, str(view.get("model_id", "")))
             labels = widget_labels(models)
-            alt = widget_alt(heading, labels)
+            # which declared widget it is: by name (its saved class or its cell's builder call),
+            # never by its labels; its labels are the declaration's
+            declared = notebook_widgets.declared_for(lesson.name, index, shown_here, models, made)
+            shown_here += 1
+            alt = widget_alt(heading, set(declared.labels) if declared else labels)
             if translator_bytes and lesson.name == TRANSLATOR_WIDGET[0] and \
                     set(TRANSLATOR_WIDGET[1:]) <= labels:
                 cells.append(_translator_widget(widgets, translator_bytes))
                 continue
-            live = live_widget_for(lesson.name, labels)
+            live = live_widget_for(declared)
             if live:  # computed in the page: live, no picture needed
-                cells.append(_live_widget(live, widget_alt(heading, labels, picture=False),
-                                          widgets))
+                cells.append(_live_widget(live, widget_alt(heading, set(declared.labels),
+                                                           picture=False), widgets))
                 continue
-            image = screenshot_for(f"{lesson.name}.ipynb", labels)
+            image = screenshot_for(declared.name) if declared else None
             if image and image in available_images:
                 images.append(image)
                 cells.append(_widget_note(f"images/{image}", alt, lesson, repo_url, widgets))
@@ -885,7 +925,7 @@ class Staged:
 
 
 def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
-          translator_bytes: int | None = None) -> Staged:
+          translator_bytes: dict[str, int] | int | None = None) -> Staged:
     """Write the Sphinx source folder ``src``: the landing page, the notebooks' site copies,
     the committed notebooks (for download) and the images the pages show.
     ``translator_bytes``: see :func:`site_notebook`."""
@@ -1026,7 +1066,7 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
         except TranslatorAssetError as e:
             raise SiteError(str(e)) from None
         staged = stage(work / "src", notebooks, root, repo_url,
-                       translator_bytes=assets["download_bytes"])
+                       translator_bytes=assets["models"])
         html = work / "html"
         warnings = sphinx_build(work / "src", html, work / "doctrees")
         # the translator's and the flipbooks' files beside the site's other static files

@@ -1,8 +1,9 @@
 """Notebooks 03, 04 and 05's widgets on the website, responding with no kernel.
 
-Each widget keeps the notebook's controls (labels, ranges and starting values, read from the
-widget state the notebook saved); what they show is made by the site's build, with the package
-and the notebooks' own code, and ``static/flipbook.js`` shows it:
+Each widget keeps the notebook's controls: their names, kinds and labels as the package declares
+them (``convs2s.course.widgets``), their ranges and starting values as the notebook saved them
+(the notebook gives some of them, :func:`saved_controls`); what they show is made by the site's
+build, with the package and the notebooks' own code, and ``static/flipbook.js`` shows it:
 
 - notebook 03's decoder explorer (``show_decoder``): for every setting of padding, kernel size
   and layers, ``dependency.visible_positions`` (the left panel) and, for every changed token,
@@ -37,6 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from convs2s.course import widgets as declarations
+from tools.site import widgets as notebook_widgets
 from tools.site.png import smaller_png
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -48,14 +51,10 @@ STATIC = "_static/flipbooks"
 #: The notebooks' figures as the inline backend saves them: 100 dpi, cropped to the drawing.
 DPI = 100
 
-#: (notebook, labels of its widget's controls) -> the widget's name in flipbook.js.
-WIDGETS = {
-    ("03_causal_decoder", ("padding", "kernel size", "layers", "change token t")):
-        "decoder-explorer",
-    ("04_multi_step_attention", ("validation sentence",)): "attention-by-sentence",
-    ("05_training_on_multi30k", ("epoch",)): "attention-by-epoch",
-}
-NOTEBOOKS = {widget: notebook for (notebook, _), widget in WIDGETS.items()}
+#: The flipbooks, by their declared widget's name (site "flipbook" in convs2s.course.widgets)
+#: -> its notebook.
+NOTEBOOKS = {name: w.notebook for name, w in declarations.WIDGETS.items()
+             if w.site == "flipbook"}
 
 
 class FlipbookError(Exception):
@@ -126,40 +125,42 @@ def notebook_code(nb: dict, names: set[str]) -> ast.Module:
     return ast.Module(body=list(dict.fromkeys(found.values())), type_ignores=[])
 
 
-@dataclass(frozen=True)
-class Control:
-    """One of a widget's controls, as the notebook saved it."""
-    label: str
-    value: int | str
-    min: int | None = None
-    max: int | None = None
-    step: int | None = None
-    options: tuple[str, ...] = ()
-
-    def values(self) -> list[int | str]:
-        """Every value the control can take."""
-        return list(self.options) or list(range(self.min, self.max + 1, self.step))
+#: The ipywidgets model of each kind of declared control.
+_MODELS = {"slider": "IntSliderModel", "dropdown": "DropdownModel", "text": "TextModel"}
 
 
-def widget_controls(nb: dict, labels: tuple[str, ...]) -> dict[str, Control]:
-    """{label: Control} of the notebook's saved widget controls with these labels."""
-    state = nb.get("metadata", {}).get("widgets", {})
-    state = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+def saved_controls(nb: dict, widget: str) -> dict[str, declarations.Control]:
+    """{name: control} of the declared widget ``widget`` as the notebook saved it: each declared
+    control (its name, kind, label) with the range and value the notebook's saved widget had.
+    The saved widget is found by its name (``tools/site/widgets.py``) and its controls by their
+    order, the declaration's (the builder makes them so), never by their labels."""
+    declared = declarations.declared(widget)
+    models = notebook_widgets.saved_models(nb, widget)
+    if not models:
+        raise FlipbookError(f"{declared.notebook} shows no saved widget {widget!r}: run the "
+                            "notebook again and save it with its widget state")
+    children = notebook_widgets.saved_children(nb, models[0])
+    saved = [m for m in children if m.get("model_name") in _MODELS.values()]
+    kinds = [m.get("model_name") for m in saved]
+    if kinds != [_MODELS[c.kind] for c in declared.controls]:
+        raise FlipbookError(f"{declared.notebook}'s saved widget {widget!r} has the controls "
+                            f"{kinds}, not the {len(declared.controls)} declared: run the "
+                            "notebook again and save it with its widget state")
     controls = {}
-    for model in state.values():
+    for c, model in zip(declared.controls, saved, strict=True):
         s = model.get("state", {})
-        label = s.get("description")
-        if label not in labels or label in controls:
-            continue
-        if "_options_labels" in s:  # a Dropdown: its options, the chosen one by index
-            options = tuple(s["_options_labels"])
-            controls[label] = Control(label, options[s.get("index", 0)], options=options)
-        else:
-            controls[label] = Control(label, s["value"], s["min"], s["max"], s.get("step", 1))
-    missing = [label for label in labels if label not in controls]
-    if missing:
-        raise FlipbookError(f"the notebook's saved widget has no control {missing[0]!r}: run "
-                            "the notebook again and save it with its widget state")
+        try:
+            if c.kind == "slider":
+                c = c.given(value=s["value"], min=s["min"], max=s["max"], step=s.get("step", 1))
+            elif c.kind == "dropdown":
+                c = c.given(value=s["_options_labels"][s.get("index") or 0])
+            else:
+                c = c.given(value=s["value"])
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise FlipbookError(f"{declared.notebook}'s saved widget {widget!r}: control "
+                                f"{c.name!r} does not fit its declaration ({e}): run the "
+                                "notebook again") from None
+        controls[c.name] = c
     return controls
 
 
@@ -175,9 +176,6 @@ def read_json(path: Path) -> dict:
 # --------------------------------------------------------------------------------------------
 # Notebook 03: the decoder explorer's numbers
 # --------------------------------------------------------------------------------------------
-
-DECODER_LABELS = ("padding", "kernel size", "layers", "change token t")
-
 
 class _VocabSize:
     """What ``tiny_model`` reads of a vocabulary: its size and padding id."""
@@ -220,30 +218,25 @@ def decoder_numbers(nb: dict) -> dict:
     what ``show_decoder`` computes (effects to 4 significant digits, :func:`rounded`)."""
     from convs2s.course import dependency
 
-    controls = widget_controls(nb, DECODER_LABELS)
+    controls = saved_controls(nb, "decoder-explorer")
     scope = decoder_setup(nb)
     length, model = scope["W_LEN"], scope["widget_model"]
     settings = {}
     for padding in controls["padding"].values():
-        for k in controls["kernel size"].values():
-            for layers in controls["layers"].values():
+        for k in controls["kernel_size"].values():
+            for layers in controls["n_layers"].values():
                 visible = dependency.visible_positions(k, layers, padding, length)
                 m = model(padding, k, layers)
                 # a 0 (half the bars: a causal decoder's past) written "0", not "0.0"
                 effects = [[rounded(e) or 0 for e in dependency.perturbation_effect(
                     m, scope["w_src"], scope["w_trg"], position).tolist()]
-                    for position in controls["change token t"].values()]
+                    for position in controls["position"].values()]
                 settings[f"{padding},{k},{layers}"] = {
                     "visible": ["".join("1" if v else "0" for v in row)
                                 for row in visible.tolist()],
                     "effect": effects}
-    return {"controls": [_control_json(controls[label]) for label in DECODER_LABELS],
-            "length": length, "settings": settings}
-
-
-def _control_json(c: Control) -> dict:
-    return {"label": c.label, "value": c.value, "min": c.min, "max": c.max, "step": c.step,
-            "options": list(c.options)}
+    return {"controls": [c.as_dict() for c in controls.values()], "length": length,
+            "settings": settings}
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,10 +327,10 @@ def _flipbook_script(widget: str, payload: dict) -> str:
             f"{json.dumps(payload, ensure_ascii=False, separators=(',', ':'))};\n")
 
 
-def _frames_payload(control: Control, frames: list[Frame]) -> dict:
+def _frames_payload(control: declarations.Control, frames: list[Frame]) -> dict:
     """What flipbook.js needs: the notebook's control, and the frames; ``over_values`` where
     there is a frame for every value of the control (05), so the slider takes its values."""
-    return {"label": control.label, "value": control.value,
+    return {"name": control.name, "label": control.label, "value": control.value,
             "over_values": [f.value for f in frames] == control.values(),
             "frames": [{"value": f.value, "src": f"{STATIC}/{f.file}", "alt": f.alt,
                         "text": f.text} for f in frames]}
@@ -373,12 +366,12 @@ def _made(widget: str, notebook: str, data: bytes) -> tuple[bytes, tuple[Frame, 
     elif widget == "attention-by-sentence":
         import convs2s
 
-        control = widget_controls(nb, ("validation sentence",))["validation sentence"]
+        control = saved_controls(nb, widget)["sentence"]
         frames = sentence_frames(read_json(SENTENCES_04),
                                  convs2s.pretrained("de-en", device="cpu"))
         payload = _frames_payload(control, frames)
     else:
-        control = widget_controls(nb, ("epoch",))["epoch"]
+        control = saved_controls(nb, widget)["epoch"]
         frames = epoch_frames(read_json(EPOCHS_05))
         payload = _frames_payload(control, frames)
     del data  # the cache key: read_json reads the same file

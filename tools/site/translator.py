@@ -2,9 +2,10 @@
 writes into ``_static/translator/`` for notebook 06's page (``static/translator.js`` runs it).
 
 - Each model the page offers is listed in :data:`MODELS` (a ``convs2s.pretrained`` name, such as
-  ``"de-en"``, and how its weights are stored); its files lie under ``<name>/`` and the page
-  loads only the direction it shows. Today: the shipped de-en model, the checkpoint notebook 06
-  studies.
+  ``"de-en"``, how its weights are stored and the sentence its box starts with); its files lie
+  under ``<name>/`` and the page loads only the direction the reader asks for (a menu of
+  directions: switching to another loads that one's files, once). Today: the shipped de-en
+  model, the checkpoint notebook 06 studies, and the shipped en-de one.
 - The model is exported to ONNX as two graphs with torch's exporter: the encoder
   (``src [1, src_len]`` -> ``conved``, ``combined``) and one step of the *incremental* decoder,
   as the package decodes (``convs2s.model.decoder``'s incremental state): the new token of each
@@ -70,11 +71,14 @@ ORT_SCRIPT = "ort.wasm.min.js"
 ORT_GLUE = "ort-wasm-simd-threaded.mjs"
 ORT_WASM = "ort-wasm-simd-threaded.wasm"
 #: The models the page offers: a ``convs2s.pretrained`` name -> how the site ships it. The
-#: first is the one the page shows unless its element names another (``data-model``);
-#: ``sentence`` is the sentence its box starts with. A second direction is one more entry
-#: (its files go under ``<name>/``; the page loads only the one it shows).
+#: page's menu of directions lists them in this order, the first chosen unless its element
+#: names another (``data-model``); ``sentence`` is the sentence its box starts with (notebook
+#: 06's widget starts with the same: ``convs2s.course.analysis.WIDGET_SENTENCES``). Another
+#: direction is one more entry (its files go under ``<name>/``; the page loads only the ones
+#: the reader asks for).
 MODELS = {
     "de-en": {"weights": "float16", "sentence": "Ein kleiner Hund spielt im Schnee."},
+    "en-de": {"weights": "float16", "sentence": "A little dog is playing in the snow."},
 }
 WEIGHTS = ("float16", "int8")
 #: Bytes of (gzip-compressed) file per chunk script for a page opened from disk (about 1.4 MB
@@ -84,8 +88,8 @@ CHUNK_BYTES = 1 << 20
 WEIGHTS_FILE = "weights.bin"
 #: Initializers with fewer elements stay inside the ONNX file.
 EXTERNAL_MIN_ELEMENTS = 4096
-#: Sentences the page translates without WebAssembly (pre-translated here by the package): the
-#: sentence notebook 06's widget starts with, then the first validation sentences.
+#: Sentences the page translates without WebAssembly (pre-translated here by the package), per
+#: model: the sentence notebook 06's widget starts with, then the first validation sentences.
 DEFAULT_SENTENCE = MODELS["de-en"]["sentence"]
 FALLBACK_EXAMPLES = 6
 OPSET = 20
@@ -399,6 +403,8 @@ def tokenizer_data(translator) -> dict:
     become (normal ones; not the controls <pad> <bos> <eos>, nor <unk>), the specials' ids.
     Refuses a model the page's tokenizer does not implement (another normalization than
     identity, a unigram model, user-defined pieces)."""
+    from convs2s.data.multi30k import LANGUAGE_NAMES
+
     pipeline = translator.pipeline
     tok = pipeline.src_tokenizer
     spec = tok.trained_with()
@@ -420,7 +426,9 @@ def tokenizer_data(translator) -> dict:
     v = translator.trg_vocab
     return {"pieces": pieces, "scores": [round(proc.get_score(i), 6) for i in range(n)],
             "first_normal": 4, "unk": v.unk_idx, "pad": v.pad_idx, "bos": v.bos_idx,
-            "eos": v.eos_idx, "max_positions": translator.max_positions}
+            "eos": v.eos_idx, "max_positions": translator.max_positions,
+            # the source language's name, as the package's messages give it
+            "source_name": LANGUAGE_NAMES.get(translator.src_lang, translator.src_lang)}
 
 
 def fallback_examples(translator, sentences) -> list[dict]:
@@ -480,6 +488,7 @@ def _model_files(out: dict, files: dict, name: str, settings: dict,
                  examples: tuple[str, ...]) -> dict:
     """One model's files (under ``name/``) into ``out``/``files``; its manifest entry."""
     import convs2s
+    from convs2s.data.multi30k import LANGUAGE_NAMES
     from convs2s.run.pretrained import PretrainedError, pretrained_path, record
 
     try:
@@ -503,6 +512,8 @@ def _model_files(out: dict, files: dict, name: str, settings: dict,
         "decoder": decoder_spec(translator.model),
         "source_language": rec.get("direction", name).split("-")[0],
         "target_language": rec.get("direction", name).split("-")[-1],
+        "source_name": LANGUAGE_NAMES.get(translator.src_lang, translator.src_lang),
+        "target_name": LANGUAGE_NAMES.get(translator.trg_lang, translator.trg_lang),
         "model": {"direction": name, "file": pretrained_path(name).name,
                   "sha256": rec["sha256"], "epochs": rec["training"]["epochs"],
                   "length_penalty": translator.length_penalty,

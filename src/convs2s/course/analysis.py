@@ -11,7 +11,10 @@ Used by notebooks 05 and 06; 07 and 08 use its timing (:func:`time_call`) and 07
   :func:`sentence_bleu`, :func:`bleu_by_group`, :func:`bleu_by_length`, :func:`plot_bleu_groups`;
 - the interactive translator of notebook 06: :func:`forced_attention`,
   :func:`translate_for_display` (returns a dict; all-lower-case or all-caps input gets the case
-  the model knows, :func:`input_casing`) and :func:`plot_translation`.
+  the model knows, :func:`input_casing`) and :func:`plot_translation`; its choice of direction
+  (the model studied, or another shipped one): :class:`WidgetTranslators`,
+  :func:`widget_directions`, :func:`widget_inputs`, :func:`translation_lines`; and what the
+  manifest records of each shipped model: :func:`shipped_models_table`.
 
 Everything returns plain numbers, dicts and tensors; the plotting helpers draw on axes or a
 figure you pass in (or make a new one). matplotlib is imported only when a plot is drawn.
@@ -62,6 +65,14 @@ __all__ = [
     "input_casing",
     "translate_for_display",
     "plot_translation",
+    "WIDGET_SENTENCES",
+    "language_name",
+    "direction_name",
+    "widget_directions",
+    "widget_inputs",
+    "WidgetTranslators",
+    "translation_lines",
+    "shipped_models_table",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -624,10 +635,11 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1, *,
     Returns ``{"ok", "message", "text", "source", "recased", "source_tokens", "tokens",
     "unknown", "attention"}``: ``source`` is the sentence as translated (``recased``: True
     where that is not the sentence as typed): a cased model trained on captions
-    rarely saw lower-case or all-caps text (``ein hund läuft.`` scores 17 BLEU where ``Ein Hund
-    läuft.`` scores 42), so input that is *entirely* lower-case or upper-case gets the case the
-    model knows (:func:`convs2s.data.truecase.truecase` with ``casing``; by default
-    :func:`input_casing`, None: as typed); any other input is translated as typed. ``text`` is
+    rarely saw lower-case or all-caps text (``ein hund läuft.`` rather than ``Ein Hund läuft.``;
+    what that costs the shipped German→English model is measured in ``benchmarks/RESULTS.md``),
+    so input that is *entirely* lower-case or upper-case gets the case the model knows
+    (:func:`convs2s.data.truecase.truecase` with ``casing``; by default :func:`input_casing`,
+    None: as typed); any other input is translated as typed. ``text`` is
     the detokenized translation with ``beam_size``; ``tokens`` its output tokens; ``unknown`` the
     source tokens the vocabulary does not know; ``attention`` the
     ``[dec_layers, len(tokens), len(source_tokens)]`` attention behind that output
@@ -709,3 +721,111 @@ def plot_translation(result: dict, *, fig=None, ncols: int | None = None,
     read_as = f"\n(read as: {result['source']})" if result.get("recased") else ""
     fig.suptitle(result["text"] + read_as, fontsize=10)
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# The translator's directions: the model studied, and the other shipped ones
+# --------------------------------------------------------------------------------------------
+
+#: The sentence notebook 06's translator widget starts with, by direction (a caption such as
+#: Multi30k's; the website's translator starts with the same: tools/site/translator.py).
+WIDGET_SENTENCES = {"de-en": "Ein kleiner Hund spielt im Schnee.",
+                    "en-de": "A little dog is playing in the snow."}
+
+
+def language_name(code: str) -> str:
+    """``"German"`` for ``"de"`` (Multi30k's languages); any other code as it is. Pure."""
+    from convs2s.data.multi30k import LANGUAGE_NAMES
+
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def direction_name(direction: str) -> str:
+    """``"German → English"`` for ``"de-en"``. Pure."""
+    src, _, trg = direction.partition("-")
+    return f"{language_name(src)} → {language_name(trg)}"
+
+
+def widget_directions(first: str, shipped: Iterable[str]) -> list[tuple[str, str]]:
+    """The translator widget's menu of directions as ``(label, direction)``: ``first`` (the
+    direction of the model the notebook studies), then every other direction of ``shipped``
+    (:func:`convs2s.run.pretrained.available`) in its order. Pure."""
+    return [(direction_name(d), d) for d in dict.fromkeys([first, *shipped])]
+
+
+def widget_inputs(direction: str) -> tuple[str, str]:
+    """What the widget's text box shows for ``direction``: its label, the source language
+    (``"German"``), and the sentence it starts with (:data:`WIDGET_SENTENCES`; empty for a
+    direction without one). Pure."""
+    return language_name(direction.partition("-")[0]), WIDGET_SENTENCES.get(direction, "")
+
+
+class WidgetTranslators:
+    """The translators of notebook 06's widget, by direction: ``studied`` (the model the notebook
+    studies, the learner's run or the shipped one) for its own direction (:attr:`first`); any
+    other direction is a shipped model, loaded by ``load`` (default
+    :func:`convs2s.run.pretrained.pretrained`, on ``studied``'s device) the first time the
+    widget asks for it, then kept: nothing of a direction is read before it is chosen."""
+
+    def __init__(self, studied, load: Callable | None = None):
+        self.first = f"{studied.src_lang}-{studied.trg_lang}"
+        self._device = getattr(studied, "device", None)
+        self._load = load
+        self._translators = {self.first: studied}
+
+    @property
+    def loaded(self) -> list[str]:
+        """The directions whose translators are at hand, in the order they were loaded."""
+        return list(self._translators)
+
+    def __call__(self, direction: str):
+        """The translator for ``direction`` (loaded now if it is not yet)."""
+        if direction not in self._translators:
+            if self._load is None:
+                from convs2s.run.pretrained import pretrained as load
+            else:
+                load = self._load
+            self._translators[direction] = load(direction, device=self._device)
+        return self._translators[direction]
+
+
+def translation_lines(result: dict, direction: str) -> list[str]:
+    """What the widget prints above :func:`translate_for_display`'s ``result`` for
+    ``direction``: the translation after its language's name (``"English: A dog runs."``), or
+    the reason in parentheses for input that cannot be translated; then the source tokens the
+    vocabulary does not know, if any (``"unknown German words: …"``). Pure."""
+    src, _, trg = direction.partition("-")
+    lines = [f"{language_name(trg)}: {result['text']}" if result["ok"]
+             else f"({result['message']})"]
+    if result["unknown"]:
+        lines.append(f"unknown {language_name(src)} words: {', '.join(result['unknown'])}")
+    return lines
+
+
+def _recorded_bleu(entry: dict, split: str) -> str:
+    """``"greedy / beam 5"`` sacreBLEU the record holds for the float16 weights on ``split``."""
+    row = (((entry.get("scores") or {}).get("splits") or {}).get(split) or {}).get("float16")
+    if not row:
+        return "not recorded"
+    return f"{row['beam1']['sacrebleu']:.2f} / {row['beam5']['sacrebleu']:.2f}"
+
+
+def shipped_models_table(records: dict[str, dict]) -> str:
+    """A Markdown table of the shipped models, one row per direction (``records``: direction ->
+    :func:`convs2s.run.pretrained.record`): how it was trained (preset, epochs, hours, machine)
+    and the sacreBLEU recorded for its float16 weights, as shipped, on Multi30k's validation
+    split and test2016 (greedy / beam 5 with its length penalty). Pure: every figure is the
+    record's."""
+    rows = ["| direction | trained | validation sacreBLEU (greedy / beam 5) | "
+            "test2016 sacreBLEU (greedy / beam 5) |", "|---|---|---|---|"]
+    for direction, entry in records.items():
+        training = entry.get("training") or {}
+        done = ", ".join(x for x in (
+            f"preset `{entry['preset']}`" if entry.get("preset") else "",
+            f"{training['epochs']} epochs" if training.get("epochs") else "",
+            f"{training['hours']:g} h" if training.get("hours") else "",
+            f"on {training['machine']}" if training.get("machine") else "") if x)
+        rows.append(f"| {direction_name(direction)} (`convs2s.pretrained(\"{direction}\")`) | "
+                    f"{done or 'not recorded'} | {_recorded_bleu(entry, 'valid')} | "
+                    f"{_recorded_bleu(entry, 'test')} |")
+    return "\n".join(rows)

@@ -1,10 +1,13 @@
 """Giving all-lower-case or all-caps input back the case a cased model was trained on.
 
-The shipped translator reads cased German, as Multi30k writes it: nouns capitalised, the first
-word of a sentence too. Typed in lower case (``ein hund läuft durch den schnee.``) or in capitals,
-the same sentence is made of pieces the model rarely or never saw, and it translates worse.
-:func:`truecase` rewrites such input before it is encoded, word by word, with the casing the
-model knows best; text with any mixed case is the writer's choice and is left as it is.
+The shipped translators read cased text, as Multi30k writes it: German with its nouns
+capitalised (``convs2s.pretrained("de-en")``), English with its names (``"en-de"``), the first
+word of a sentence in both. Typed in lower case (``ein hund läuft durch den schnee.``) or in
+capitals, the same sentence is made of pieces the model rarely or never saw, and it translates
+worse. :func:`truecase` rewrites such input before it is encoded, word by word, with the casing
+the model knows best; text with any mixed case is the writer's choice and is left as it is.
+Nothing here knows a language: the casing is learned from the model's own source side (its
+language's training captions, or its vocabulary), so the same functions serve either direction.
 
 - :func:`uniform_case`: ``"lower"``, ``"upper"`` or None (mixed, or no letters);
 - :func:`casing_table`: each word's most frequent casing in a corpus (the training split), as
@@ -14,9 +17,9 @@ model knows best; text with any mixed case is the writer's choice and is left as
   tokenizer cuts into fewer pieces, then the one whose pieces are more frequent;
 - :func:`truecase`: the rewrite, with either of them.
 
-Measured with the shipped model (``convs2s.pretrained("de-en")``, greedy) on Multi30k's
-validation split and test2016, lower-cased or all-caps source against the same true-cased:
-the figures are in ``benchmarks/RESULTS.md``. Pure functions; no model is loaded.
+Measured with the shipped German→English model (``convs2s.pretrained("de-en")``, greedy) on
+Multi30k's validation split and test2016, lower-cased or all-caps source against the same
+true-cased: the figures are in ``benchmarks/RESULTS.md``. Pure functions; no model is loaded.
 """
 
 from __future__ import annotations

@@ -5,16 +5,20 @@ training.
     >>> t = convs2s.pretrained("de-en")                              # doctest: +SKIP
     >>> t.translate("Ein kleiner Hund spielt im Schnee.")            # doctest: +SKIP
     'A little dog is playing in the snow.'
+    >>> convs2s.pretrained("en-de").translate("Two dogs play in the snow.")  # doctest: +SKIP
 
-Each model is one checkpoint file in ``convs2s/run/models/`` (the ``cpu_subword`` architecture
-trained to convergence by ``python -m convs2s.train``, its weights stored as float16 to halve the
-file; the model computes in float32 as always), with its vocabularies, its sentencepiece model and
-its final choices (averaged weights, length penalty, both chosen on validation) inside it.
+One model per direction, as the manifest lists them (:func:`available`): German→English
+``"de-en"`` and English→German ``"en-de"``. Each is one checkpoint file in
+``convs2s/run/models/`` (the ``cpu_subword`` architecture trained by ``python -m convs2s.train``,
+its weights stored as float16 to halve the file; the model computes in float32 as always), with
+its vocabularies, its sentencepiece model and its final choices (averaged weights, length
+penalty, both chosen on validation) inside it.
 ``models/manifest.json`` records for each one the file's sha256, how it was trained (command,
 epochs, hours, machine) and what it scores; a file whose bytes differ from the record is refused
 with one line, as is a missing one. ``tools/export_pretrained.py`` writes both from a training
 run's ``final.pt``. Made for notebook 06 (a trained model to study, without hours of training);
-every translator widget uses it where the learner has no run of their own.
+every translator widget uses it where the learner has no run of their own, and notebook 06's
+widget and the website's translator offer every direction shipped.
 """
 
 from __future__ import annotations
@@ -123,10 +127,10 @@ def pretrained_checkpoint(direction: str = "de-en",
 
 def pretrained(direction: str = "de-en", device=None,
                models_dir: str | os.PathLike = MODELS_DIR):
-    """A ready :class:`convs2s.run.translator.Translator` for a shipped model ("de-en"): its
-    model in float32 on ``device`` (the best available by default), beam search's length
-    penalty as chosen on validation. :class:`PretrainedError` (one line) for a direction the
-    package has no model for, or a missing or damaged file."""
+    """A ready :class:`convs2s.run.translator.Translator` for a shipped model ("de-en",
+    "en-de": :func:`available`): its model in float32 on ``device`` (the best available by
+    default), beam search's length penalty as chosen on validation. :class:`PretrainedError`
+    (one line) for a direction the package has no model for, or a missing or damaged file."""
     from convs2s.run.translator import Translator
 
     return Translator.from_checkpoint(pretrained_checkpoint(direction, models_dir),

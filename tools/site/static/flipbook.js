@@ -1,6 +1,16 @@
 /* Notebooks 03, 04 and 05's widgets on the static site, with no Python kernel.
 
-   The site's build (tools/site/flipbooks.py) writes, per widget, a script that puts its data in
+   Mirrors no computation: every number and picture is the package's, computed by the site's
+   build (tools/site/flipbooks.py: decoder_numbers with convs2s.course.dependency.
+   visible_positions and perturbation_effect; the frames drawn with convs2s.course.
+   attention_maps.plot_attention_grid, titled with its attention_entropy, and convs2s.course.
+   analysis.plot_attention_epoch). It
+   draws them as convs2s.course.dependency.plot_visible_positions and plot_perturbation draw
+   theirs (tests/site_and_tools/test_site_flipbooks.py compares every setting). The controls
+   are the ones the package declares (convs2s.course.widgets), with the ranges the notebook
+   saved; live.js's input() draws them.
+
+   The site's build writes, per widget, a script that puts its data in
    window.convs2sFlipbooks[name]; the page loads it just after the widget's element. Here:
 
    - "decoder-explorer" (notebook 03): the numbers of every setting, drawn in SVG as the
@@ -14,22 +24,7 @@
   const BAR_COLOURS = {before: "#d62728", at: "#ff7f0e", after: "#1f77b4"};
 
   // live.js (loaded before this script) builds the SVG elements and the controls for both
-  const {svgElement, figureSvg, control} = window.convs2sLive;
-
-  /* One of the notebook's controls ({label, value, min, max, step, options}, as it saved it):
-     a select for a dropdown, a slider otherwise. */
-  function input(spec, name) {
-    if (spec.options.length) {
-      const select = document.createElement("select");
-      select.name = name;
-      for (const o of spec.options) select.add(new Option(o, o, false, o === spec.value));
-      return select;
-    }
-    const slider = document.createElement("input");
-    Object.assign(slider, {type: "range", name, min: spec.min, max: spec.max, step: spec.step,
-                           value: spec.value});
-    return slider;
-  }
+  const {svgElement, figureSvg, control, input} = window.convs2sLive;
 
   function newForm() {
     const form = document.createElement("form");
@@ -115,8 +110,7 @@
 
   function decoderExplorer(root, data) {
     const form = newForm();
-    const names = ["padding", "kernel_size", "n_layers", "position"];  // the notebook's
-    const inputs = data.controls.map((spec, c) => input(spec, names[c]));
+    const inputs = data.controls.map((spec) => input(spec));  // named as declared
     data.controls.forEach((spec, c) => control(form, spec.label, inputs[c]));
     const figure = document.createElement("div");
     figure.className = "live-figure flipbook-panels";
@@ -133,17 +127,18 @@
     update();
   }
 
-  /* A flipbook of pictures: {label, value (the notebook's starting one), frames: [{value, src,
-     alt, text}], over_values}. With over_values (notebook 05: a frame for every value of the
+  /* A flipbook of pictures: {name, label, value (the notebook's starting one), frames:
+     [{value, src, alt, text}], over_values}. With over_values (notebook 05: a frame for every value of the
      notebook's slider) the slider takes the notebook's values; otherwise (04: some of them)
      it runs over the frames and its output shows the notebook's value. */
-  function pictures(root, data, name) {
+  function pictures(root, data) {
     const form = newForm();
     const values = data.frames.map((f) => f.value);
+    const name = data.name;  // the declared control's
     const slider = data.over_values
-      ? input({options: [], min: values[0], max: values.at(-1), step: 1, value: data.value}, name)
-      : input({options: [], min: 0, max: values.length - 1, step: 1,
-               value: Math.max(0, values.indexOf(data.value))}, name);
+      ? input({name, options: [], min: values[0], max: values.at(-1), step: 1, value: data.value})
+      : input({name, options: [], min: 0, max: values.length - 1, step: 1,
+               value: Math.max(0, values.indexOf(data.value))});
     const frameOf = (v) => data.frames[data.over_values ? values.indexOf(+v) : +v];
     control(form, data.label, slider, (v) => frameOf(v).value);
     const link = document.createElement("a");
@@ -173,8 +168,8 @@
 
   const WIDGETS = {
     "decoder-explorer": decoderExplorer,
-    "attention-by-sentence": (root, data) => pictures(root, data, "sentence"),
-    "attention-by-epoch": (root, data) => pictures(root, data, "epoch"),
+    "attention-by-sentence": pictures,
+    "attention-by-epoch": pictures,
   };
   document.addEventListener("DOMContentLoaded", () => {
     for (const root of document.querySelectorAll(".convs2s-flipbook[data-widget]")) {

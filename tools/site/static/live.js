@@ -1,11 +1,22 @@
 /* Widgets that respond on the static site, with no Python kernel: notebook 01's
    dependency explorer and notebook 08's cost of a separable convolution.
 
+   Mirrors (tests/site_and_tools/test_site.py compares each with the package for every setting
+   of the widget's controls):
+   - dependencyMap: convs2s.course.dependency.dependency_map (the measured map), with
+     receptiveField: convs2s.course.receptive_field.receptive_field;
+   - describe and line: convs2s.course.dependency.dependency_summary, describe_dependency and
+     draw_dependency_explorer's text line;
+   - convCosts and costsTitle: convs2s.model.variants.conv_costs, and notebook 08's title.
+
+   Each widget's controls (names, labels, ranges, starting values) are not written here: the
+   site gives them, as the package declares them (convs2s.course.widgets), in the element's
+   data-controls; input() draws each one (flipbook.js uses it too).
+
    Notebook 01's dependency explorer: which inputs each output of a stack of L conv+GLU blocks of
    width k depends on, for "same", "causal" or no padding. In the notebook the package measures
    the map with autograd (convs2s.course.dependency.dependency_map); here the same map comes from
-   the rules that measurement shows (tests/site_and_tools/test_site.py compares the two for
-   every setting of the widget's controls):
+   the rules that measurement shows:
 
    - "same" (odd k): output i reads inputs i - L(k-1)/2 ... i + L(k-1)/2, cut to the sentence;
    - "causal": output i reads inputs i - L(k-1) ... i, cut at 0;
@@ -136,27 +147,44 @@
     show();
   }
 
-  function slider(name, value, min, max) {
-    const input = document.createElement("input");
-    Object.assign(input, {type: "range", name, min, max, step: 1, value});
-    return input;
+  /* One declared control ({name, label, kind, value, min, max, step, options}, as
+     convs2s.course.widgets.Control.as_dict gives it): a select for a dropdown, a text box for
+     text, a slider otherwise; named as the notebook function's argument it sets. */
+  function input(spec) {
+    if (spec.options.length) {
+      const select = document.createElement("select");
+      select.name = spec.name;
+      for (const o of spec.options) select.add(new Option(o, o, false, o === spec.value));
+      return select;
+    }
+    const field = document.createElement("input");
+    if (spec.kind === "text") {
+      Object.assign(field, {type: "text", name: spec.name, value: spec.value});
+    } else {
+      Object.assign(field, {type: "range", name: spec.name, min: spec.min, max: spec.max,
+                            step: spec.step, value: spec.value});
+    }
+    return field;
   }
 
-  function dependencyExplorer(root) {
+  /* The widget's form: every declared control (the element's data-controls), labelled as
+     declared; {form, inputs: {name: element}}. */
+  function declaredForm(root) {
     const form = document.createElement("form");
     form.className = "live-controls";
     form.addEventListener("submit", (event) => event.preventDefault());
-    // the notebook's controls: the same labels, ranges and starting values
-    const k = slider("kernel_size", 3, 1, 9);
-    const layers = slider("n_layers", 2, 1, 6);
-    const padding = document.createElement("select");
-    padding.name = "padding";
-    for (const p of ["none", "same", "causal"]) padding.add(new Option(p, p, false, p === "same"));
-    const length = slider("length", 16, 4, 32);
-    control(form, "kernel size k", k);
-    control(form, "layers L", layers);
-    control(form, "padding", padding);
-    control(form, "sentence length", length);
+    const inputs = {};
+    for (const spec of JSON.parse(root.dataset.controls)) {
+      inputs[spec.name] = input(spec);
+      control(form, spec.label, inputs[spec.name]);
+    }
+    return {form, inputs};
+  }
+
+  function dependencyExplorer(root) {
+    // the notebook's controls, as declared: the same labels, ranges and starting values
+    const {form, inputs} = declaredForm(root);
+    const {kernel_size: k, n_layers: layers, padding, length} = inputs;
     const figure = document.createElement("div");
     figure.className = "live-figure";
     const text = document.createElement("p");
@@ -206,15 +234,8 @@
   }
 
   function costsWidget(root) {
-    const form = document.createElement("form");
-    form.className = "live-controls";
-    form.addEventListener("submit", (event) => event.preventDefault());
-    const channels = slider("channels", 256, 32, 1024);
-    channels.step = 32;
-    const k = slider("kernel_size", 3, 1, 15);
-    k.step = 2;
-    control(form, "channels d", channels);
-    control(form, "kernel k", k);
+    const {form, inputs} = declaredForm(root);
+    const {channels, kernel_size: k} = inputs;
     const figure = document.createElement("div");
     figure.className = "live-figure";
     root.replaceChildren(form, figure);
@@ -252,7 +273,7 @@
 
   const WIDGETS = {"dependency-explorer": dependencyExplorer, "conv-costs": costsWidget};
   window.convs2sLive = {dependencyMap, describe, line, receptiveField, convCosts, costsTitle,
-                        control, svgElement, figureSvg};
+                        control, input, svgElement, figureSvg};
   document.addEventListener("DOMContentLoaded", () => {
     for (const root of document.querySelectorAll(".convs2s-live[data-widget]")) {
       const build = WIDGETS[root.dataset.widget];

@@ -1,14 +1,19 @@
-/* Notebook 06's translator in the reader's browser (issues 38 and 47): the course's shipped
-   de-en model, exported to ONNX by tools/site/translator.py (the encoder, and one step of the
-   package's incremental decoder, whose state, each layer's last k-1 convolution inputs, goes
-   in and out), run by onnxruntime-web (WebAssembly), greedy decoding or beam search (the
-   notebook's beam size slider), every decoder layer's attention drawn as in notebook 06.
+// Mirrors convs2s.data.subword.SubwordTokenizer and convs2s.model.search.greedy_decode/beam_search.
+/* Notebook 06's translator in the reader's browser: the course's shipped models, one per
+   direction (German → English, the one notebook 06 studies, and English → German), each
+   exported to ONNX by tools/site/translator.py (the encoder, and one step of the package's
+   incremental decoder, whose state, each layer's last k-1 convolution inputs, goes in and
+   out), run by onnxruntime-web (WebAssembly), greedy decoding or beam search (the notebook's
+   beam size slider), every decoder layer's attention drawn as in notebook 06.
 
+   The element lists the directions (data-models, written by the site's build) and the page
+   offers them in a menu; the box is labelled with the chosen direction's source language.
    Nothing is downloaded until the reader presses the button: then manifest.js, and the gzip
-   files of onnxruntime-web and of the one model shown (the element's data-model, else the
-   manifest's default), fetched as binary over http(s), or loaded as base64 classic scripts
-   from a page opened from disk (which may load scripts but not fetch files), with a progress
-   bar.
+   files of onnxruntime-web and of the one model chosen, fetched as binary over http(s), or
+   loaded as base64 classic scripts from a page opened from disk (which may load scripts but
+   not fetch files), with a progress bar. Choosing another direction afterwards offers to load
+   that one's model (its files only: the runtime is loaded); each model loads once, and
+   switching back to a loaded one translates at once.
 
    The tokenizer is sentencepiece's BPE encoding for a model learned with identity
    normalization (the course's, convs2s.data.subword): text in NFC; leading and trailing spaces
@@ -158,7 +163,7 @@
       }).join(", ") + (shown.length > 10 ? ` and ${shown.length - 10} more` : "");
       return refused("Nothing to translate: the model knows none of the sentence's words" +
                      (shown.length ? ` (unknown pieces: ${listed})` : "") +
-                     ". Give a German sentence.");
+                     `. Give a ${tok.source_name || "German"} sentence.`);
     }
     return {message: "", pieces, unknown};
   }
@@ -330,7 +335,9 @@
     if (!models.has(name)) {
       const model = (async () => {
         const entry = m.models[name];
-        const paths = [...Object.values(m.runtime), ...Object.values(entry.files)];
+        // the files still to come (a second direction: its model's; the runtime is here)
+        const paths = [...Object.values(m.runtime), ...Object.values(entry.files)]
+          .filter((p) => !files.has(p));
         const size = (p) => (OVER_HTTP ? m.files[p].bytes
                                        : m.files[p].chunks.reduce((a, b) => a + b, 0));
         const total = paths.reduce((sum, p) => sum + size(p), 0);
@@ -589,19 +596,48 @@
     return typeof WebAssembly === "object" && typeof WebAssembly.instantiate === "function";
   }
 
+  /* the directions the element offers, in its menu's order: data-models (the site's build
+     writes it: name, languages, starting sentence, bytes to download on choosing it first);
+     an element without it offers its data-model (else the manifest's default) alone */
+  function directionsOf(root) {
+    let list = [];
+    try { list = JSON.parse(root.dataset.models || "[]"); } catch (e) { list = []; }
+    if (!Array.isArray(list) || !list.length) {
+      list = [{name: root.dataset.model || "", source_lang: "de", target_lang: "en",
+               source: "German", target: "English", sentence: root.dataset.sentence || "",
+               bytes: Number(root.dataset.downloadBytes)}];
+    }
+    return list;
+  }
+
+  /* the bytes the button downloads for the direction ``d`` now: what the site counted (the
+     manifest, the runtime and the model) before anything is loaded; afterwards, those of its
+     files not loaded yet (switching to a second direction: its model's files only) */
+  function pendingBytes(d) {
+    if (!manifest) return Number(d.bytes);
+    const entry = manifest.models[modelName(manifest, d.name)];
+    return [...Object.values(manifest.runtime), ...Object.values(entry.files)]
+      .filter((p) => !files.has(p)).reduce((sum, p) => sum + manifest.files[p].bytes, 0);
+  }
+
   async function showExamples(root, why) {
     root.replaceChildren(node("p", {className: "translator-status"}, why));
     try {
       const m = await loadManifest();
-      const examples = m.models[modelName(m, root.dataset.model)].examples;
-      const table = node("table", {className: "translator-examples"});
-      table.appendChild(node("caption", {}, "Translated beforehand by the package (greedy)"));
-      for (const e of examples) {
-        const row = node("tr");
-        row.append(node("td", {lang: "de"}, e.source), node("td", {lang: "en"}, e.target));
-        table.appendChild(row);
+      for (const d of directionsOf(root)) {
+        const entry = m.models[modelName(m, d.name)];
+        const table = node("table", {className: "translator-examples"});
+        table.dataset.model = modelName(m, d.name);
+        table.appendChild(node("caption", {}, `${d.source} → ${d.target}, translated ` +
+                                               "beforehand by the package (greedy)"));
+        for (const e of entry.examples) {
+          const row = node("tr");
+          row.append(node("td", {lang: entry.source_language}, e.source),
+                     node("td", {lang: entry.target_language}, e.target));
+          table.appendChild(row);
+        }
+        root.appendChild(table);
       }
-      root.appendChild(table);
     } catch (e) {
       root.appendChild(node("p", {}, String(e.message || e)));
     }
@@ -610,15 +646,27 @@
   function mount(root) {
     if (!hasWebAssembly()) {
       showExamples(root, "This browser cannot run WebAssembly, which the translator needs " +
-                         "(onnxruntime-web): here are sentences the same model translated.");
+                         "(onnxruntime-web): here are sentences the same models translated.");
       return;
     }
-    const mb = (Number(root.dataset.downloadBytes) / 1e6).toFixed(0);
-    const input = node("input", {type: "text", value: root.dataset.sentence || "",
-                                 name: "german", lang: "de"});
-    input.setAttribute("aria-label", "German");
-    const label = node("label", {className: "translator-input"}, "German ");
-    label.appendChild(input);
+    const directions = directionsOf(root);
+    let current = directions.find((d) => d.name === root.dataset.model) || directions[0];
+    const ready = new Set();  // the directions whose model is loaded
+    // the menu of directions ("German → English", ...): choosing one loads nothing by itself
+    const menu = node("select", {name: "direction"});
+    menu.setAttribute("aria-label", "direction");
+    for (const d of directions) {
+      menu.appendChild(node("option", {value: d.name}, `${d.source} \u2192 ${d.target}`));
+    }
+    menu.value = current.name;
+    const menuLabel = node("label", {className: "translator-input"}, "direction ");
+    menuLabel.appendChild(menu);
+    menuLabel.hidden = directions.length < 2;
+    // the sentence, labelled with its language
+    const input = node("input", {type: "text", name: "sentence"});
+    const language = document.createTextNode("");
+    const label = node("label", {className: "translator-input"});
+    label.append(language, input);
     // the notebook's beam size slider: 1 to 10, starting at 5
     const beam = node("input", {type: "range", min: 1, max: 10, step: 1, name: "beam_size",
                                 value: root.dataset.beam || 5});
@@ -626,39 +674,71 @@
     const beamShown = node("output", {}, beam.value);
     const beamLabel = node("label", {className: "translator-input"}, "beam size ");
     beamLabel.append(beam, beamShown);
-    const load = node("button", {type: "button", className: "translator-load"},
-                      `Load the translator (${mb} MB)`);
+    const load = node("button", {type: "button", className: "translator-load"});
     const go = node("button", {type: "button", className: "translator-go", disabled: true},
                     "Translate");
     const bar = node("progress", {max: 1, value: 0, hidden: true});
     bar.setAttribute("aria-label", "downloading the translator");
-    const status = node("p", {className: "translator-status"},
-                        "The model and onnxruntime-web download only when you press the button.");
+    const status = node("p", {className: "translator-status"});
     const output = node("p", {className: "translator-output"});
     output.setAttribute("aria-live", "polite");
     const maps = node("div", {className: "translator-maps"});
-    root.replaceChildren(label, beamLabel, node("div", {className: "translator-buttons"}, ""),
-                         bar, status, output, maps);
-    root.querySelector(".translator-buttons").append(load, go);
+    const buttons = node("div", {className: "translator-buttons"});
+    buttons.append(load, go);
+    root.replaceChildren(menuLabel, label, beamLabel, buttons, bar, status, output, maps);
+
+    const name = (d) => `${d.source} \u2192 ${d.target}`;
+    /* the controls for the direction chosen: its language on the box, its starting sentence,
+       and either Translate (its model is loaded) or the button that loads it */
+    const show = () => {
+      language.textContent = `${current.source} `;
+      input.setAttribute("aria-label", current.source);
+      input.lang = current.source_lang;
+      input.value = current.sentence || "";
+      output.replaceChildren();
+      output.lang = current.target_lang;
+      maps.replaceChildren();
+      const loaded = ready.has(current.name);
+      load.hidden = loaded;
+      go.disabled = !loaded;
+      if (loaded) {
+        status.textContent = `Type ${current.source} and press Translate (or Enter).`;
+        root.dataset.state = "ready";
+      } else {
+        const bytes = pendingBytes(current);
+        root.dataset.downloadBytes = String(bytes);
+        load.textContent = `Load ${name(current)} (${(bytes / 1e6).toFixed(0)} MB)`;
+        status.textContent = ready.size
+          ? `The ${name(current)} model downloads only when you press the button.`
+          : "The model and onnxruntime-web download only when you press the button, " +
+            "for the direction chosen only.";
+        root.dataset.state = "idle";
+      }
+    };
 
     const run = async () => {
+      const d = current;
       go.disabled = true;
       const t0 = performance.now();
       const k = Number(beam.value);
-      const result = await translate(input.value, k, root.dataset.model);
+      const result = await translate(input.value, k, d.name || undefined);
+      if (d !== current) return;  // the reader chose another direction meanwhile
       const ms = performance.now() - t0;
-      output.textContent = result.ok ? `English: ${result.text}` : `(${result.message})`;
+      output.textContent = result.ok ? `${d.target}: ${result.text}` : `(${result.message})`;
       status.textContent = result.ok
         ? `${k === 1 ? "greedy" : `beam size ${k}`}, ${result.tokens.length} output pieces in ` +
           `${ms.toFixed(0)} ms` +
-          (result.unknown.length ? `; unknown German pieces: ${result.unknown.join(", ")}` : "")
+          (result.unknown.length ? `; unknown ${d.source} pieces: ${result.unknown.join(", ")}`
+                                 : "")
         : "";
       drawAttention(maps, result);
       root.dataset.state = "translated";
       go.disabled = false;
     };
     load.addEventListener("click", async () => {
+      const d = current;
       load.disabled = true;
+      menu.disabled = true;
       bar.hidden = false;
       root.dataset.state = "loading";
       try {
@@ -667,24 +747,35 @@
           bar.value = done;
           status.textContent = `downloading: ${(done / 1e6).toFixed(1)} of ` +
                                `${(total / 1e6).toFixed(1)} MB`;
-        }, root.dataset.model);
+        }, d.name || undefined);
       } catch (e) {
         root.dataset.state = "failed";
         status.textContent = `The translator could not be loaded: ${e.message || e}`;
         load.disabled = false;
+        menu.disabled = false;
+        bar.hidden = true;
         return;
       }
+      ready.add(d.name);
       bar.hidden = true;
       load.hidden = true;
+      load.disabled = false;
+      menu.disabled = false;
       go.disabled = false;
-      status.textContent = "Loaded. Type German and press Translate (or Enter).";
+      status.textContent = `Loaded. Type ${d.source} and press Translate (or Enter).`;
       root.dataset.state = "ready";
       await run();
+    });
+    menu.addEventListener("change", () => {
+      current = directions.find((d) => d.name === menu.value) || directions[0];
+      show();
+      if (ready.has(current.name)) run();
     });
     go.addEventListener("click", run);
     beam.addEventListener("input", () => { beamShown.value = beam.value; });
     beam.addEventListener("change", () => { if (!go.disabled) run(); });
     input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !go.disabled) run(); });
+    show();
   }
 
   window.convs2sTranslator = {normalize, encodePieces, checkSource, decodePieces, encodeIds,
