@@ -55,7 +55,7 @@ def test_records_reads_every_matching_report_and_leaves_out_other_benchmarks(tmp
     assert [r["device_type"] for r in found] == ["cpu", "cuda"]
     assert length_sweep.not_measured_lines(found) == []
     assert length_sweep.not_measured_lines(found[:1]) == [
-        "GPU (CUDA): not yet measured (benchmarks/length_sweep.py --device cuda)"]
+        "GPU (CUDA): not yet measured"]
 
 
 @pytest.mark.parametrize("bad", [{}, {"training": []}, {"training": [{"length": 8}]},

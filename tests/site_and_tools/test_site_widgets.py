@@ -225,6 +225,10 @@ def test_the_site_finds_a_widget_by_its_name_without_any_label(name):
     anonymous = copy.deepcopy(nb)
     for cell in notebook_widgets.widget_cells(nb):
         anonymous["cells"][cell.index]["source"] = "display(some_widget)"
+    for model in notebook_widgets.saved_state(anonymous).values():  # a run saved the class too
+        state = model.get("state", {})
+        state["_dom_classes"] = [c for c in state.get("_dom_classes", [])
+                                 if c != declarations.css_class(name)]
     page = _page(anonymous, notebook)
     assert f'data-widget="{name}"' not in page and site.WIDGET_NOTE_TITLE in page
 

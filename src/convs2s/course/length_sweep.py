@@ -113,8 +113,7 @@ def summary_lines(record: dict, factor: float = 1.5) -> list[str]:
 def not_measured_lines(found: Sequence[dict]) -> list[str]:
     """One line for each device type of :data:`DEVICE_TYPES` that no record covers."""
     have = {r.get("device_type") for r in found}
-    return [f"{name}: not yet measured (benchmarks/length_sweep.py --device {kind})"
-            for kind, name in DEVICE_TYPES.items() if kind not in have]
+    return [f"{name}: not yet measured" for kind, name in DEVICE_TYPES.items() if kind not in have]
 
 
 def compare(prediction, found: Sequence[dict], factor: float = 1.5) -> list[str]:
