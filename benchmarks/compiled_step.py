@@ -76,7 +76,7 @@ def _sync(device: torch.device) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
-    from train_step import real_batches, synthetic_batches
+    from train_step import step_batches
 
     from convs2s.model import ConvS2S
     from convs2s.model.loss import next_token_loss
@@ -114,21 +114,9 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("steps", "warmup", "rounds", "flop_batches", "vocab", "src_len", "trg_len"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    device = environment.check_device(args.device)
     preset = PRESETS[args.preset]
-    if max(args.src_len, args.trg_len + 1) > preset.model.max_positions:
-        parser.error(f"--src-len/--trg-len must fit the preset's {preset.model.max_positions} "
-                     "positions")
-
-    if args.batches == "real":
-        batches, (src_vocab, trg_vocab), pad = real_batches(preset, args.steps)
-    else:
-        rows = max(1, preset.max_tokens // (args.trg_len + 1))
-        batches = synthetic_batches(args.vocab, rows, args.src_len, args.trg_len, 0.3,
-                                    n=args.steps)
-        src_vocab = trg_vocab = args.vocab
-        pad = 0
-    batches = [(s.to(device), t.to(device)) for s, t in batches]
+    device, preset, batches, src_vocab, trg_vocab, pad = step_batches(
+        parser, args, rows=max(1, preset.max_tokens // (args.trg_len + 1)), n=args.steps)
     real = [int((t[:, 1:] != pad).sum()) for _, t in batches]
     torch.manual_seed(0)
     config = dataclasses.replace(preset.model, src_vocab_size=src_vocab, trg_vocab_size=trg_vocab,

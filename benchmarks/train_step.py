@@ -109,6 +109,34 @@ def real_batches(preset, n: int) -> tuple[list, int, int]:
     return batches, (len(src_vocab), len(trg_vocab)), trg_vocab.pad_idx
 
 
+def step_batches(parser, args, rows: int | None = None, pad_share: float = 0.3,
+                 n: int = 4) -> tuple:
+    """What both step benchmarks (this one and ``compiled_step.py``) start from, after their
+    own argument checks: the device, the preset, and ``args.batches``'s batches on the device
+    (``real``: the first ``args.steps`` of epoch 1; ``synthetic``: ``n`` batches of ``rows``
+    sentences, the preset's ``max_tokens`` over ``args.trg_len`` when ``rows`` is None), with
+    the vocabulary sizes and the padding id: ``(device, preset, batches, src_vocab, trg_vocab,
+    pad)``. A length the preset cannot hold is the parser's error."""
+    from convs2s.run.presets import PRESETS
+    from convs2s.system import environment
+
+    device = environment.check_device(args.device)
+    preset = PRESETS[args.preset]
+    if max(args.src_len, args.trg_len + 1) > preset.model.max_positions:
+        parser.error(f"--src-len/--trg-len must fit the preset's {preset.model.max_positions} "
+                     "positions")
+    if args.batches == "real":
+        batches, (src_vocab, trg_vocab), pad = real_batches(preset, args.steps)
+    else:
+        rows = rows if rows is not None else max(1, preset.max_tokens // args.trg_len)
+        batches = synthetic_batches(args.vocab, rows, args.src_len, args.trg_len, pad_share,
+                                    n=n)
+        src_vocab = trg_vocab = args.vocab
+        pad = 0
+    batches = [(s.to(device), t.to(device)) for s, t in batches]
+    return device, preset, batches, src_vocab, trg_vocab, pad
+
+
 def main(argv: list[str] | None = None) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -138,21 +166,8 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if not 0 <= args.pad_share < 1:
         parser.error("--pad-share must be in [0, 1)")
-    device = environment.check_device(args.device)
-    preset = PRESETS[args.preset]
-    if max(args.src_len, args.trg_len + 1) > preset.model.max_positions:
-        parser.error(f"--src-len/--trg-len must fit the preset's {preset.model.max_positions} "
-                     "positions")
-
-    if args.batches == "real":
-        batches, (src_vocab, trg_vocab), pad = real_batches(preset, args.steps)
-    else:
-        batch = max(1, preset.max_tokens // args.trg_len)
-        batches = synthetic_batches(args.vocab, batch, args.src_len, args.trg_len,
-                                    args.pad_share)
-        src_vocab = trg_vocab = args.vocab
-        pad = 0
-    batches = [(s.to(device), t.to(device)) for s, t in batches]
+    device, preset, batches, src_vocab, trg_vocab, pad = step_batches(
+        parser, args, pad_share=args.pad_share)
     torch.manual_seed(0)
     config = dataclasses.replace(preset.model, src_vocab_size=src_vocab, trg_vocab_size=trg_vocab,
                                  src_pad_idx=pad, trg_pad_idx=pad)
