@@ -91,12 +91,18 @@ lab-install: $(LAB_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks tools
 
+# Test workers (pytest-xdist): one per core this process may use, at most 4; each test file
+# runs whole in one worker (--dist loadfile: a file's module fixtures, such as the Colab-like
+# environment, are made once). TEST_JOBS=0 runs every test in one process, one after another.
+TEST_JOBS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile)
+
 unit: $(STAMP)
-	CONVS2S_QUICK=1 $(PY) -m pytest tests -q -rs
+	CONVS2S_QUICK=1 $(PY) -m pytest tests -q -rs$(XDIST)
 
 notebooks: $(STAMP)
 	CONVS2S_QUICK=1 MPLBACKEND=Agg $(PY) -m pytest --nbval-lax --nbval-current-env \
-		-p no:cacheprovider notebooks -q
+		-p no:cacheprovider notebooks -q$(XDIST)
 
 test: lint site unit notebooks
 

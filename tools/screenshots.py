@@ -320,21 +320,29 @@ class JupyterLab:
 
 
 class Browser:
-    """Headless Chromium (``chromium_path()``) driven by Playwright; one per session."""
+    """Headless Chromium (``chromium_path()``) driven by Playwright.
+
+    Several may be open at once in one process (a test worker holds the site's browser for its
+    whole run while a test file opens its own): Playwright's synchronous API allows one driver
+    per thread, so they share it; the last to close stops it."""
+
+    _driver = None  # the process's Playwright, while any Browser is open
+    _users = 0
 
     def __init__(self):
-        self._pw = None
         self.browser = None
 
     def __enter__(self) -> Browser:
         from playwright.sync_api import sync_playwright
 
-        self._pw = sync_playwright().start()
+        if Browser._driver is None:
+            Browser._driver = sync_playwright().start()
+        Browser._users += 1
         try:
-            self.browser = self._pw.chromium.launch(
+            self.browser = Browser._driver.chromium.launch(
                 executable_path=str(chromium_path()), headless=True, args=list(CHROMIUM_FLAGS))
         except Exception:
-            self._pw.stop()
+            self._release()
             raise
         return self
 
@@ -343,8 +351,14 @@ class Browser:
             if self.browser is not None:
                 self.browser.close()
         finally:
-            if self._pw is not None:
-                self._pw.stop()
+            self._release()
+
+    @staticmethod
+    def _release() -> None:
+        Browser._users -= 1
+        if Browser._users == 0 and Browser._driver is not None:
+            driver, Browser._driver = Browser._driver, None
+            driver.stop()
 
     @contextlib.contextmanager
     def notebook(self, lab: JupyterLab, name: str) -> Iterator[NotebookPage]:

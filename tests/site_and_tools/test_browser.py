@@ -324,3 +324,22 @@ def test_the_lab_drops_a_checkpoint_the_caller_did_not_give(tmp_path, monkeypatc
 def test_every_widget_has_a_screenshot_stage():
     """`make images` knows how to pose every widget it finds (a new widget needs its stage)."""
     assert set(screenshots.STAGES) == set(WIDGETS)
+
+
+def test_a_second_browser_opens_while_the_first_is_open_and_each_closes_alone():
+    """In a test worker the site's browser stays open for the whole run while a test file opens
+    its own (parallel `make test`): Playwright's synchronous API refuses a second driver in one
+    thread, so the browsers share one, stopped when the last closes."""
+    _require_browser()
+    with screenshots.Browser() as first:
+        with screenshots.Browser() as second:
+            page = second.browser.new_page()
+            page.set_content("<p>second</p>")
+            assert page.inner_text("p") == "second"
+        page = first.browser.new_page()  # the first still works after the second closed
+        page.set_content("<p>first</p>")
+        assert page.inner_text("p") == "first"
+    with screenshots.Browser() as again:  # and a new one starts after all closed
+        page = again.browser.new_page()
+        page.set_content("<p>again</p>")
+        assert page.inner_text("p") == "again"

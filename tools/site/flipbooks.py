@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import html
 import io
 import json
@@ -357,8 +358,28 @@ def stage(out: Path, notebooks: dict[str, dict]) -> dict[str, int]:
 @functools.lru_cache(maxsize=6)
 def _made(widget: str, notebook: str, data: bytes) -> tuple[bytes, tuple[Frame, ...]]:
     """One flipbook's script and frames, from its notebook (as JSON text) and its data file's
-    bytes: made once per process for the same inputs (a test run builds the site several times;
-    rendering 04's frames takes seconds)."""
+    bytes: made once per process for the same inputs, and kept on disk for the next build
+    (``build_cache``: a test run builds the site several times; rendering 04's frames takes
+    seconds)."""
+    from tools.site import build_cache
+
+    key = {"widget": widget, "notebook": hashlib.sha256(notebook.encode("utf-8")).hexdigest(),
+           "data": hashlib.sha256(data).hexdigest()}
+    files = build_cache.cached("flipbook", key, lambda: _stored(*_make(widget, notebook)))
+    listed = json.loads(files["frames.json"])
+    frames = tuple(Frame(**f, png=files[f"frame-{i}.png"]) for i, f in enumerate(listed))
+    return files["script.js"], frames
+
+
+def _stored(script: bytes, frames: tuple[Frame, ...]) -> dict[str, bytes]:
+    """A flipbook as the cache's files: its script, its frames' fields and each frame's PNG."""
+    listed = [{"value": f.value, "file": f.file, "alt": f.alt, "text": f.text} for f in frames]
+    return {"script.js": script, "frames.json": json.dumps(listed).encode("utf-8"),
+            **{f"frame-{i}.png": f.png for i, f in enumerate(frames)}}
+
+
+def _make(widget: str, notebook: str) -> tuple[bytes, tuple[Frame, ...]]:
+    """:func:`_made`'s work: the script and the frames, rendered now."""
     nb = json.loads(notebook)
     frames: list[Frame] = []
     if widget == "decoder-explorer":
@@ -374,7 +395,6 @@ def _made(widget: str, notebook: str, data: bytes) -> tuple[bytes, tuple[Frame, 
         control = saved_controls(nb, widget)["epoch"]
         frames = epoch_frames(read_json(EPOCHS_05))
         payload = _frames_payload(control, frames)
-    del data  # the cache key: read_json reads the same file
     return _flipbook_script(widget, payload).encode("utf-8"), tuple(frames)
 
 

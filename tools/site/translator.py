@@ -441,11 +441,14 @@ def fallback_examples(translator, sentences) -> list[dict]:
 @functools.lru_cache(maxsize=4)
 def _exported(name: str, model_sha256: str, weights: str) -> dict[str, bytes]:
     """The ONNX graphs of the shipped model ``name`` (by its sha256): exported once per
-    process."""
+    process, and kept on disk for the next build (``build_cache``)."""
     import convs2s
+    from tools.site import build_cache
 
-    del model_sha256  # the cache key: the file that pretrained() checks against the manifest
-    return export_onnx(convs2s.pretrained(name), weights)
+    # the key: the file that pretrained() checks against the manifest, and how it is stored
+    return build_cache.cached(
+        "onnx", {"model": name, "sha256": model_sha256, "weights": weights},
+        lambda: export_onnx(convs2s.pretrained(name), weights))
 
 
 def _validation_sentences(name: str, count: int) -> list[str]:
