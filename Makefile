@@ -91,20 +91,20 @@ lab-install: $(LAB_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks tools
 
-# Test workers (pytest-xdist), off by default: TEST_JOBS=2 (or more) runs the test files in
-# that many workers, each file whole in one worker (--dist loadfile: a file's module fixtures,
-# such as the Colab-like environment, are made once). Measured on a fresh clone of the 2-core
-# CI machine, 2 workers were no faster (unit tests 1,100 s against 1,124 s in one process) and
-# the notebooks phase was slower (289 s against 107 s): the kernels and commands the tests start
-# each run two OpenMP threads, which wait on each other's busy core (benchmarks/RESULTS.md).
-TEST_JOBS ?= 1
+# Test workers (pytest-xdist): one per core this process may use, at most 4 (TEST_JOBS=1: one
+# process); each test file runs whole in one worker (--dist loadfile: a file's module fixtures,
+# such as the Colab-like environment, are made once). With workers, every process the tests
+# start gets one OpenMP thread (OMP_NUM_THREADS=1): two threads each would wait on the other
+# worker's busy core (fresh clone, 2 cores: 836 s with this, 1,520 s without, 1,355 s in one
+# process; benchmarks/RESULTS.md).
+TEST_JOBS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
 XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile)
 
 unit: $(STAMP)
-	CONVS2S_QUICK=1 $(PY) -m pytest tests -q -rs$(XDIST)
+	CONVS2S_QUICK=1 $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs$(XDIST)
 
 notebooks: $(STAMP)
-	CONVS2S_QUICK=1 MPLBACKEND=Agg $(PY) -m pytest --nbval-lax --nbval-current-env \
+	CONVS2S_QUICK=1 MPLBACKEND=Agg $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest --nbval-lax --nbval-current-env \
 		-p no:cacheprovider notebooks -q$(XDIST)
 
 test: lint site unit notebooks
