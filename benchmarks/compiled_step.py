@@ -82,9 +82,8 @@ def main(argv: list[str] | None = None) -> dict:
     from convs2s.model.loss import next_token_loss
     from convs2s.run.precision import clipped_gradients, mixed_precision, update
     from convs2s.run.prepare import make_optimizer
-    from convs2s.run.presets import COMPILE_MODES, PRESETS
+    from convs2s.run.presets import PRESETS
     from convs2s.run.train import (
-        CUDA_GRAPH_MODES,
         compile_for_training,
         compiled_loss,
         learning_rate,
@@ -92,6 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     from convs2s.system import environment
     from convs2s.system.arguments import OneLineParser
+    from convs2s.system.compiling import COMPILE_MODES, CUDA_GRAPH_MODES
 
     parser = OneLineParser(prog="python benchmarks/compiled_step.py",
                            description=__doc__.split("\n\n")[0])

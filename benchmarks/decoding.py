@@ -1,6 +1,7 @@
 """Decoding speed: incremental vs full-recompute greedy decoding, and beam 1 vs beam 5.
 
-    python benchmarks/decoding.py [--checkpoint runs/05_cpu/best.pt] [--json out.json]
+    python benchmarks/decoding.py [--checkpoint runs/05_cpu/best.pt] [--compile MODE]
+                                  [--json out.json]
 
 Incremental decoding feeds the decoder one token per step and keeps the last k-1 inputs of
 every convolution in a cache; full recompute runs the decoder over the whole prefix at every
@@ -10,8 +11,15 @@ model never produces, so every sentence runs exactly ``length`` steps.
 
 Without ``--checkpoint`` a randomly initialised model of a preset's size is used
 (``--preset``, ``cpu`` by default; speed does not depend on the weights). Each figure is the
-median of ``--repeats`` runs, the variants interleaved in one process, so the ratios compare
-like with like.
+median of ``--repeats`` rounds, each round running every variant once in turn, in one process,
+so the ratios compare like with like.
+
+``--compile MODE`` (``default``, ``reduce-overhead``: CUDA graphs on a GPU, ``max-autotune``)
+adds greedy decoding with compiled incremental steps (``greedy_decode(..., compile=MODE)``) to
+each length's timings, next to eager incremental decoding: ``compiled s/s`` and its speed-up
+over eager incremental. Its compile time (the first compiled call, at the first length) and
+each length's warm-up call are timed apart (``compile_s``, ``compiled_warmup_s``), not in the
+medians.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from convs2s.model.search import beam_search, greedy_decode
 from convs2s.run.checkpoint import Checkpoint
 from convs2s.run.presets import PRESETS
 from convs2s.system import environment
+from convs2s.system.compiling import COMPILE_MODES
 
 
 def _model(checkpoint: Path | None, preset_name: str = "cpu") -> ConvS2S:
@@ -44,13 +53,20 @@ def _model(checkpoint: Path | None, preset_name: str = "cpu") -> ConvS2S:
                                        src_pad_idx=1, trg_pad_idx=1))
 
 
-def _time(fn, repeats: int) -> float:
-    times = []
+def _time(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _medians(variants: dict, repeats: int) -> dict:
+    """Each variant's median time over ``repeats`` rounds, every round running each variant
+    once in turn (interleaved: a slower spell of the machine falls on all of them)."""
+    times = {name: [] for name in variants}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, fn in variants.items():
+            times[name].append(_time(fn))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main(argv=None) -> int:
@@ -64,6 +80,9 @@ def main(argv=None) -> int:
     parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 40])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default=None)
+    parser.add_argument("--compile", choices=COMPILE_MODES, metavar="MODE",
+                        help="also time greedy decoding with compiled incremental steps "
+                             f"({', '.join(COMPILE_MODES)})")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     device = torch.device(args.device) if args.device else environment.device()
@@ -76,29 +95,50 @@ def main(argv=None) -> int:
     rows = []
     print(f"{count_parameters(model):,} parameters, batch {args.batch}, device "
           f"{environment.describe_device(device)}")
-    print(f"{'length':>6} {'incremental s/s':>16} {'full s/s':>10} {'ratio':>6} "
+    compile_s = None
+    if args.compile:
+        kw = dict(max_len=args.lengths[0], bos_idx=bos, eos_idx=never)
+        compile_s = _time(lambda: greedy_decode(model, src, compile=args.compile, **kw))
+        print(f"compiled steps ({args.compile}): first call {compile_s:.1f} s (compiling)")
+    compiled_head = f" {'compiled s/s':>13} {'vs inc':>6}" if args.compile else ""
+    print(f"{'length':>6} {'incremental s/s':>16}{compiled_head} {'full s/s':>10} {'ratio':>6} "
           f"{'beam1 s/s':>10} {'beam5 s/s':>10} {'ratio':>6}")
     for length in args.lengths:
         kw = dict(max_len=length, bos_idx=bos, eos_idx=never)
         greedy_decode(model, src, **kw)  # warm-up
-        inc = _time(lambda kw=kw: greedy_decode(model, src, incremental=True, **kw), args.repeats)
-        full = _time(lambda kw=kw: greedy_decode(model, src, incremental=False, **kw),
-                     args.repeats)
-        b1 = _time(lambda kw=kw: beam_search(model, src, beam_size=1, **kw), args.repeats)
-        b5 = _time(lambda kw=kw: beam_search(model, src, beam_size=5, **kw), args.repeats)
-        row = {"length": length, "incremental_sent_per_s": args.batch / inc,
-               "full_sent_per_s": args.batch / full, "incremental_speedup": full / inc,
-               "beam1_sent_per_s": args.batch / b1, "beam5_sent_per_s": args.batch / b5,
-               "beam5_slowdown": b5 / b1}
+        row = {"length": length}
+        variants = {"inc": lambda kw=kw: greedy_decode(model, src, incremental=True, **kw)}
+        if args.compile:  # its warm-up apart: a new shape may still compile (or record)
+            variants["comp"] = lambda kw=kw: greedy_decode(model, src, compile=args.compile,
+                                                           **kw)
+            row["compiled_warmup_s"] = _time(variants["comp"])
+        variants.update(
+            full=lambda kw=kw: greedy_decode(model, src, incremental=False, **kw),
+            b1=lambda kw=kw: beam_search(model, src, beam_size=1, **kw),
+            b5=lambda kw=kw: beam_search(model, src, beam_size=5, **kw))
+        t = _medians(variants, args.repeats)
+        compiled_cell = ""
+        if args.compile:
+            row.update(compiled_sent_per_s=args.batch / t["comp"],
+                       compiled_speedup=t["inc"] / t["comp"])
+            compiled_cell = f" {args.batch / t['comp']:>13.1f} {t['inc'] / t['comp']:>5.2f}x"
+        row.update({"incremental_sent_per_s": args.batch / t["inc"],
+                    "full_sent_per_s": args.batch / t["full"],
+                    "incremental_speedup": t["full"] / t["inc"],
+                    "beam1_sent_per_s": args.batch / t["b1"],
+                    "beam5_sent_per_s": args.batch / t["b5"], "beam5_slowdown": t["b5"] / t["b1"]})
         rows.append(row)
-        print(f"{length:>6} {row['incremental_sent_per_s']:>16.1f} {row['full_sent_per_s']:>10.1f} "
-              f"{row['incremental_speedup']:>5.1f}x {row['beam1_sent_per_s']:>10.1f} "
-              f"{row['beam5_sent_per_s']:>10.1f} {row['beam5_slowdown']:>5.1f}x", flush=True)
+        print(f"{length:>6} {row['incremental_sent_per_s']:>16.1f}{compiled_cell} "
+              f"{row['full_sent_per_s']:>10.1f} {row['incremental_speedup']:>5.1f}x "
+              f"{row['beam1_sent_per_s']:>10.1f} {row['beam5_sent_per_s']:>10.1f} "
+              f"{row['beam5_slowdown']:>5.1f}x", flush=True)
     report = {"benchmark": "decoding", "device": environment.describe_device(device),
               "threads": torch.get_num_threads(), "parameters": count_parameters(model),
               "model": str(args.checkpoint) if args.checkpoint else f"preset {args.preset}",
               "batch": args.batch, "src_len": args.src_len, "date": date.today().isoformat(),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv), "rows": rows}
+    if args.compile:
+        report.update(compile=args.compile, compile_s=compile_s)
     write_report(args.json, report)
     return 0
 

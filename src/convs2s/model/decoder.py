@@ -11,6 +11,8 @@ time, caching the last k-1 inputs of every convolution instead of recomputing th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor, nn
 
@@ -145,22 +147,11 @@ class Decoder(nn.Module):
         g = self.dropout(g)
 
         x = self.emb2hid(g).transpose(1, 2)  # x = [batch, hid_dim, n_new]
-        histories = incremental_state.get("conv_inputs") if incremental else None
-        new_histories = []
-        attentions = []
-        for i, (block, attention) in enumerate(zip(self.blocks, self.attentions, strict=True)):
-            residual = x
-            if incremental:
-                history = histories[i] if histories is not None else block.empty_history(x)
-                h = block(x, history=history)  # h = [batch, hid_dim, n_new]
-                new_histories.append(block.next_history(history, x))
-            else:
-                h = block(x)  # h = [batch, hid_dim, trg_len]
-            attended, a = attention(h.transpose(1, 2), g, encoder_out)
-            # a = [batch, n_new, src_len]; attended = [batch, n_new, hid_dim]
-            h = (h + attended.transpose(1, 2)) * RESIDUAL_SCALE  # attention's residual
-            x = (h + residual) * RESIDUAL_SCALE  # the block's residual
-            attentions.append(a)
+        histories = None
+        if incremental:  # at the start: k-1 zeros per layer, exactly the causal padding
+            histories = (incremental_state.get("conv_inputs")
+                         or [block.empty_history(x) for block in self.blocks])
+        x, attention, new_histories = self._layers(x, g, encoder_out, histories)
 
         out = self.hid2emb(x.transpose(1, 2))  # out = [batch, n_new, emb_dim]
         out = self.dropout(out)
@@ -170,7 +161,63 @@ class Decoder(nn.Module):
         if incremental:
             incremental_state["steps"] = start + n_new
             incremental_state["conv_inputs"] = new_histories
-        return logits, torch.stack(attentions, dim=1)  # [batch, n_layers, n_new, src_len]
+        return logits, attention  # attention = [batch, n_layers, n_new, src_len]
+
+    def _layers(self, x: Tensor, g: Tensor, encoder_out: EncoderOut,
+                histories: Sequence[Tensor] | None) -> tuple[Tensor, Tensor, list[Tensor] | None]:
+        """The blocks and their attentions: ``x = [batch, hid_dim, n]`` -> the same shape, and
+        the attention ``[batch, n_layers, n, src_len]``. ``histories``: None for a full pass
+        (causal padding), else per layer the last k-1 inputs of its convolution
+        (``[batch, hid_dim, k-1]``), whose successors (after ``x``) come back third."""
+        new_histories = None if histories is None else []
+        attentions = []
+        for i, (block, attention) in enumerate(zip(self.blocks, self.attentions, strict=True)):
+            residual = x
+            if histories is not None:
+                h = block(x, history=histories[i])  # h = [batch, hid_dim, n_new]
+                new_histories.append(block.next_history(histories[i], x))
+            else:
+                h = block(x)  # h = [batch, hid_dim, trg_len]
+            attended, a = attention(h.transpose(1, 2), g, encoder_out)
+            # a = [batch, n_new, src_len]; attended = [batch, n_new, hid_dim]
+            h = (h + attended.transpose(1, 2)) * RESIDUAL_SCALE  # attention's residual
+            x = (h + residual) * RESIDUAL_SCALE  # the block's residual
+            attentions.append(a)
+        return x, torch.stack(attentions, dim=1), new_histories
+
+    def start_histories(self, batch: int, like: Tensor) -> Tensor:
+        """:meth:`step`'s cache at the start of a sentence: ``[n_layers, batch, hid_dim, k-1]``
+        zeros (what the causal padding gives), of ``like``'s dtype and device."""
+        block = self.blocks[0]
+        return like.new_zeros(len(self.blocks), batch, block.hid_dim, block.kernel_size - 1)
+
+    def step(self, tokens: Tensor, position: Tensor, histories: Tensor,
+             encoder_out: EncoderOut) -> tuple[Tensor, Tensor, Tensor]:
+        """One step of incremental decoding in static shapes, for a compiled decoding loop.
+
+        The same computation as ``forward(tokens, encoder_out, incremental_state)`` for one new
+        token, but every input and output is a tensor whose shape is the same at every step
+        (CUDA graphs replay one recorded shape, and a Python int would be compiled into the
+        graph): the position is a tensor, and the cache is one tensor of all layers' last k-1
+        inputs, already full at the start (:meth:`start_histories`: the causal padding's zeros).
+        No input checks: the caller's (:func:`convs2s.model.search.greedy_decode`).
+
+        Args:
+            tokens: ``[batch, 1]``, the new token of every sentence.
+            position: ``[1]`` long tensor, its position (0 for <bos>).
+            histories: ``[n_layers, batch, hid_dim, k-1]``, the cache before this step.
+            encoder_out: :class:`convs2s.model.encoder.EncoderOut`.
+
+        Returns ``(logits [batch, vocab_size], attention [batch, n_layers, src_len],
+        histories [n_layers, batch, hid_dim, k-1])``: the cache after this step.
+        """
+        g = self.tok_embedding(tokens) + self.pos_embedding(position)  # g = [batch, 1, emb]
+        g = self.dropout(g)
+        x = self.emb2hid(g).transpose(1, 2)  # x = [batch, hid_dim, 1]
+        x, attention, new_histories = self._layers(x, g, encoder_out, histories.unbind(0))
+        out = self.dropout(self.hid2emb(x.transpose(1, 2)))  # out = [batch, 1, emb_dim]
+        logits = self.fc_out(out)  # logits = [batch, 1, vocab_size]
+        return logits[:, 0], attention[:, :, 0], torch.stack(new_histories)
 
     def _check_inputs(self, trg_in: Tensor, encoder_out: EncoderOut,
                       incremental_state: IncrementalState | None) -> None:

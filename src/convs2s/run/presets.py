@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from convs2s.data import check_direction
 from convs2s.data.subword import KINDS, MODEL_TYPES, SubwordSettings
 from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig
+from convs2s.system.compiling import check_mode
 
 #: The model fields a preset sets (every ConvS2SConfig field but the vocabulary ones).
 MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(ConvS2SConfig)
@@ -24,11 +25,6 @@ MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(ConvS2SConfig)
 
 #: A preset's model unless it says otherwise: ConvS2S's defaults, but 100 positions (not 128).
 DEFAULT_MODEL = ConvS2SConfig(max_positions=100)
-
-#: How a run may compile its training step with ``torch.compile`` (the preset's ``compile``):
-#: None (eager, the default) or one of torch.compile's modes. ``"reduce-overhead"`` and
-#: ``"max-autotune"`` replay CUDA graphs on a GPU (:data:`convs2s.run.train.CUDA_GRAPH_MODES`).
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 #: The model fields a preset's record always holds, in its order (those a preset had before the
 #: model had a configuration); the others are recorded only where they differ from the default.
@@ -84,8 +80,9 @@ class Preset:
     final_beam: int = 5
     final_pairs: int | None = None  # the first n validation pairs decide (None: all of them)
     # torch.compile the training step (convs2s.run.train.compile_for_training): None (eager) or
-    # a mode of COMPILE_MODES. How a step runs, not what it trains (like the device): as_dict
-    # leaves it out, so a checkpoint does not record it and a run resumes with or without it.
+    # a mode of convs2s.system.compiling.COMPILE_MODES. How a step runs, not what it trains
+    # (like the device): as_dict leaves it out, so a checkpoint does not record it and a run
+    # resumes with or without it.
     compile: str | None = None
 
     def __post_init__(self):
@@ -118,9 +115,8 @@ class Preset:
                 self.final_pairs, numbers.Integral) or self.final_pairs < 1):
             raise ValueError(f"final_pairs must be None or a whole number >= 1, not "
                              f"{self.final_pairs!r}.")
-        if self.compile is not None and self.compile not in COMPILE_MODES:
-            raise ValueError(f"compile must be None or one of {', '.join(COMPILE_MODES)}, not "
-                             f"{self.compile!r}.")
+        if self.compile is not None:
+            check_mode(self.compile)
         for name in ("average_last", "final_beam"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < (

@@ -43,7 +43,7 @@ from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
 from convs2s.run.prepare import build_model, fingerprint, make_optimizer, prepare_data, select_pairs
-from convs2s.run.presets import COMPILE_MODES, PRESETS, Preset, get_preset
+from convs2s.run.presets import PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
 from convs2s.system import environment
 from convs2s.system.arguments import (
@@ -55,6 +55,7 @@ from convs2s.system.arguments import (
     shown,
     whole_number_arg,
 )
+from convs2s.system.compiling import COMPILE_MODES, CUDA_GRAPH_MODES, check_compiler, check_mode
 from convs2s.system.signals import StopSignals, Terminated, exit_status
 
 
@@ -506,10 +507,9 @@ class _Progress:
 # The compiled step (Preset.compile, --compile)
 # ---------------------------------------------------------------------------------------------
 
-#: torch.compile's modes that replay CUDA graphs on a GPU. A CUDA graph is recorded once per
-#: input shape, and the loader's batches come in many shapes (every length, every batch size),
-#: so under these modes a batch is padded to one of a few shapes first (:func:`static_shapes`).
-CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+# Under torch.compile's CUDA_GRAPH_MODES a graph is recorded once per input shape, and the
+# loader's batches come in many shapes (every length, every batch size), so under these modes a
+# batch is padded to one of a few shapes first (:func:`static_shapes`).
 #: Under CUDA graphs, sentence lengths are padded up to a multiple of this (at most the model's
 #: positions): 13 lengths a side for 100 positions, at the price of a few pad positions.
 LENGTH_MULTIPLE = 8
@@ -518,7 +518,7 @@ LENGTH_MULTIPLE = 8
 def compile_for_training(net: torch.nn.Module, mode: str,
                          device: torch.device | str) -> torch.nn.Module:
     """``net`` compiled for training steps (``torch.compile``, ``mode`` one of
-    :data:`~convs2s.run.presets.COMPILE_MODES`); a ``ValueError`` line first where ``device``
+    :data:`~convs2s.system.compiling.COMPILE_MODES`); a ``ValueError`` line first where ``device``
     cannot run compiled kernels (no C++ compiler for a CPU, no Triton for a CUDA GPU).
 
     The compiled module shares ``net``'s parameters: train it, but save and load ``net``
@@ -529,31 +529,9 @@ def compile_for_training(net: torch.nn.Module, mode: str,
     torch.compile's recompilation limit sends the rest back to eager. A graph with symbolic
     sizes compiles once; under CUDA graphs each padded shape (:func:`static_shapes`) is then
     recorded once and replayed."""
-    if mode not in COMPILE_MODES:
-        raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}, not {mode!r}.")
-    _check_compiler(torch.device(device))
+    check_mode(mode)
+    check_compiler(device, "train without --compile")
     return torch.compile(net, mode=mode, dynamic=True)
-
-
-def _check_compiler(device: torch.device) -> None:
-    """A ``ValueError`` line where torch.compile cannot build kernels for ``device``."""
-    if device.type == "cuda":
-        from torch.utils._triton import has_triton
-
-        if not has_triton():
-            raise ValueError("compile on a CUDA GPU needs Triton (pip install triton), which "
-                             "this environment lacks; train without --compile.")
-    elif device.type == "cpu":
-        try:
-            from torch._inductor.cpp_builder import get_cpp_compiler
-        except ImportError:  # another torch: its own error, if any, comes at the first step
-            return
-        try:
-            get_cpp_compiler()
-        except Exception as e:  # torch's InvalidCxxCompiler and kin
-            raise ValueError("compile on a CPU needs a C++ compiler (g++ or clang++) on the "
-                             f"PATH ({type(e).__name__}); install one or train without "
-                             "--compile.") from None
 
 
 def compiled_loss(net: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor, *, src_pad: int,

@@ -1,2 +1,2 @@
 """Plumbing that every layer may use: the environment (quick mode, data folder, device), atomic
-files and locks, and signals (how a command stops)."""
+files and locks, argument checks, signals (how a command stops), and what torch.compile needs."""
