@@ -29,6 +29,14 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # (Braced, so that a failing pip still fails the pipeline under pipefail.)
 QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
+# The course as a static website, from the notebooks as committed with their stored outputs
+# (nothing runs, no network): Sphinx + myst-nb + sphinx-book-theme, see tools/site/.
+# Open $(SITE)/index.html. tests/site_and_tools/test_site.py checks it in headless Chromium.
+SITE := build/site
+# onnxruntime-web, which the site vendors for notebook 06's translator, from the npm registry at
+# the version tools/site/package-lock.json pins (into tools/site/node_modules, ignored by git).
+SITE_NPM := tools/site/node_modules/.convs2s-installed
+
 # A relative CONVS2S_DATA_DIR means relative to where `make` runs (the repository root), not to
 # the folder a notebook's kernel runs in (notebooks/): export it as an absolute path.
 ifneq ($(strip $(CONVS2S_DATA_DIR)),)
@@ -52,16 +60,18 @@ help:
 
 # $(call install_into,VENV,PIP SPEC,STAMP): the local CPU torch first (when there is one), then
 # the package, editable, with the extras in SPEC; the stamp records that it is done.
+# --no-compile: pip does not byte-compile every file it installs (torch alone: 17 s of a 6 s
+# install here); Python compiles a module the first time something imports it.
 define install_into
 	@if $(1)/bin/python -m pip download -q --no-index --no-deps -d $(1)/.probe \
 			"$(TORCH_PIN)" >/dev/null 2>&1; then \
 		echo "installing $(TORCH_PIN) (CPU build from local disk) into $(1) first"; \
-		$(1)/bin/python -m pip install -q "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
+		$(1)/bin/python -m pip install -q --no-compile "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
 	else \
 		echo "no local $(TORCH_PIN) wheel here: torch comes from the index with the package"; \
 	fi
 	rm -rf $(1)/.probe
-	$(1)/bin/python -m pip install -q -e "$(2)" 2>&1 | $(QUIET_PIP)
+	$(1)/bin/python -m pip install -q --no-compile -e "$(2)" 2>&1 | $(QUIET_PIP)
 	touch $(3)
 endef
 
@@ -93,21 +103,24 @@ lint: $(STAMP)
 
 # Test workers (pytest-xdist): one per core this process may use, at most 4 (TEST_JOBS=1: one
 # process); each test file runs whole in one worker (--dist loadfile: a file's module fixtures,
-# such as the Colab-like environment, are made once). With workers, every process the tests
+# such as the Colab-like environment, are made once), the files in the order tests/conftest.py
+# puts them (the slowest first; --no-loadscope-reorder: not xdist's, most tests first). With workers, every process the tests
 # start gets one OpenMP thread (OMP_NUM_THREADS=1): two threads each would wait on the other
 # worker's busy core (fresh clone, 2 cores: 836 s with this, 1,520 s without, 1,355 s in one
 # process; benchmarks/RESULTS.md).
 TEST_JOBS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
-XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile)
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder)
 
-unit: $(STAMP)
-	CONVS2S_QUICK=1 $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs$(XDIST)
+# The site is built once, into $(SITE), while the tests run: the test session starts the build
+# and the tests that check the site wait for it (tests/shared_site.py).
+unit: $(STAMP) $(SITE_NPM)
+	CONVS2S_QUICK=1 CONVS2S_TEST_SITE=$(SITE) $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs$(XDIST)
 
 notebooks: $(STAMP)
 	CONVS2S_QUICK=1 MPLBACKEND=Agg $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest --nbval-lax --nbval-current-env \
 		-p no:cacheprovider notebooks -q$(XDIST)
 
-test: lint site unit notebooks
+test: lint unit notebooks
 
 lab: $(LAB_STAMP)
 	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
@@ -143,14 +156,9 @@ images: $(STAMP) $(SITE_NPM)
 	$(PY) -m tools.site --out $(SITE)
 	$(PY) -m tools.site_screenshots --site $(SITE) --out images
 
-# The course as a static website, from the notebooks as committed with their stored outputs
-# (nothing runs, no network): Sphinx + myst-nb + sphinx-book-theme, see tools/site/.
-# Open $(SITE)/index.html. tests/site_and_tools/test_site.py checks it in headless Chromium.
-SITE := build/site
+# The course as a static website: see SITE at the top.
 
-# onnxruntime-web, which the site vendors for notebook 06's translator, from the npm registry at
-# the version tools/site/package-lock.json pins (into tools/site/node_modules, ignored by git).
-SITE_NPM := tools/site/node_modules/.convs2s-installed
+# onnxruntime-web for the site: see SITE_NPM at the top.
 
 $(SITE_NPM): tools/site/package.json tools/site/package-lock.json
 	@command -v npm >/dev/null || { echo "make site needs npm (Node.js) to install" \

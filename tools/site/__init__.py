@@ -65,6 +65,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import html
 import io
@@ -1018,6 +1019,20 @@ class BuildResult:
     seconds: float
     warnings: list[str]
 
+    def as_record(self) -> dict:
+        """What ``--record`` writes: the result as JSON (paths as strings)."""
+        return {"out": str(self.out), "seconds": self.seconds, "warnings": self.warnings,
+                "staged": dataclasses.asdict(self.staged)}
+
+    @classmethod
+    def from_record(cls, record: dict) -> BuildResult:
+        """The result :meth:`as_record` wrote (the tests read the site ``make test`` built)."""
+        staged = dict(record["staged"])
+        staged["lessons"] = [Lesson(**{**lesson, "learn": tuple(lesson["learn"])})
+                             for lesson in staged["lessons"]]
+        return cls(Path(record["out"]), Staged(**staged), record["seconds"],
+                   list(record["warnings"]))
+
 
 def sphinx_build(src: Path, html: Path, doctrees: Path) -> list[str]:
     """Sphinx's HTML build of ``src`` with ``tools/site/conf.py``, one process; its warnings."""
@@ -1098,12 +1113,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="build/site", help="folder for the site "
                         "(default: build/site); replaced only if an earlier build made it")
     parser.add_argument("--notebooks", default="notebooks", help="the course's notebooks folder")
+    parser.add_argument("--record", metavar="FILE", help="also write what was built (the pages, "
+                        "the notebooks' digests, Sphinx's warnings) to FILE as JSON: how the "
+                        "test run checks the site it built (tests/shared_site.py)")
     args = parser.parse_args(argv)
     try:
         result = build(args.out, args.notebooks, Path.cwd())
     except (SiteError, flipbooks.FlipbookError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.record:
+        from convs2s.system.atomic_files import atomic_write
+
+        record = json.dumps(result.as_record(), indent=1).encode()
+        atomic_write(args.record, lambda f: f.write(record))
     staged = result.staged
     print(f"built {len(staged.lessons)} notebook pages ({staged.solutions} solutions folded, "
           f"{staged.widgets} widgets) in {result.seconds:.0f} s: "
