@@ -60,18 +60,16 @@ help:
 
 # $(call install_into,VENV,PIP SPEC,STAMP): the local CPU torch first (when there is one), then
 # the package, editable, with the extras in SPEC; the stamp records that it is done.
-# --no-compile: pip does not byte-compile every file it installs (torch alone: 17 s of a 6 s
-# install here); Python compiles a module the first time something imports it.
 define install_into
 	@if $(1)/bin/python -m pip download -q --no-index --no-deps -d $(1)/.probe \
 			"$(TORCH_PIN)" >/dev/null 2>&1; then \
 		echo "installing $(TORCH_PIN) (CPU build from local disk) into $(1) first"; \
-		$(1)/bin/python -m pip install -q --no-compile "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
+		$(1)/bin/python -m pip install -q "$(TORCH_PIN)" 2>&1 | $(QUIET_PIP); \
 	else \
 		echo "no local $(TORCH_PIN) wheel here: torch comes from the index with the package"; \
 	fi
 	rm -rf $(1)/.probe
-	$(1)/bin/python -m pip install -q --no-compile -e "$(2)" 2>&1 | $(QUIET_PIP)
+	$(1)/bin/python -m pip install -q -e "$(2)" 2>&1 | $(QUIET_PIP)
 	touch $(3)
 endef
 

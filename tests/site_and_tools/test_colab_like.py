@@ -35,8 +35,7 @@ pytestmark = [pytest.mark.slow]
 
 
 def _pip(python: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
-    # --no-compile: what is imported is compiled then (byte-compiling all of torch takes longer)
-    return subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile",
+    return subprocess.run([str(python), "-m", "pip", "install", "-q",
                            "--disable-pip-version-check", *args],
                           capture_output=True, text=True, timeout=timeout)
 

@@ -44,7 +44,7 @@ def lab_install() -> tuple[str, str]:
     local torch pin it installs first, and the package spec."""
     out = subprocess.run(["make", "-n", "lab", "LAB_VENV=/nonexistent/lab"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
-    pip = r"/nonexistent/lab/bin/python -m pip install -q --no-compile "
+    pip = r"/nonexistent/lab/bin/python -m pip install -q "
     pins = re.findall(pip + r'"(torch[^"]*)"', out)
     specs = re.findall(pip + r'-e "([^"]*)"', out)
     assert len(pins) == 1 and len(specs) == 1, out
