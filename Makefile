@@ -33,6 +33,7 @@ QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || tru
 # (nothing runs, no network): Sphinx + myst-nb + sphinx-book-theme, see tools/site/.
 # Open $(SITE)/index.html. tests/site_and_tools/test_site.py checks it in headless Chromium.
 SITE := build/site
+SITE_RECORD := build/site.json
 # onnxruntime-web, which the site vendors for notebook 06's translator, from the npm registry at
 # the version tools/site/package-lock.json pins (into tools/site/node_modules, ignored by git).
 SITE_NPM := tools/site/node_modules/.convs2s-installed
@@ -101,24 +102,24 @@ lint: $(STAMP)
 
 # Test workers (pytest-xdist): one per core this process may use, at most 4 (TEST_JOBS=1: one
 # process); each test file runs whole in one worker (--dist loadfile: a file's module fixtures,
-# such as the Colab-like environment, are made once), the files in the order tests/conftest.py
-# puts them (the slowest first; --no-loadscope-reorder: not xdist's, most tests first). With workers, every process the tests
+# such as the Colab-like environment, are made once). With workers, every process the tests
 # start gets one OpenMP thread (OMP_NUM_THREADS=1): two threads each would wait on the other
 # worker's busy core (fresh clone, 2 cores: 836 s with this, 1,520 s without, 1,355 s in one
 # process; benchmarks/RESULTS.md).
 TEST_JOBS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
-XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder)
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile)
 
-# The site is built once, into $(SITE), while the tests run: the test session starts the build
-# and the tests that check the site wait for it (tests/shared_site.py).
+# Under make test the tests check the site make site has just built (its record: $(SITE_RECORD);
+# tests/shared_site.py) instead of building one each; make unit alone builds its own.
 unit: $(STAMP) $(SITE_NPM)
-	CONVS2S_QUICK=1 CONVS2S_TEST_SITE=$(SITE) $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs$(XDIST)
+	CONVS2S_QUICK=1 $(if $(TEST_SITE_RECORD),CONVS2S_TEST_SITE_RECORD=$(TEST_SITE_RECORD) )$(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs$(XDIST)
 
 notebooks: $(STAMP)
 	CONVS2S_QUICK=1 MPLBACKEND=Agg $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest --nbval-lax --nbval-current-env \
 		-p no:cacheprovider notebooks -q$(XDIST)
 
-test: lint unit notebooks
+test: lint site unit notebooks
+test: TEST_SITE_RECORD = $(SITE_RECORD)
 
 lab: $(LAB_STAMP)
 	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
@@ -151,7 +152,7 @@ images: $(STAMP) $(SITE_NPM)
 	else echo "notebook 06's translator: the course's shipped model (convs2s.pretrained;" \
 		"your own run of notebook 05 in notebooks/runs/ is used instead when there is one)"; fi; \
 	CONVS2S_QUICK=1 $(PY) -m tools.screenshots --out images $${model:+--checkpoint "$$model"}
-	$(PY) -m tools.site --out $(SITE)
+	$(PY) -m tools.site --out $(SITE) --record $(SITE_RECORD)
 	$(PY) -m tools.site_screenshots --site $(SITE) --out images
 
 # The course as a static website: see SITE at the top.
@@ -166,7 +167,7 @@ $(SITE_NPM): tools/site/package.json tools/site/package-lock.json
 	touch $@
 
 site: $(STAMP) $(SITE_NPM)
-	$(PY) -m tools.site --out $(SITE)
+	$(PY) -m tools.site --out $(SITE) --record $(SITE_RECORD)
 
 # The README's screenshots of two of its pages (also part of `make images`).
 site-images: site

@@ -42,7 +42,6 @@ def _no_process_left_behind():
     """At the end of the test run, no process a test started may still run: any that does is
     killed (with its own children) and the run fails, naming it."""
     yield
-    shared_site.finish()  # a site build nobody waited for (one process, no site test run)
     from signal_support import command_line, kill_all, leftover_processes
 
     left = leftover_processes()
@@ -103,60 +102,17 @@ def tiny_corpus(tmp_path) -> Path:
 # --------------------------------------------------------------------------------------------
 
 
-# The slowest test files first (serial seconds on the 2-core CI machine, 2026-11-27: 195, 180,
-# 75, 93, 58, then the site's 155, 105, 51, 40, 33; then 27 and 25), the rest after them in their
-# own order. With make test's workers (pytest-xdist, --dist loadfile --no-loadscope-reorder) the
-# long files start at once and the many short ones fill the end evenly, instead of one long file
-# running alone at the end. The site's files come after the first five: the site is still being
-# built while those run (tests/shared_site.py).
-SLOWEST_FIRST = (
-    "site_and_tools/test_colab_like.py",
-    "coursework/test_nbgrader_release.py",
-    "test_the_suite_under_any_launcher.py",
-    "site_and_tools/test_browser.py",
-    "run/test_commands_fail_in_one_line.py",
-    "site_and_tools/test_site.py",
-    "site_and_tools/test_site_translator.py",
-    "site_and_tools/test_site_flipbooks.py",
-    "site_and_tools/test_notebook06_translator_directions.py",
-    "site_and_tools/test_site_readable.py",
-    "site_and_tools/test_lab.py",
-    "run/test_compiled_training.py",
-)
-TESTS = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-
-    def slowest_first(item) -> int:
-        try:
-            return rank.get(item.path.relative_to(TESTS).as_posix(), len(rank))
-        except ValueError:  # not under tests/
-            return len(rank)
-
-    items.sort(key=slowest_first)  # stable: the others keep their order
-
-
-def pytest_sessionstart(session):
-    shared_site.start()  # make unit: the site starts building now, beside the tests
-
-
-def pytest_sessionfinish(session):
-    shared_site.finish()
-
-
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
     """The site as ``make site`` builds it, from notebooks/ as they are (``site.build``'s
-    result: ``.out`` is the folder). Under ``make test``, the one build of the test run
-    (``build/site``, tests/shared_site.py); else a build of this process's own."""
+    result: ``.out`` is the folder). Under ``make test``, the site ``make site`` has just built
+    (tests/shared_site.py); else a build of this process's own."""
     from tools import site
 
-    shared = shared_site.wait()
+    root = Path(__file__).resolve().parents[1]
+    shared = shared_site.recorded(root / "notebooks")
     if shared is not None:
         return shared
-    root = Path(__file__).resolve().parents[1]
     out = tmp_path_factory.mktemp("site") / "site"
     return site.build(out, root / "notebooks", root, log=lambda line: None)
 

@@ -208,13 +208,10 @@ def test_make_test_runs_every_test_and_ci_runs_make_test():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test$", ci, re.M)
     unit = _make_n("unit")
-    assert re.search(r"-m pytest tests -q -rs( -n \d+ --dist loadfile --no-loadscope-reorder)?$",
-                     unit, re.M), unit
-    # in parallel where there are cores: every file still runs, whole, in one of the workers, in
-    # the order tests/conftest.py gives (the slowest first: test_the_suite_runs_slowest_first.py)
+    assert re.search(r"-m pytest tests -q -rs( -n \d+ --dist loadfile)?$", unit, re.M), unit
+    # in parallel where there are cores: every file still runs, whole, in one of the workers
     two = _make_n("unit", "TEST_JOBS=2")
-    assert re.search(r"-m pytest tests -q -rs -n 2 --dist loadfile --no-loadscope-reorder$", two,
-                     re.M), two
+    assert re.search(r"-m pytest tests -q -rs -n 2 --dist loadfile$", two, re.M), two
     one = _make_n("unit", "TEST_JOBS=1")
     assert re.search(r"-m pytest tests -q -rs$", one, re.M), one
     assert "addopts" not in PYPROJECT["tool"]["pytest"]["ini_options"]

@@ -386,10 +386,15 @@ def test_make_site_builds_into_an_ignored_folder_and_make_test_builds_it():
         return subprocess.run(["make", "-n", target, "VENV=/none/dev", "LAB_VENV=/none/lab"],
                               cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
-    assert re.search(r"^/none/dev/bin/python -m tools\.site --out build/site$", make_n("site"),
-                     re.M)
-    # make test: the test session builds build/site while the tests run (tests/shared_site.py)
-    assert re.search(r"CONVS2S_TEST_SITE=build/site .*-m pytest", make_n("test"))
+    assert re.search(r"^/none/dev/bin/python -m tools\.site --out build/site "
+                     r"--record build/site\.json$", make_n("site"), re.M)
+    # make test builds the site first, then its tests read that build (tests/shared_site.py);
+    # make unit alone builds its own
+    test = make_n("test")
+    assert test.index("-m tools.site --out build/site") < test.index("-m pytest tests")
+    assert re.search(r"^CONVS2S_QUICK=1 CONVS2S_TEST_SITE_RECORD=build/site\.json .*-m pytest "
+                     r"tests", test, re.M)
+    assert "CONVS2S_TEST_SITE_RECORD" not in make_n("unit")
     assert re.search(r"-m tools\.site_screenshots --site build/site --out images$",
                      make_n("site-images"), re.M)
     ignored = subprocess.run(["git", "check-ignore", "-q", "build/site/index.html"], cwd=ROOT)
@@ -593,8 +598,8 @@ def test_the_site_builds_with_every_notebook_and_no_warning(built):
         assert (built.out / f"{name}.html").is_file()
     assert (built.out / "index.html").is_file() and (built.out / "search.html").is_file()
     assert (built.out / site.MARKER).is_file()
-    if os.environ.get(shared_site.SITE_VARIABLE):  # make test: the one build, where make site's is
-        assert built.out == Path(os.environ[shared_site.SITE_VARIABLE]).resolve()
+    if os.environ.get(shared_site.RECORD_VARIABLE):  # make test: make site's build, just made
+        assert built.out == (ROOT / "build" / "site").resolve()
     # the maths is MathML in the pages: no maths library, no source maps, no translations
     static = built.out / "_static"
     assert not (static / "mathjax").exists() and not (static / "locales").exists()

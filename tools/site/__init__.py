@@ -1021,7 +1021,7 @@ class BuildResult:
 
     def as_record(self) -> dict:
         """What ``--record`` writes: the result as JSON (paths as strings)."""
-        return {"out": str(self.out), "seconds": self.seconds, "warnings": self.warnings,
+        return {"out": str(self.out.resolve()), "seconds": self.seconds, "warnings": self.warnings,
                 "staged": dataclasses.asdict(self.staged)}
 
     @classmethod
@@ -1114,8 +1114,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: build/site); replaced only if an earlier build made it")
     parser.add_argument("--notebooks", default="notebooks", help="the course's notebooks folder")
     parser.add_argument("--record", metavar="FILE", help="also write what was built (the pages, "
-                        "the notebooks' digests, Sphinx's warnings) to FILE as JSON: how the "
-                        "test run checks the site it built (tests/shared_site.py)")
+                        "the notebooks' digests, Sphinx's warnings) to FILE as JSON: how make "
+                        "test's tests read the site it built (tests/shared_site.py)")
     args = parser.parse_args(argv)
     try:
         result = build(args.out, args.notebooks, Path.cwd())
