@@ -52,6 +52,16 @@ def _no_process_left_behind():
                     pytrace=False)
 
 
+def padded_batch(lengths, vocab: int = 20, seed: int = 1, pad: int = 0) -> torch.Tensor:
+    """``[len(lengths), max(lengths)]`` random token ids (3 to vocab-1: never <pad>, <bos> or
+    <eos> when those are 0, 1, 2), sentence b right-padded with ``pad`` after ``lengths[b]``."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.full((len(lengths), max(lengths)), pad)
+    for b, n in enumerate(lengths):
+        src[b, :n] = torch.randint(3, vocab, (n,), generator=g)
+    return src
+
+
 # Invented sentence pairs (not from Multi30k). Some words repeat so that min_freq=2 keeps them.
 TINY_PAIRS = [
     ("Ein Hund läuft.", "A dog runs."),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import padded_batch
 
 from convs2s.course.baselines import (
     AdditiveAttention,
@@ -31,13 +32,6 @@ def tiny_rnn(seed: int = 0, vocab: int = VOCAB, **overrides) -> RNNAttentionSeq2
     kwargs.update(overrides)
     return RNNAttentionSeq2Seq(vocab, vocab, **kwargs).eval()
 
-
-def padded_batch(lengths, vocab: int = VOCAB, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD)
-    for b, n in enumerate(lengths):
-        src[b, :n] = torch.randint(3, vocab, (n,), generator=g)
-    return src
 
 
 def test_shapes_and_attention_is_a_distribution_over_real_source_tokens():

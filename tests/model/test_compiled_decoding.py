@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import padded_batch
 
 from convs2s.course.baselines import RNNAttentionSeq2Seq
 from convs2s.model import ConvS2S
@@ -42,13 +43,6 @@ def tiny_model(**overrides) -> ConvS2S:
         model.decoder.fc_out.bias[EOS] += 0.5
     return model
 
-
-def padded_batch(lengths, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD)
-    for b, n in enumerate(lengths):
-        src[b, :n] = torch.randint(3, VOCAB, (n,), generator=g)
-    return src
 
 
 SRC = padded_batch([7, 3, 5, 1, 6, 4])

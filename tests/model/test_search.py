@@ -7,6 +7,7 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import padded_batch
 
 from convs2s.course.baselines import RNNAttentionSeq2Seq
 from convs2s.model import ConvS2S
@@ -31,13 +32,6 @@ def tiny_model(seed: int = 0, vocab: int = 20, **overrides) -> ConvS2S:
     kwargs.update(overrides)
     return ConvS2S(vocab, vocab, **kwargs).eval()
 
-
-def padded_batch(lengths, vocab: int = 20, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD)
-    for b, n in enumerate(lengths):
-        src[b, :n] = torch.randint(3, vocab, (n,), generator=g)
-    return src
 
 
 def hypothesis_score(model, src_row, tokens, *, max_len, length_penalty=1.0) -> float:

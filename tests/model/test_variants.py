@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import padded_batch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -38,13 +39,6 @@ def tiny_variant(seed: int = 0, **overrides) -> VariantConvS2S:
     kwargs.update(overrides)
     return VariantConvS2S(VOCAB, VOCAB, **kwargs).eval()
 
-
-def padded_batch(lengths, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD)
-    for b, n in enumerate(lengths):
-        src[b, :n] = torch.randint(3, VOCAB, (n,), generator=g)
-    return src
 
 
 # ------------------------------------------------------------------------------------------
