@@ -152,12 +152,8 @@ images: $(STAMP) $(SITE_NPM)
 	else echo "notebook 06's translator: the course's shipped model (convs2s.pretrained;" \
 		"your own run of notebook 05 in notebooks/runs/ is used instead when there is one)"; fi; \
 	CONVS2S_QUICK=1 $(PY) -m tools.screenshots --out images $${model:+--checkpoint "$$model"}
-	$(PY) -m tools.site --out $(SITE) --record $(SITE_RECORD)
+	$(PY) -m tools.site --out $(SITE)
 	$(PY) -m tools.site_screenshots --site $(SITE) --out images
-
-# The course as a static website: see SITE at the top.
-
-# onnxruntime-web for the site: see SITE_NPM at the top.
 
 $(SITE_NPM): tools/site/package.json tools/site/package-lock.json
 	@command -v npm >/dev/null || { echo "make site needs npm (Node.js) to install" \

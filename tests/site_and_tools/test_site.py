@@ -322,6 +322,14 @@ def test_the_cli_refuses_a_folder_it_did_not_build(tmp_path, capsys, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "site"], "nothing left over"
 
 
+def test_a_record_in_a_missing_folder_is_refused_before_building(tmp_path, capsys):
+    out = tmp_path / "site"
+    assert site.main(["--out", str(out), "--record", str(tmp_path / "no" / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --record") and "folder" in err, err
+    assert list(tmp_path.iterdir()) == [], "nothing built"
+
+
 def _fake_sphinx(fail=False):
     def sphinx_build(src, html, doctrees):
         if fail:

@@ -1117,6 +1117,10 @@ def main(argv: list[str] | None = None) -> int:
                         "the notebooks' digests, Sphinx's warnings) to FILE as JSON: how make "
                         "test's tests read the site it built (tests/shared_site.py)")
     args = parser.parse_args(argv)
+    if args.record and not Path(args.record).parent.is_dir():
+        print(f"error: --record {args.record}: its folder does not exist; give a file in a "
+              "folder that does", file=sys.stderr)
+        return 2
     try:
         result = build(args.out, args.notebooks, Path.cwd())
     except (SiteError, flipbooks.FlipbookError) as e:
@@ -1126,7 +1130,13 @@ def main(argv: list[str] | None = None) -> int:
         from convs2s.system.atomic_files import atomic_write
 
         record = json.dumps(result.as_record(), indent=1).encode()
-        atomic_write(args.record, lambda f: f.write(record))
+        try:
+            atomic_write(args.record, lambda f: f.write(record))
+        except OSError as e:
+            print(f"error: the site is built, but its record could not be written to "
+                  f"{args.record} ({e.strerror or e}): give --record a file in a folder that "
+                  "exists", file=sys.stderr)
+            return 2
     staged = result.staged
     print(f"built {len(staged.lessons)} notebook pages ({staged.solutions} solutions folded, "
           f"{staged.widgets} widgets) in {result.seconds:.0f} s: "
