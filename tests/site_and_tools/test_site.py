@@ -330,6 +330,16 @@ def test_a_record_in_a_missing_folder_is_refused_before_building(tmp_path, capsy
     assert list(tmp_path.iterdir()) == [], "nothing built"
 
 
+def test_a_record_beside_a_site_in_a_new_folder_is_written(tmp_path, capsys, monkeypatch):
+    """A fresh clone has no build/: `make site` writes build/site and build/site.json there."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(site, "sphinx_build", _fake_sphinx())
+    out, record = tmp_path / "build" / "site", tmp_path / "build" / "site.json"
+    assert site.main(["--out", str(out), "--record", str(record)]) == 0, capsys.readouterr().err
+    assert json.loads(record.read_text())["staged"]["lessons"], "the record lists the pages"
+    assert (out / site.MARKER).is_file()
+
+
 def _fake_sphinx(fail=False):
     def sphinx_build(src, html, doctrees):
         if fail:

@@ -1105,6 +1105,13 @@ def _replace(out: Path, new: Path, old: Path) -> None:
         shutil.rmtree(old)
 
 
+def _record_folder_ok(record: Path, out: Path) -> bool:
+    """The record's folder exists, or the build makes it: it holds --out, or is above it (a
+    fresh clone has no build/ until `make site` writes build/site and build/site.json)."""
+    folder = record.parent.resolve()
+    return folder.is_dir() or folder == out.resolve().parent or folder in out.resolve().parents
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.site",
@@ -1117,9 +1124,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the notebooks' digests, Sphinx's warnings) to FILE as JSON: how make "
                         "test's tests read the site it built (tests/shared_site.py)")
     args = parser.parse_args(argv)
-    if args.record and not Path(args.record).parent.is_dir():
+    if args.record and not _record_folder_ok(Path(args.record), Path(args.out)):
         print(f"error: --record {args.record}: its folder does not exist; give a file in a "
-              "folder that does", file=sys.stderr)
+              "folder that does (or in the folder that holds --out)", file=sys.stderr)
         return 2
     try:
         result = build(args.out, args.notebooks, Path.cwd())
