@@ -109,16 +109,23 @@ lint: $(STAMP)
 TEST_JOBS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
 XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile)
 
-# Under make test the tests check the site make site has just built (its record: $(SITE_RECORD);
-# tests/shared_site.py) instead of building one each; make unit alone builds its own.
+# --durations: the 25 slowest tests at the end, so that every run (CI's too) shows where the
+# time goes. Under make test the tests check the site make site has just built (its record:
+# $(SITE_RECORD); tests/shared_site.py) instead of building one each; make unit alone builds its
+# own.
 unit: $(STAMP) $(SITE_NPM)
-	CONVS2S_QUICK=1 $(if $(TEST_SITE_RECORD),CONVS2S_TEST_SITE_RECORD=$(TEST_SITE_RECORD) )$(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs$(XDIST)
+	CONVS2S_QUICK=1 $(if $(TEST_SITE_RECORD),CONVS2S_TEST_SITE_RECORD=$(TEST_SITE_RECORD) )$(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest tests -q -rs --durations=25$(XDIST)
 
+# Every notebook under nbval in this environment (.venv, ipywidgets 8), from the repository.
+# Not part of make test: there tests/site_and_tools/test_colab_like.py runs every notebook top to
+# bottom, alone, from the wheel in a fresh environment (as on Colab), and moves each widget;
+# test_browser.py runs notebooks 01, 03 and 06 in JupyterLab. Running them here too cost a
+# minute and a quarter of make test's time and found nothing those did not.
 notebooks: $(STAMP)
 	CONVS2S_QUICK=1 MPLBACKEND=Agg $(if $(XDIST),OMP_NUM_THREADS=1 )$(PY) -m pytest --nbval-lax --nbval-current-env \
 		-p no:cacheprovider notebooks -q$(XDIST)
 
-test: lint site unit notebooks
+test: lint site unit
 test: TEST_SITE_RECORD = $(SITE_RECORD)
 
 lab: $(LAB_STAMP)

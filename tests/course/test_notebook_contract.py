@@ -1,6 +1,7 @@
 """Every notebook keeps the course's contract, and its stored outputs come from a clean run.
 
-nbval (in `make test`) re-runs each notebook in quick mode; these checks read the stored files.
+`make test` re-runs each notebook in quick mode (tests/site_and_tools/test_colab_like.py, from
+the wheel); these checks read the stored files.
 The checks themselves are run on hand-made notebooks too (one good, several broken), so a check
 that cannot fail would be noticed.
 """
@@ -199,8 +200,8 @@ def test_stored_outputs_are_one_clean_run(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_solution_cell_stores_outputs(path):
-    """A collapsed solution still shows its outputs: they are cleared after a run
-    with `python -m tools.strip_solutions`; CI still executes every solution (nbval)."""
+    """A collapsed solution still shows its outputs: they are cleared after a run with
+    `python -m tools.strip_solutions`; CI still executes every solution (test_colab_like.py)."""
     nb = _load(path)
     assert any(is_solution_cell(c) for c in nb["cells"]) or path.name.startswith("00")
     stored = stored_in_solutions(nb)

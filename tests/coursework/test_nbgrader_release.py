@@ -664,6 +664,15 @@ def _give_manual_points(course: Path, name: str, student: str) -> float:
         return gb.find_submission(name, student).score
 
 
+def _errors_autograde_stored(course: Path, name: str, student: str) -> list[tuple]:
+    """The errors in the notebook autograde ran for ``student`` (it runs every cell, errors or
+    not), as (grade id, exception name); it must have run to the last code cell."""
+    ran = _cells(course / "autograded" / student / name / f"{name}.ipynb")
+    assert [c["execution_count"] for c in ran if c["cell_type"] == "code"][-1], (name, student)
+    return [(_meta(c).get("grade_id"), o.get("ename")) for c in ran
+            for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
 @pytest.mark.slow
 def test_autograde_the_made_up_assignment(made_up):
     name = "01_made_up"
@@ -682,6 +691,8 @@ def test_autograde_the_made_up_assignment(made_up):
     assert g["solver"]["manual"] and g["solver"]["cells"]["why_gate"] == (None, True)
     assert (g["blank"]["score"], g["blank"]["manual"]) == (0, False), g["blank"]
     assert g["cheater"]["code"] == 5, g["cheater"]  # the hidden tests took my_double's 2 points
+    assert _errors_autograde_stored(made_up, name, "solver") == []
+    assert ("my_double_tests", "NotGraded") in _errors_autograde_stored(made_up, name, "blank")
     assert _give_manual_points(made_up, name, "solver") == 10
 
 
@@ -716,13 +727,12 @@ def test_the_course_has_eight_assignments_of_three_to_five_exercises():
     assert len({ex.kind for nb in assignments for ex in nb.exercises}) >= 3
 
 
-def test_the_course_builds_and_its_instructor_versions_pass(course):
+def test_the_course_builds_with_a_test_cell_for_each_autograded_exercise(course):
+    """(That each instructor version runs with no error is shown by its autograde below.)"""
     for nb in _assignments():
-        results = _run_cells(course / "source" / nb.name / f"{nb.name}.ipynb")
-        errors = [(_meta(c).get("grade_id"), repr(e)) for c, e in results if e is not None]
-        assert errors == [], nb.name
-        graded = [c for c, _ in results if _meta(c).get("grade")]
-        assert len(graded) == sum(not ex.manual for ex in nb.exercises)
+        cells = _cells(course / "source" / nb.name / f"{nb.name}.ipynb")
+        graded = [c for c in cells if c["cell_type"] == "code" and _meta(c).get("grade")]
+        assert len(graded) == sum(not ex.manual for ex in nb.exercises), nb.name
 
 
 def test_the_course_releases_hold_no_solution_or_hidden_test(course):
@@ -732,14 +742,16 @@ def test_the_course_releases_hold_no_solution_or_hidden_test(course):
 
 @pytest.mark.slow
 def test_autograde_every_assignment(course):
-    """nbgrader autograde of all eight: full marks for the solutions (the hand-graded answers
-    left for the instructor, then scored), 0 for the student versions."""
+    """nbgrader autograde of all eight: the instructor versions (the solutions) run with no
+    error in any cell and score full marks (the hand-graded answers left for the instructor,
+    then scored); the student versions score 0."""
     names = [nb.name for nb in _assignments()]
     for name in names:
         _submit(course, name, "solver")
         _submit(course, name, "blank", "release")
     _nbgrader("autograde", "*", "--force", cwd=course)
     for nb in _assignments():
+        assert _errors_autograde_stored(course, nb.name, "solver") == [], nb.name
         g = _grades(course, nb.name, ["solver", "blank"])
         auto = sum(ex.points for ex in nb.exercises if not ex.manual)
         manual = [ex.id for ex in nb.exercises if ex.manual]
