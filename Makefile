@@ -102,14 +102,12 @@ lint: $(STAMP)
 
 # Test workers (pytest-xdist): one per core this process may use, at most 4 (TEST_JOBS=1: one
 # process); each test file runs whole in one worker (--dist loadfile: a file's module fixtures,
-# such as the Colab-like environment, are made once), the longest files first
-# (tests/conftest.py: LONGEST_FIRST; --no-loadscope-reorder keeps that order instead of putting
-# the files with the most tests first). With workers, every process the tests
+# such as the Colab-like environment, are made once). With workers, every process the tests
 # start gets one OpenMP thread (OMP_NUM_THREADS=1): two threads each would wait on the other
 # worker's busy core (fresh clone, 2 cores: 836 s with this, 1,520 s without, 1,355 s in one
 # process; benchmarks/RESULTS.md).
 TEST_JOBS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
-XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder)
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)), -n $(TEST_JOBS) --dist loadfile)
 
 # --durations: the 25 slowest tests at the end, so that every run (CI's too) shows where the
 # time goes. Under make test the tests check the site make site has just built (its record:

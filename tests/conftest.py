@@ -15,38 +15,6 @@ TEST_THREADS = 1
 torch.set_num_threads(TEST_THREADS)  # for what test modules build when they are imported
 
 
-#: The test files that take longest, each minutes of one core (a fresh Colab-like environment
-#: running every notebook, nbgrader autograding all eight assignments, the signal tests re-run
-#: under another launcher, JupyterLab, the site in Chromium). They run first, longest first, so
-#: that at the end of a parallel run no worker waits while another finishes one of them (the
-#: Makefile keeps this order: --no-loadscope-reorder). Only the order changes: every test runs.
-LONGEST_FIRST = (
-    "site_and_tools/test_colab_like.py",
-    "coursework/test_nbgrader_release.py",
-    "test_the_suite_under_any_launcher.py",
-    "site_and_tools/test_browser.py",
-    "site_and_tools/test_site.py",
-    "site_and_tools/test_site_translator.py",
-    "site_and_tools/test_site_flipbooks.py",
-    "site_and_tools/test_lab.py",
-)
-TESTS = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items):
-    """The files of :data:`LONGEST_FIRST` first, in that order; the rest as collected."""
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-
-    def place(item) -> int:
-        try:
-            name = item.path.resolve().relative_to(TESTS).as_posix()
-        except ValueError:  # not under tests/
-            return len(rank)
-        return rank.get(name, len(rank))
-
-    items.sort(key=place)  # stable: within a file and among the rest, the collected order
-
-
 @pytest.fixture(autouse=True)
 def _test_threads():
     """Every test starts with ``TEST_THREADS`` intra-op threads, whatever ran before it."""

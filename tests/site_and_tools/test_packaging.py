@@ -208,35 +208,15 @@ def test_make_test_runs_every_test_and_ci_runs_make_test():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test$", ci, re.M)
     unit = _make_n("unit")
-    workers = r"( -n \d+ --dist loadfile --no-loadscope-reorder)?"
+    workers = r"( -n \d+ --dist loadfile)?"
     assert re.search(rf"-m pytest tests -q -rs --durations=25{workers}$", unit, re.M), unit
     # in parallel where there are cores: every file still runs, whole, in one of the workers
     two = _make_n("unit", "TEST_JOBS=2")
-    assert re.search(r"-m pytest tests -q -rs --durations=25 -n 2 --dist loadfile "
-                     r"--no-loadscope-reorder$", two, re.M), two
+    assert re.search(r"-m pytest tests -q -rs --durations=25 -n 2 --dist loadfile$", two,
+                     re.M), two
     one = _make_n("unit", "TEST_JOBS=1")
     assert re.search(r"-m pytest tests -q -rs --durations=25$", one, re.M), one
     assert "addopts" not in PYPROJECT["tool"]["pytest"]["ini_options"]
-
-
-def test_the_longest_test_files_run_first_and_exist():
-    """conftest's LONGEST_FIRST names files that exist (a renamed one would silently lose its
-    place), and its collection hook puts their tests first, in that order, the rest as they
-    came."""
-    from types import SimpleNamespace
-
-    import conftest
-
-    for name in conftest.LONGEST_FIRST:
-        assert (ROOT / "tests" / name).is_file(), name
-    files = sorted((ROOT / "tests").rglob("test_*.py"))
-    items = [SimpleNamespace(path=f, n=i) for i, f in enumerate(files) for _ in range(2)]
-    conftest.pytest_collection_modifyitems(items)
-    order = [item.path.relative_to(ROOT / "tests").as_posix() for item in items]
-    first = len(conftest.LONGEST_FIRST)
-    assert list(dict.fromkeys(order))[:first] == list(conftest.LONGEST_FIRST)
-    rest = [item.n for item in items[2 * first:]]
-    assert rest == sorted(rest) and len(items) == 2 * len(files)
 
 
 def test_ci_runs_the_readme_test_command():
