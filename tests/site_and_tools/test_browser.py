@@ -1,7 +1,7 @@
 """The widgets as a learner meets them: JupyterLab in headless Chromium.
 
 Kernel-side tests (test_colab_like.py) only see that a widget's Python redraws its figure. These
-tests open notebooks 01, 03 and 06 in a real JupyterLab (one server for the module, on a free
+tests open notebooks 01, 03, 05 and 06 in a real JupyterLab (one server for the module, on a free
 localhost port with a token, over a temporary copy of notebooks/ so the stored outputs stay
 untouched), run all cells from the Run menu, move each widget's controls and check that its
 figure is redrawn and that no "Error displaying widget" (or any other widget failure) shows.

@@ -1109,7 +1109,7 @@ def _record_folder_ok(record: Path, out: Path) -> bool:
     """The record's folder exists, or the build makes it: it holds --out, or is above it (a
     fresh clone has no build/ until `make site` writes build/site and build/site.json)."""
     folder = record.parent.resolve()
-    return folder.is_dir() or folder == out.resolve().parent or folder in out.resolve().parents
+    return folder.is_dir() or folder in out.resolve().parents
 
 
 def main(argv: list[str] | None = None) -> int:
