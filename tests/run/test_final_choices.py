@@ -141,6 +141,58 @@ def test_a_timed_run_measures_the_reserve_again_after_every_epoch(tmp_path, monk
     assert state["final_reserve"] == 2 * 5 + 3 + 5  # average_last candidates, sweep, loading
 
 
+def test_a_pause_during_one_timing_is_not_taken_for_the_cost(monkeypatch):
+    """A run paused (Ctrl-Z, a suspended laptop) while it timed the choices once kept ten
+    hours for them and stopped at once: each cost is the fastest of two timings."""
+    clock = {"now": 0.0, "calls": 0}
+
+    def evaluate(translator, pairs, beam_sizes):
+        clock["calls"] += 1
+        clock["now"] += 1000.0 if clock["calls"] == 1 else 1.0  # the first greedy run paused
+
+    monkeypatch.setattr(final_choices, "evaluate", evaluate)
+    monkeypatch.setattr(final_choices.time, "perf_counter", lambda: clock["now"])
+    costs = final_choices.estimate_costs(None, TINY_PAIRS[:8], sample=4)
+    assert clock["calls"] == 4  # greedy twice, beam twice
+    assert costs == pytest.approx({"greedy": 2 * 1.1, "beam": 2 * 1.1})  # 8/4 pairs, 10% more
+    clock.update(now=0.0, calls=0)
+    one = final_choices.estimate_costs(None, TINY_PAIRS[:8], sample=4, repeats=1)
+    assert one["greedy"] == pytest.approx(2000 * 1.1)  # one timing keeps the pause
+
+
+def test_a_resumed_run_measures_the_reserve_again_before_going_on(tmp_path, monkeypatch):
+    """A checkpoint's costs were measured on the machine of the run's last session (or
+    inflated by a pause there): a resumed run's first stop decision rests on a new one."""
+    out, preset = tmp_path / "run", dataclasses.replace(TINY, epochs=2, average_last=2)
+    measured = [{"greedy": 9000.0, "beam": 9000.0}]  # epoch 1's, as if paused
+    calls, real = [], train_mod.next_token_loss
+
+    def estimate(*a, **kw):
+        calls.append(1)
+        return measured[-1]
+
+    def loss(*a, **k):
+        if calls:
+            raise KeyboardInterrupt  # in epoch 2, once epoch 1 has measured
+        return real(*a, **k)
+
+    monkeypatch.setattr(final_choices, "estimate_costs", estimate)
+    monkeypatch.setattr(train_mod, "next_token_loss", loss)
+    with pytest.raises(KeyboardInterrupt):  # a generous budget then: the reserve did not stop it
+        train(dataclasses.replace(preset, max_minutes=100_000), out, data=DATA, progress=False,
+              log=lambda *_: None)
+    assert Checkpoint.load(out / "last.pt").train_state["final_reserve"] > 60 * 60
+    monkeypatch.setattr(train_mod, "next_token_loss", real)
+    measured.append({"greedy": 1.0, "beam": 1.0})  # this machine, no pause
+    lines = []
+    result = train(dataclasses.replace(preset, max_minutes=60), out, data=DATA, progress=False,
+                   resume=True, log=lines.append)
+    assert result.stopped == "epochs"  # not "time budget" on the stale hour-long reserve
+    state = Checkpoint.load(out / "last.pt").train_state
+    assert state["epoch"] == 2 and state["final_costs"] == {"greedy": 1.0, "beam": 1.0}
+    assert any("measured again on resuming" in line for line in lines)
+
+
 def test_the_reserve_counts_only_the_candidates_the_finished_epochs_give():
     """After 1 epoch, stopping leaves best.pt alone to score; after 2, best.pt and one
     average; never more than average_last candidates. The α sweep is one beam search."""

@@ -142,6 +142,8 @@ class Trainer:
             self._restore(ckpt)
         self._prepare_steps(*datasets)
         self._start, self._start_seconds = time.monotonic(), self.state.seconds
+        if ckpt is not None and self.state.final_costs:  # the last session's measurement
+            self.reserve_final_time(epoch=self.state.epoch, why="on resuming")
 
     def run(self) -> str:
         """Train until a limit, then make the final model; return why it stopped. Ctrl-C or
@@ -356,18 +358,21 @@ class Trainer:
                                    beam=self.preset.final_beam, max_k=self.preset.average_last,
                                    log=self.say)
 
-    def reserve_final_time(self) -> None:
+    def reserve_final_time(self, epoch: int | None = None,
+                           why: str = "with this epoch's model") -> None:
         """With a time budget and a final model: measure again what the final choices will
-        cost with the model as it is now, and keep that time (:func:`convs2s.run.final_choices.
-        measure_reserve`)."""
+        cost with the model as it is now (that of ``epoch``, by default the one just finished),
+        and keep that time (:func:`convs2s.run.final_choices.measure_reserve`). A resumed run
+        measures first: its checkpoint's costs were measured on the machine, and at the load,
+        of the run's last session (a pause there could have made them hours)."""
         s, preset = self.state, self.preset
         if not (preset.average_last and preset.max_minutes and self.dist.main):
             return
         s.final_costs, s.final_reserve = final_choices.measure_reserve(
             self.model, self.src_vocab, self.trg_vocab, self.pipeline, self.valid_pairs,
             device=self.device, beam=preset.final_beam, max_k=preset.average_last,
-            before=s.final_costs, log=self.say)
-        s.final_costs_epoch = s.epoch + 1  # this epoch's model
+            before=s.final_costs, why=why, log=self.say)
+        s.final_costs_epoch = s.epoch + 1 if epoch is None else epoch
         s.seconds = self._elapsed()
 
     # -- checkpoints ---------------------------------------------------------------------------
