@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -264,7 +265,7 @@ def test_forced_attention_of_an_output_as_long_as_the_model_allows():
 
 def test_translate_for_display(translator):
     result = analysis.translate_for_display(translator, "Ein Hund schläft heute.", beam_size=3)
-    assert result["ok"] and result["message"] == ""
+    assert result["ok"] and result["message"] == "" and result["beam_size"] == 3
     assert result["source_tokens"] == make_tokenizer("de")("Ein Hund schläft heute.")
     assert result["unknown"] == ["heute"]
     assert result["attention"].shape == (3, len(result["tokens"]), len(result["source_tokens"]))
@@ -482,10 +483,46 @@ def test_the_widget_names_the_languages_of_its_direction():
     ok = {"ok": True, "message": "", "text": "Ein Hund läuft.", "unknown": ["▁Zorg"]}
     assert analysis.translation_lines(ok, "en-de") == ["German: Ein Hund läuft.",
                                                        "unknown English words: ▁Zorg"]
+    # the beam size translate_for_display used, when the result records it
+    assert analysis.translation_lines({**ok, "beam_size": 4}, "en-de")[0] == (
+        "German (beam size 4): Ein Hund läuft.")
     assert analysis.translation_lines({**ok, "unknown": []}, "de-en") == [
         "English: Ein Hund läuft."]
     refused = {"ok": False, "message": "Nothing to translate.", "text": "", "unknown": []}
     assert analysis.translation_lines(refused, "de-en") == ["(Nothing to translate.)"]
+
+
+def test_the_widget_shows_its_text_and_figure_as_one_state_update():
+    """Notebook 06's translator assigns these to its Output's ``outputs`` (no kernel needed):
+    the printed lines, then the figure as the PNG a reader sees."""
+    import base64
+    import io
+
+    import ipywidgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    result = {"ok": True, "message": "", "text": "A dog runs.", "unknown": [], "recased": False,
+              "source_tokens": ["▁Ein", "▁Hund", "▁läuft", "."],
+              "tokens": ["▁A", "▁dog", "▁runs", "."], "attention": torch.rand(2, 4, 4)}
+    fig = analysis.plot_translation(result)
+    text, figure = analysis.widget_outputs(analysis.translation_lines(result, "de-en"), fig)
+    assert text == {"output_type": "stream", "name": "stdout", "text": "English: A dog runs.\n"}
+    assert json.loads(json.dumps(figure)) == figure  # what a notebook stores, as it is
+    assert figure["output_type"] == "display_data"
+    with Image.open(io.BytesIO(base64.b64decode(figure["data"]["image/png"]))) as png:
+        assert png.format == "PNG"
+        width, height = png.size  # the tight box: no wider than the figure, most of it drawn
+    figure_width = fig.get_size_inches()[0] * fig.dpi
+    assert 0.5 * figure_width < width <= figure_width + 30
+    assert height > 50
+    plt.close(fig)
+    out = ipywidgets.Output()
+    out.outputs = (text, figure)  # what the notebook does: the trait takes them as they are
+    assert out.outputs[0]["text"] == "English: A dog runs.\n"
 
 
 def _record(epochs, valid, test):
@@ -530,7 +567,8 @@ def test_english_input_for_the_english_to_german_model_gets_english_case(shipped
     result = analysis.translate_for_display(shipped_en_de, "A DOG RUNS IN NEW YORK.")
     assert result["ok"] and result["recased"] and result["source"] == "A dog runs in New York."
     assert result["text"] == shipped_en_de.translate(result["source"], beam_size=1)
-    assert analysis.translation_lines(result, "en-de")[0] == f"German: {result['text']}"
+    assert analysis.translation_lines(result, "en-de")[0] == (
+        f"German (beam size 1): {result['text']}")
     monkeypatch.setattr(truecase, "multi30k_casing", lambda lang: None)  # no data: the pieces
     by_pieces = analysis.input_casing(shipped_en_de)
     assert callable(by_pieces) and by_pieces("dog") == "dog"

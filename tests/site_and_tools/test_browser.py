@@ -161,7 +161,7 @@ def test_translator_widget(lab):
         first = nb.figure_src(w)
         assert nb.selected(w, "direction") == _option("German → English")
         assert nb.text_value(w, "German") == analysis.WIDGET_SENTENCES["de-en"]
-        assert "English:" in w.inner_text()
+        assert "English (beam size 5):" in w.inner_text()
 
         # An invented sentence (not from Multi30k) with a made-up word: the subword model reads
         # it as pieces it knows, so nothing is marked unknown.
@@ -170,7 +170,7 @@ def test_translator_widget(lab):
         other = nb.wait_redrawn(w)
         assert other != first, "the attention figure did not change with the sentence"
         text = w.inner_text()
-        assert "English:" in text
+        assert "English (beam size 5):" in text
         assert "unknown German words:" not in text
 
         beam = int(nb.slider_value(w, "beam size"))
@@ -178,6 +178,7 @@ def test_translator_widget(lab):
         nb.nudge_slider(w, "beam size", -3)
         nb.wait_redrawn(w)  # a new beam may give the same translation: redrawn, not changed
         assert int(nb.slider_value(w, "beam size")) == beam - 3
+        assert f"English (beam size {beam - 3}):" in w.inner_text()
         assert nb.text_value(w, "German") == "Eine Katze schläft neben dem Blumfelder."
         _assert_clean(nb)
         _assert_screenshot_shows_figure(nb, w, server.work_dir)
@@ -190,19 +191,20 @@ def test_translator_widget(lab):
         assert nb.text_value(w, "English") == analysis.WIDGET_SENTENCES["en-de"]
         beam = int(nb.slider_value(w, "beam size"))
         expected = en_de.translate(analysis.WIDGET_SENTENCES["en-de"], beam_size=beam)
-        assert f"German: {expected}" in w.inner_text()
+        assert f"German (beam size {beam}): {expected}" in w.inner_text()
 
         typed = "Two dogs are running on the beach."
         nb.mark_figure(w)
         nb.enter_text(w, "English", typed)
         nb.wait_redrawn(w)
-        assert f"German: {en_de.translate(typed, beam_size=beam)}" in w.inner_text()
+        assert f"German (beam size {beam}): {en_de.translate(typed, beam_size=beam)}" in (
+            w.inner_text())
 
         nb.mark_figure(w)
         nb.select(w, "direction", _option("German → English"))
         nb.wait_redrawn(w)
         assert nb.text_value(w, "German") == analysis.WIDGET_SENTENCES["de-en"]
-        assert "English: " in w.inner_text() and "German: " not in w.inner_text()
+        assert "English (beam size" in w.inner_text() and "German (" not in w.inner_text()
         _assert_clean(nb)
 
 

@@ -89,7 +89,8 @@ def test_the_wheel_leaves_colabs_jupyter_as_it_was(colab):
 
 
 # Run after a notebook's last cell, in its kernel: move every control of every widget, each to
-# another value, and count the figures drawn and the errors shown meanwhile.
+# another value, and count the figures drawn (shown with plt.show(), or given to an Output
+# widget as its state) and the errors shown meanwhile.
 DRIVER = textwrap.dedent("""
     import json as _json
     import sys as _sys
@@ -109,6 +110,10 @@ DRIVER = textwrap.dedent("""
         _controls = [c for c in list(_all.values())
                      if isinstance(c, (_w.IntSlider, _w.FloatSlider, _w.Dropdown, _w.Text))
                      and getattr(c, "description", "")]
+        for _o in [o for o in list(_all.values()) if isinstance(o, _w.Output)]:
+            # a figure given to an Output as state (analysis.widget_outputs), not plt.show()
+            _o.observe(lambda ch: _drawn.extend(
+                1 for o in ch["new"] if "image/png" in o.get("data", {})), names="outputs")
         for _c in _controls:
             _before = len(_drawn)
             try:

@@ -13,7 +13,8 @@ Used by notebooks 05 and 06; 07 and 08 use its timing (:func:`time_call`) and 07
   :func:`translate_for_display` (returns a dict; all-lower-case or all-caps input gets the case
   the model knows, :func:`input_casing`) and :func:`plot_translation`; its choice of direction
   (the model studied, or another shipped one): :class:`WidgetTranslators`,
-  :func:`widget_directions`, :func:`widget_inputs`, :func:`translation_lines`; and what the
+  :func:`widget_directions`, :func:`widget_inputs`, :func:`translation_lines`,
+  :func:`widget_outputs`; and what the
   manifest records of each shipped model: :func:`shipped_models_table`.
 
 Everything returns plain numbers, dicts and tensors; the plotting helpers draw on axes or a
@@ -72,6 +73,7 @@ __all__ = [
     "widget_inputs",
     "WidgetTranslators",
     "translation_lines",
+    "widget_outputs",
     "shipped_models_table",
 ]
 
@@ -632,8 +634,8 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1, *,
                           casing=False) -> dict:
     """Translate one sentence for display: never raises on bad input.
 
-    Returns ``{"ok", "message", "text", "source", "recased", "source_tokens", "tokens",
-    "unknown", "attention"}``: ``source`` is the sentence as translated (``recased``: True
+    Returns ``{"ok", "message", "beam_size", "text", "source", "recased", "source_tokens",
+    "tokens", "unknown", "attention"}``: ``source`` is the sentence as translated (``recased``: True
     where that is not the sentence as typed): a cased model trained on captions
     rarely saw lower-case or all-caps text (``ein hund läuft.`` rather than ``Ein Hund läuft.``;
     what that costs the shipped German→English model is measured in ``benchmarks/RESULTS.md``),
@@ -645,12 +647,12 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1, *,
     ``[dec_layers, len(tokens), len(source_tokens)]`` attention behind that output
     (:func:`forced_attention`). For input the translator refuses (empty, too long, nothing it
     knows: :meth:`~convs2s.run.translator.Translator.source_tokens`) ``ok`` is False,
-    ``message`` says why and the other fields are empty.
+    ``message`` says why and the fields after ``beam_size`` are empty.
     """
     from convs2s.data.truecase import truecase, uniform_case
 
-    empty = {"text": "", "source": "", "recased": False, "source_tokens": [], "tokens": [],
-             "unknown": [], "attention": torch.zeros(0, 0, 0)}
+    empty = {"beam_size": int(beam_size), "text": "", "source": "", "recased": False,
+             "source_tokens": [], "tokens": [], "unknown": [], "attention": torch.zeros(0, 0, 0)}
     typed = sentence
     if isinstance(sentence, str) and uniform_case(sentence):
         casing = input_casing(translator) if casing is False else casing
@@ -666,7 +668,8 @@ def translate_for_display(translator, sentence: str, beam_size: int = 1, *,
     src = translator._batch([source_tokens])  # [1, src_len]
     attention = forced_attention(translator.model, src, ids, bos_idx=trg_vocab.bos_idx)
     unknown = [t for t in source_tokens if t not in translator.src_vocab]
-    return {"ok": True, "message": "", "text": translator.detokenize(tokens), "source": sentence,
+    return {"ok": True, "message": "", "beam_size": int(beam_size),
+            "text": translator.detokenize(tokens), "source": sentence,
             "recased": sentence != typed, "source_tokens": source_tokens, "tokens": tokens,
             "unknown": unknown, "attention": attention}
 
@@ -791,15 +794,39 @@ class WidgetTranslators:
 
 def translation_lines(result: dict, direction: str) -> list[str]:
     """What the widget prints above :func:`translate_for_display`'s ``result`` for
-    ``direction``: the translation after its language's name (``"English: A dog runs."``), or
-    the reason in parentheses for input that cannot be translated; then the source tokens the
-    vocabulary does not know, if any (``"unknown German words: …"``). Pure."""
+    ``direction``: the translation after its language's name and the beam size that gave it
+    (``"English (beam size 5): A dog runs."``: a new beam size often gives the same
+    translation, and the label says it was applied), or the reason in parentheses for input
+    that cannot be translated; then the source tokens the vocabulary does not know, if any
+    (``"unknown German words: …"``). Pure."""
     src, _, trg = direction.partition("-")
-    lines = [f"{language_name(trg)}: {result['text']}" if result["ok"]
+    beam = f" (beam size {result['beam_size']})" if result.get("beam_size") else ""
+    lines = [f"{language_name(trg)}{beam}: {result['text']}" if result["ok"]
              else f"({result['message']})"]
     if result["unknown"]:
         lines.append(f"unknown {language_name(src)} words: {', '.join(result['unknown'])}")
     return lines
+
+
+def widget_outputs(lines: Sequence[str], fig) -> tuple[dict, dict]:
+    """What notebook 06's translator shows, as the outputs of an ``ipywidgets.Output``: the
+    ``lines`` as printed text, then ``fig`` as a PNG (what the inline backend would draw:
+    a tight bounding box at the figure's dpi). The widget assigns them to the Output's
+    ``outputs`` in one state update instead of printing inside ``with output:`` from the
+    slider's observer: captured output is routed by the message it answers, and under
+    ipykernel 7 a figure drawn from a widget's callback was sometimes dropped (the text
+    redrawn, the figure gone: ipykernel#1564, ipywidgets#4020). Pure: no kernel needed."""
+    import base64
+    import io
+
+    png = io.BytesIO()
+    fig.savefig(png, format="png", bbox_inches="tight")
+    width, height = fig.get_size_inches() * fig.dpi
+    return ({"output_type": "stream", "name": "stdout", "text": "\n".join(lines) + "\n"},
+            {"output_type": "display_data", "metadata": {},
+             "data": {"image/png": base64.b64encode(png.getvalue()).decode("ascii"),
+                      "text/plain": f"<Figure size {width:g}x{height:g} with "
+                                    f"{len(fig.axes)} Axes>"}})
 
 
 def _recorded_bleu(entry: dict, split: str) -> str:
