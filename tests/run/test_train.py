@@ -288,6 +288,28 @@ def test_ddp_two_cpu_processes_keep_identical_replicas(tmp_path):
         torch.testing.assert_close(last["model"][k], w0[k], rtol=0, atol=0, msg=k)
 
 
+def test_the_train_command_sets_the_model_size(tmp_path, monkeypatch, capsys):
+    """A larger (or smaller) model than the preset's, for the candidates a quality issue
+    tries: the layers (as many in the encoder as in the decoder) and both widths reach the
+    run's model and its checkpoint; a size out of range is one line and trains nothing."""
+    monkeypatch.setitem(PRESETS, "quick", dataclasses.replace(TINY, epochs=1))
+    monkeypatch.setattr(train_mod, "load_multi30k", lambda *a, **k: DATA)
+    out = tmp_path / "run"
+    assert train_mod.main(["--preset", "quick", "--out", str(out), "--no-progress",
+                           "--layers", "2", "--emb-dim", "24", "--hid-dim", "20"]) == 0
+    config = Checkpoint.load(out / "last.pt").model_config
+    assert (config["enc_layers"], config["dec_layers"], config["emb_dim"],
+            config["hid_dim"]) == (2, 2, 24, 20)
+    capsys.readouterr()
+    for flag, value in (("--layers", "0"), ("--hid-dim", "100000"), ("--emb-dim", "wide")):
+        with pytest.raises(SystemExit) as e:
+            train_mod.main(["--preset", "quick", "--out", str(tmp_path / "bad"), flag, value])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert flag in err and err.count("\n") <= 2, err
+    assert not (tmp_path / "bad").exists()
+
+
 def test_the_train_command_overrides_dropout_label_smoothing_and_patience(tmp_path, monkeypatch,
                                                                           capsys):
     """The settings a longer run chooses on validation reach the run and its checkpoints; a

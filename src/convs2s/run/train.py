@@ -709,6 +709,11 @@ def _device(text: str) -> torch.device:
     return dev
 
 
+#: The largest model sizes the command takes (the paper's largest WMT model has 15 + 15
+#: layers up to 2,048 channels wide); the package's own checks have no upper bound.
+MAX_LAYERS, MAX_WIDTH = 64, 4096
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(
         prog="python -m convs2s.train",
@@ -737,6 +742,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
                         help="tie the decoder's output layer to its token embedding (fairseq's "
                         "--share-input-output-embed; default: the preset's, off)")
+    parser.add_argument("--layers", type=bounded_int_arg(MAX_LAYERS),
+                        help="override the model's convolutional layers, as many in the "
+                        "encoder as in the decoder (the cpu_subword preset's: 4)")
+    parser.add_argument("--emb-dim", type=bounded_int_arg(MAX_WIDTH),
+                        help="override the model's token embedding size (cpu_subword: 256)")
+    parser.add_argument("--hid-dim", type=bounded_int_arg(MAX_WIDTH),
+                        help="override the model's convolution channels (cpu_subword: 256)")
     parser.add_argument("--dropout", type=_fraction, help="override the model's dropout "
                         "(the cpu_subword preset's: 0.2)")
     parser.add_argument("--label-smoothing", type=_fraction,
@@ -755,6 +767,8 @@ def main(argv: list[str] | None = None) -> int:
                                    ("vocab_size", args.vocab_size),
                                    ("joint_vocab", args.joint_vocab),
                                    ("share_input_output_embed", args.share_embed),
+                                   ("enc_layers", args.layers), ("dec_layers", args.layers),
+                                   ("emb_dim", args.emb_dim), ("hid_dim", args.hid_dim),
                                    ("dropout", args.dropout),
                                    ("label_smoothing", args.label_smoothing),
                                    ("patience", args.patience), ("compile", args.compile))
