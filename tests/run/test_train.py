@@ -322,6 +322,32 @@ def test_the_train_command_overrides_dropout_label_smoothing_and_patience(tmp_pa
                                                  ("--patience", "0")])
 
 
+def test_the_train_command_sets_the_learning_rate_schedule(tmp_path, monkeypatch, capsys):
+    """Another schedule for a quality issue's candidates: the peak rate, the warm-up and the
+    shrink at each plateau reach the run (the rates it used) and its checkpoint; a value out of
+    range is one line and trains nothing."""
+    monkeypatch.setitem(PRESETS, "quick", dataclasses.replace(TINY, epochs=1))
+    monkeypatch.setattr(train_mod, "load_multi30k", lambda *a, **k: DATA)
+    out = tmp_path / "run"
+    assert train_mod.main(["--preset", "quick", "--out", str(out), "--no-progress",
+                           "--lr", "0.004", "--warmup-steps", "1", "--lr-shrink", "0.8"]) == 0
+    checkpoint = Checkpoint.load(out / "last.pt")
+    recorded = checkpoint.preset
+    assert (recorded["lr"], recorded["warmup_steps"], recorded["lr_shrink"]) == (0.004, 1, 0.8)
+    # the epoch's last update ran at the peak: a one-update warm-up was over
+    assert checkpoint.train_state["history"][-1]["lr"] == pytest.approx(0.004)
+    _each_refused_in_one_line(tmp_path, capsys, [("--lr", "0"), ("--lr", "2"),
+                                                 ("--lr-shrink", "1.5"),
+                                                 ("--warmup-steps", "-3")])
+
+
+def test_a_preset_refuses_a_rate_or_shrink_out_of_range():
+    for bad in (dict(lr=0.0), dict(lr=-1e-3), dict(lr=float("nan")), dict(lr_shrink=1.2),
+                dict(lr_shrink=0), dict(lr=True)):
+        with pytest.raises(ValueError, match="at most 1"):
+            TINY.replace(**bad)
+
+
 def _each_refused_in_one_line(tmp_path, capsys, bad: list[tuple[str, str]]) -> None:
     """Each (flag, value) is refused by the train command in one line naming the flag (exit 2),
     and nothing is trained."""

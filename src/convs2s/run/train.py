@@ -679,6 +679,18 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    """A learning rate or the factor it shrinks by: a number above 0, at most 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, not "
+                                         f"{brief(text)}")
+    return value
+
+
 def _folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a folder, not an empty name")
@@ -753,6 +765,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(the cpu_subword preset's: 0.2)")
     parser.add_argument("--label-smoothing", type=_fraction,
                         help="override the preset's label smoothing (0.1)")
+    parser.add_argument("--lr", type=_share, help="override the peak learning rate, reached "
+                        "after the warm-up (the cpu_subword preset's: 0.002)")
+    parser.add_argument("--warmup-steps", type=whole_number_arg, help="override the updates "
+                        "the rate rises over from 0 to its peak (cpu_subword: 200)")
+    parser.add_argument("--lr-shrink", type=_share, help="override what the rate is multiplied "
+                        "by after each epoch without a better validation loss (0.5; 1: never)")
     parser.add_argument("--patience", type=whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
     parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
@@ -771,6 +789,8 @@ def main(argv: list[str] | None = None) -> int:
                                    ("emb_dim", args.emb_dim), ("hid_dim", args.hid_dim),
                                    ("dropout", args.dropout),
                                    ("label_smoothing", args.label_smoothing),
+                                   ("lr", args.lr), ("warmup_steps", args.warmup_steps),
+                                   ("lr_shrink", args.lr_shrink),
                                    ("patience", args.patience), ("compile", args.compile))
                  if v is not None}
     try:
