@@ -170,3 +170,18 @@ def test_tied_weights_stay_one_tensor_in_float16():
     averaged = export_pretrained.float16_weights({"embed": shared.clone(), "out": shared.clone()})
     assert averaged["embed"] is averaged["out"]
     assert half["other"] is not half["embed"] and half["steps"].dtype == torch.int64
+
+
+@pytest.mark.parametrize("command", ["evaluate", "translate"])
+def test_the_commands_help_names_every_shipped_direction(command, capsys):
+    """``--pretrained DIRECTION``'s help lists what ``convs2s.pretrained`` can load, no less."""
+    import importlib
+
+    module = importlib.import_module(f"convs2s.{command}")
+    with pytest.raises(SystemExit) as e:
+        module.main(["--help"])
+    assert e.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert available(), "the package ships no model"
+    for direction in available():
+        assert direction in shown.split("--pretrained DIRECTION", 1)[-1], direction

@@ -423,7 +423,8 @@ def add_model_choice(parser: argparse.ArgumentParser) -> None:
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--checkpoint", type=Path, help="a checkpoint file (best.pt, final.pt)")
     model.add_argument("--pretrained", metavar="DIRECTION",
-                       help="a model shipped with the package: de-en (convs2s.pretrained)")
+                       help="a model shipped with the package: de-en or en-de "
+                       "(convs2s.pretrained)")
 
 
 def chosen_translator(args: argparse.Namespace) -> Translator:
