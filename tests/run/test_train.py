@@ -342,9 +342,9 @@ def test_the_train_command_sets_the_learning_rate_schedule(tmp_path, monkeypatch
 
 
 def test_a_preset_refuses_a_rate_or_shrink_out_of_range():
-    for bad in (dict(lr=0.0), dict(lr=-1e-3), dict(lr=float("nan")), dict(lr_shrink=1.2),
-                dict(lr_shrink=0), dict(lr=True)):
-        with pytest.raises(ValueError, match="at most 1"):
+    for bad in (dict(lr=0.0), dict(lr=-1e-3), dict(lr=float("nan")), dict(lr=float("inf")),
+                dict(lr_shrink=1.2), dict(lr_shrink=0), dict(lr=True)):
+        with pytest.raises(ValueError, match="must be a number above 0"):
             TINY.replace(**bad)
 
 

@@ -115,10 +115,12 @@ class Preset:
                 self.final_pairs, numbers.Integral) or self.final_pairs < 1):
             raise ValueError(f"final_pairs must be None or a whole number >= 1, not "
                              f"{self.final_pairs!r}.")
-        for name in ("lr", "lr_shrink"):
+        for name, top in (("lr", math.inf), ("lr_shrink", 1)):  # a huge lr: tests diverge
             value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, numbers.Real) and 0 < value <= 1):
-                raise ValueError(f"{name} must be a number above 0 and at most 1, not {value!r}.")
+            if isinstance(value, bool) or not (isinstance(value, numbers.Real) and 0 < value <= top
+                                               and math.isfinite(value)):
+                raise ValueError(f"{name} must be a number above 0" + (
+                    " and at most 1" if top == 1 else "") + f", not {value!r}.")
         if self.compile is not None:
             check_mode(self.compile)
         for name in ("average_last", "final_beam"):
