@@ -145,6 +145,12 @@ def test_notebook_06_studies_the_learners_run_if_there_is_one_else_the_shipped_m
     mine = analysis.studied_model(True, root=runs, models_dir=models)
     assert mine.own and mine.path == quick / "best.pt" and mine.epochs == 1
     assert mine.summary.startswith("your run of notebook 05: ") and "(1 epoch)" in mine.summary
+    # final.pt keeps best.pt's history (best at epoch 1), but averages epochs 1-3: 3 epochs
+    Checkpoint.from_model(model, VOCAB, VOCAB, train_state={
+        "history": [{"epoch": 1, "valid_loss": 5.0}], "step": 3, "epoch": 1},
+        choices={"k": 3, "epochs": [1, 2, 3], "length_penalty": 1.0}).save(quick / "final.pt")
+    final = analysis.studied_model(True, root=runs, models_dir=models)
+    assert final.path == quick / "final.pt" and final.epochs == 3 and "(3 epochs)" in final.summary
 
 
 def test_the_evaluate_command_takes_a_shipped_model_and_refuses_a_wrong_one_in_one_line(

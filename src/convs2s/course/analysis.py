@@ -180,7 +180,7 @@ class StudiedModel:
     checkpoint: object  # convs2s.run.checkpoint.Checkpoint
     path: Path
     own: bool  # the learner's own run of notebook 05 (else the model shipped with the package)
-    epochs: int | None  # epochs its training ran
+    epochs: int | None  # epochs of training behind its weights (an average: its last epoch)
     summary: str  # one line saying which model this is, for the notebook to print
 
 
@@ -197,6 +197,10 @@ def studied_model(quick: bool, root: str | os.PathLike | None = None,
     if path is not None:
         ckpt = Checkpoint.load(path)
         epochs = ckpt.history[-1]["epoch"] if ckpt.history else ckpt.epoch
+        # final.pt keeps best.pt's history; averaged weights include later epochs than that
+        averaged = (ckpt.choices or {}).get("epochs") or []
+        if averaged:
+            epochs = max(epochs or 0, *averaged)
         return StudiedModel(ckpt, path, True, epochs,
                             f"your run of notebook 05: {display_path(path)}"
                             + (f" ({epochs} epoch{'s' if epochs != 1 else ''})"
