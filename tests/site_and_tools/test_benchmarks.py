@@ -146,3 +146,59 @@ def test_speed_reports_both_models_and_their_arithmetic(on_tiny_corpus, monkeypa
         t["convs2s"]["flops_per_token"] / t["rnn"]["flops_per_token"])
     for label in ("greedy", "beam5"):
         assert r["decoding"][label]["convs2s"]["sentences"] == 2
+
+
+def _tiny_checkpoint(path, src="de", trg="en", seed=0):
+    """A one-layer word model of ``src``→``trg``, saved at ``path`` (random weights)."""
+    import torch
+
+    from convs2s.data import Vocab
+    from convs2s.data.subword import TextPipeline
+    from convs2s.model import ConvS2S
+    from convs2s.run.checkpoint import Checkpoint
+
+    specials = ["<unk>", "<pad>", "<bos>", "<eos>"]
+    vocab = Vocab(specials + ["ein", "hund", "a", "dog", "."], specials)
+    torch.manual_seed(seed)
+    model = ConvS2S(len(vocab), len(vocab), emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1,
+                    src_pad_idx=vocab.pad_idx, trg_pad_idx=vocab.pad_idx,
+                    max_positions=64).eval()
+    Checkpoint.from_model(model, vocab, vocab, TextPipeline.word(src, trg)).save(path)
+    return path
+
+
+def test_alpha_grid_scores_every_alpha_of_every_model_on_validation(
+        on_tiny_corpus, monkeypatch, tmp_path, capsys):
+    run = _script("alpha_grid", monkeypatch)
+    a, b = _tiny_checkpoint(tmp_path / "a.pt"), _tiny_checkpoint(tmp_path / "b.pt", seed=1)
+    report = tmp_path / "grid.json"
+    assert run("--checkpoint", str(a), "--checkpoint", str(b), "--alphas", "0.5", "1",
+               "--beam", "2", "--json", str(report)) == 0
+    r = json.loads(report.read_text())
+    assert r["benchmark"] == "alpha_grid" and r["split"] == "valid" and r["direction"] == "de-en"
+    assert list(r["models"]) == [str(a), str(b)]
+    for rows in r["models"].values():
+        assert [row["alpha"] for row in rows] == [0.5, 1.0]
+        assert all(row["sentences"] == 2 and 0 <= row["sacrebleu"] <= 100 for row in rows)
+    assert capsys.readouterr().out.count("(best: α ") == 2
+
+
+@pytest.mark.parametrize("args, words", [
+    ((), "give at least one model"),
+    (("--alphas", "-1"), "length_penalty must be between 0 and 10"),
+    (("--other",), "translates en-de, the first model de-en"),
+])
+def test_alpha_grid_refuses_bad_input_in_one_line(on_tiny_corpus, monkeypatch, tmp_path, capsys,
+                                                  args, words):
+    run = _script("alpha_grid", monkeypatch)
+    a = _tiny_checkpoint(tmp_path / "a.pt")
+    if args == ("--other",):
+        args = ("--checkpoint", str(a), "--checkpoint",
+                str(_tiny_checkpoint(tmp_path / "b.pt", src="en", trg="de")))
+    elif args:
+        args = ("--checkpoint", str(a), *args)
+    with pytest.raises(SystemExit) as exit_:
+        run(*args, "--json", str(tmp_path / "grid.json"))
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and words in err, err
+    assert not (tmp_path / "grid.json").exists()
