@@ -365,7 +365,25 @@ def _shape(t: Tensor) -> list[int]:
 MAX_ITEMS = 10_000
 
 
+class WrongForm(AssertionError):
+    """An answer of the wrong form: its line names the form asked for and the type that came,
+    never a value (so grading may show it to the student)."""
+
+
+class Unreadable:
+    """A value grading could not carry out of the sandbox as data (an object of a class of its
+    own, a tensor subclass, ...): every reader refuses it, naming its type."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
 def _type_name(value) -> str:
+    if type(value) is Unreadable:
+        return value.type_name[:60]
     return type(value).__name__[:40]
 
 
@@ -373,8 +391,8 @@ def _is_bool(value) -> bool:
     return isinstance(value, bool | np.bool_)
 
 
-def _wrong_kind(name: str, expected: str, got: str) -> AssertionError:
-    return AssertionError(f"{name} should be {expected}, got {got}")
+def _wrong_kind(name: str, expected: str, got: str) -> WrongForm:
+    return WrongForm(f"{name} should be {expected}, got {got}")
 
 
 def _plain_tensor(value, name: str, expected: str = "a torch.Tensor") -> Tensor:
@@ -492,7 +510,7 @@ def _assert_close(actual, expected: Tensor, *, name: str = "the result", ref: st
     """A one-line message (shape, or the largest difference) instead of assert_close's."""
     _assert_tensor(actual, name)
     if _shape(actual) != _shape(expected):
-        raise AssertionError(f"{name} has shape {_shape(actual)}, expected {_shape(expected)}")
+        raise WrongForm(f"{name} has shape {_shape(actual)}, expected {_shape(expected)}")
     a, b = actual.detach().double(), expected.detach().double()
     diff = (a - b).abs()
     ok = diff <= atol + rtol * b.abs()
@@ -536,7 +554,7 @@ def _assert_equal(actual, expected, *, name: str = "the result") -> None:
     """``actual == expected`` with exact types (a bool is not an int, a str not a number)."""
     problem = _kind_problem(actual, expected, name)
     if problem:
-        raise AssertionError(problem)
+        raise WrongForm(problem)
     if actual != expected:
         raise AssertionError(f"{name} is {_short_repr(actual)}, expected {expected!r}")
 

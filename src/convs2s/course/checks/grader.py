@@ -1,0 +1,141 @@
+"""Grade one exercise: the student's code runs in a sandbox, the verdict is decided here.
+
+The instructor's side of grading (``coursework/sandbox_grading.py`` calls it for every
+autograded cell of ``nbgrader autograde``; the tests call it directly):
+
+1. the hidden test (a function of ``coursework/hidden/NN.py``, given this copy's variant)
+   returns its cases (:class:`convs2s.course.checks.testing.Case`), here, outside;
+2. only the cases' calls, as data, go into the sandbox with the setup cell and the answer cell:
+   ``python -I -m convs2s.course.checks.sandboxed`` under :func:`convs2s.system.sandbox.run`
+   (read-only system and Python, one scratch folder, no network, no view of the grading
+   folder, time, memory and process limits; the whole tree killed at the wall-clock limit);
+3. what comes back is data (JSON, read with :func:`testing.decode`), and each case's judgement
+   runs here, where the expected values are.
+
+The static read of the answer (:func:`answer_rules.problems`) is advisory: what it flags is
+listed for the instructor beside the verdict; it takes no marks away.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from convs2s.course.checks import _core, answer_rules, testing
+from convs2s.course.checks.sandboxed import MARKER
+from convs2s.system import sandbox
+
+#: Seconds and bytes one exercise's sandbox may use (nbgrader_config.py may change the time).
+DEFAULT_LIMITS = sandbox.Limits(wall_seconds=120, cpu_seconds=120)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What grading says of one answer: ``passed``, one ``line`` for the student (never an
+    expected value), and what the static read flagged, for the instructor."""
+
+    passed: bool
+    line: str
+    flagged: tuple[str, ...] = field(default=())
+
+
+def forbidden(exercise: str) -> list[str]:
+    """The functions removed from the sandbox before ``exercise``'s answer runs (the same table
+    as the check's refusals: :data:`convs2s.course.checks.SHORTCUTS`)."""
+    return [target for target, _label, _why in _core.SHORTCUTS.get(exercise, ())]
+
+
+def _results(outcome: sandbox.Outcome, count: int) -> list[dict] | str:
+    """The calls' outcomes from the sandbox's output, or why there are none (one line)."""
+    if outcome.timed_out:
+        return "the answer took longer than the time limit to run (it was stopped)"
+    lines = outcome.stdout.decode("utf-8", errors="replace").splitlines()
+    found = [line for line in lines if line.startswith(MARKER)]
+    if not found:
+        if outcome.killed_by == "SIGXCPU":
+            return "the answer used more than its CPU-time limit (it was stopped)"
+        last = " ".join(outcome.stderr.decode("utf-8", errors="replace").split()[-12:])
+        return (f"the answer's process ended before it returned anything (exit "
+                f"{outcome.returncode}{': ' + last if last else ''})")[:300]
+    try:
+        results = json.loads(found[-1][len(MARKER):])
+    except (ValueError, RecursionError):
+        return "the answer's results could not be read"
+    if not isinstance(results, list) or len(results) != count or \
+            not all(isinstance(r, dict) for r in results):
+        return "the answer's results could not be read"
+    return results
+
+
+def _judge(case: testing.Case, result: dict) -> str | None:
+    """Why ``case`` does not hold for ``result`` (one line for the student), or None."""
+    if "raised" in result:
+        raised, message = str(result.get("raised"))[:60], str(result.get("message", ""))[:300]
+        if case.raises is not None and raised == case.raises:
+            return None
+        if case.raises is not None:
+            return f"should raise {case.raises}, raised {raised}: {message}"
+        return f"raised {raised}: {message}" if message else f"raised {raised}"
+    if case.raises is not None:
+        return f"should raise {case.raises}, raised nothing"
+    try:
+        value = testing.decode(result.get("returned"))
+    except (ValueError, TypeError, RecursionError, OverflowError, RuntimeError):
+        return "the result could not be read as data"
+    try:
+        case.accept(value)
+    except testing.WrongForm as e:
+        return " ".join(str(e).split())[:300]
+    except Exception:  # noqa: BLE001 - any failure to hold (the data are the student's)
+        return "does not hold"
+    return None
+
+
+def grade(exercise: str, *, setup: str, answer: str, answer_names: Sequence[str],
+          cases: Sequence[testing.Case], limits: sandbox.Limits = DEFAULT_LIMITS,
+          hidden_folders: Sequence[Path] = ()) -> Verdict:
+    """Run ``answer`` on ``cases`` in a sandbox and judge what it returned, here.
+
+    ``hidden_folders``: folders the sandbox must not show even where a package folder lies
+    inside one (the grading folder). Raises :class:`sandbox.SandboxUnavailable` where no
+    sandbox can start: grading for credit never runs student code without one.
+    """
+    flagged = tuple(answer_rules.problems(answer, exercise))
+    if not cases:
+        return Verdict(False, f"{exercise}: the hidden test has no cases", flagged)
+    job = {"exercise": exercise, "setup": setup, "answer": answer,
+           "answer_names": list(answer_names), "forbidden": forbidden(exercise),
+           "calls": [case.call.to_data() for case in cases]}
+    outcome = sandbox.run([sys.executable, "-I", "-m", "convs2s.course.checks.sandboxed"],
+                          stdin=json.dumps(job).encode(), limits=limits, hidden=hidden_folders,
+                          env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                               "MPLBACKEND": "Agg", "CONVS2S_QUICK": "1"})
+    results = _results(outcome, len(cases))
+    if isinstance(results, str):
+        return Verdict(False, f"✗ {exercise}: {results}", flagged)
+    for n, (case, result) in enumerate(zip(cases, results, strict=True), start=1):
+        why = _judge(case, result)
+        if why is not None:
+            return Verdict(False, f"✗ {exercise}: hidden case {n} of {len(cases)} ({case.what}): "
+                           f"{why}", flagged)
+    return Verdict(True, f"✓ {exercise}: all {len(cases)} hidden cases held", flagged)
+
+
+def load_hidden(path: str | Path) -> dict:
+    """The hidden tests of one notebook (``hidden/NN.py``): its functions by exercise id.
+
+    The file is the instructor's and is run here, outside any sandbox, as trusted code."""
+    import importlib.util
+
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"convs2s_hidden_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: fn for name, fn in vars(module).items()
+            if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", None)
+            == module.__name__}

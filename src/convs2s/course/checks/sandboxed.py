@@ -1,0 +1,121 @@
+"""The part of grading that runs student code: inside the sandbox, it returns data, no verdict.
+
+``python -I -m convs2s.course.checks.sandboxed`` is what :mod:`convs2s.course.checks.grader`
+starts in the sandbox (:mod:`convs2s.system.sandbox`). It reads one job (JSON) on standard
+input: the assignment's setup cell, the student's answer cell, the exercise's forbidden
+functions and the hidden test's calls (:class:`convs2s.course.checks.testing.Call`, as data).
+It then
+
+1. runs the setup cell;
+2. removes the functions the exercise forbids from this process (``F.glu`` for ``my_glu``,
+   the package's own answer for a derive exercise): each becomes a function that raises
+   :class:`ShortcutRefused`, so that no alias, however it was reached, finds the original;
+3. runs the answer cell (its output goes to standard error, which the grader ignores);
+4. makes each call and writes what it returned, or the name of what it raised, as data: one
+   JSON line after :data:`MARKER` on standard output.
+
+Nothing here decides a grade and nothing of the expected values is here: the grader compares
+the data with them outside the sandbox. A student's code may print, forge that line, exit or
+crash at will: it can change only the data its own answer is judged by.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import sys
+
+#: Starts the line that carries the results (the last such line counts).
+MARKER = "convs2s-sandboxed-results "
+#: The most characters of one exception message carried out.
+MAX_MESSAGE = 300
+
+
+def _remove(targets: list[str]) -> None:
+    """Replace each ``"module:Attr.attr"`` by a function that refuses (for this process)."""
+    from convs2s.course.checks._core import ShortcutRefused, _resolve
+
+    for target in targets:
+        try:
+            owner, attr = _resolve(target)
+        except (ImportError, AttributeError):
+            continue
+
+        def refused(*_args, _target=target, **_kwargs):
+            raise ShortcutRefused(f"it called {_target.replace(':', '.')}, which this exercise "
+                                  "asks you to write yourself")
+
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(owner, attr, refused)
+
+
+def _outcome(fn, *args, **kwargs) -> dict:
+    from convs2s.course.checks.testing import encode
+
+    try:
+        result = fn(*args, **kwargs)
+        return {"returned": encode(result)}
+    except BaseException as e:  # noqa: BLE001 - whatever the answer raised is its result
+        if isinstance(e, SystemExit):
+            return {"raised": "SystemExit", "message": "the answer called sys.exit()"}
+        text = " ".join(str(e).split())[:MAX_MESSAGE] if not isinstance(e, RecursionError) \
+            else "maximum recursion depth exceeded"
+        return {"raised": type(e).__name__[:60], "message": text}
+
+
+def _make(one: dict, namespace: dict, names: list[str]) -> dict:
+    from convs2s.course.checks.testing import decode
+
+    kind, target = one["kind"], one["target"]
+    if kind == "value":
+        if target not in namespace:
+            return {"raised": "NameError", "message": f"the answer cell does not set {target}"}
+        return _outcome(lambda: namespace[target])
+    args, kwargs = decode(one["args"]), decode(one["kwargs"])
+    if kind == "call":
+        fn = namespace.get(target)
+        if fn is None:
+            return {"raised": "NameError", "message": f"the answer cell does not define {target}"}
+        return _outcome(fn, *args, **kwargs)
+    if kind == "probe" and target.startswith("convs2s."):
+        module, _, name = target.partition(":")
+        probe = getattr(importlib.import_module(module), name)
+        answers = {n: namespace.get(n) for n in names}
+        return _outcome(probe, answers, **kwargs)
+    return {"raised": "ValueError", "message": f"not a call grading makes: {kind} {target}"}
+
+
+def run(job: dict) -> list[dict]:
+    """The outcome of each of ``job``'s calls (this process: the sandbox)."""
+    namespace: dict = {"__name__": "__main__"}
+    names = [str(n) for n in job["answer_names"]]
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            exec(compile(job["setup"], "<setup cell>", "exec"), namespace)  # noqa: S102
+        except BaseException as e:  # noqa: BLE001
+            failed = {"raised": "SetupFailed", "message": f"the setup cell raised "
+                      f"{type(e).__name__}: {' '.join(str(e).split())[:MAX_MESSAGE]}"}
+            return [failed for _ in job["calls"]]
+        _remove([str(t) for t in job["forbidden"]])
+        answer = _outcome(lambda: exec(compile(job["answer"], "<answer cell>", "exec"),  # noqa: S102
+                                       namespace))
+        if "raised" in answer:
+            failed = {"raised": answer["raised"], "message": "the answer cell raised "
+                      f"{answer['raised']}: {answer['message']}"}
+            return [failed for _ in job["calls"]]
+        return [_make(one, namespace, names) for one in job["calls"]]
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.read())
+    results = run(job)
+    data = ("\n" + MARKER + json.dumps(results) + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
+    os._exit(0)  # no atexit handler or thread of the answer's runs after this
+
+
+if __name__ == "__main__":
+    main()

