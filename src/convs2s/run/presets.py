@@ -32,6 +32,14 @@ RECORDED_MODEL_FIELDS = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kern
                          "dropout", "max_positions", "init", "weight_norm",
                          "share_input_output_embed")
 
+#: Training fields added after checkpoints first recorded presets, with the value every run
+#: trained with before them: a preset's record holds one only where it differs (so a record at
+#: these values is the one recorded before), and a record without it was trained with this value.
+FIELDS_ADDED_LATER = {"rdrop": 0.0}
+
+#: The largest R-Drop weight a preset takes (issue 62's bound).
+MAX_RDROP = 10.0
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -63,6 +71,9 @@ class Preset:
     momentum: float = 0.99  # nesterov only
     clip_norm: float = 0.1  # the paper's gradient clipping
     label_smoothing: float = 0.1
+    # R-Drop (convs2s.model.loss.rdrop_loss): each batch twice, two dropout masks, this weight
+    # times their symmetric KL added to the mean of their losses. 0: off, one pass a batch
+    rdrop: float = 0.0
     warmup_steps: int = 200
     lr_shrink: float = 0.5  # multiply the LR by this when validation loss does not improve
     min_lr: float = 1e-5
@@ -121,6 +132,10 @@ class Preset:
                                                and math.isfinite(value)):
                 raise ValueError(f"{name} must be a number above 0" + (
                     " and at most 1" if top == 1 else "") + f", not {value!r}.")
+        if isinstance(self.rdrop, bool) or not (isinstance(self.rdrop, numbers.Real)
+                                                and 0 <= self.rdrop <= MAX_RDROP):  # NaN too
+            raise ValueError(f"rdrop must be a number from 0 to {MAX_RDROP:g}, not "
+                             f"{self.rdrop!r}.")
         if self.compile is not None:
             check_mode(self.compile)
         for name in ("average_last", "final_beam"):
@@ -137,15 +152,17 @@ class Preset:
     def as_dict(self) -> dict:
         """The flat form a checkpoint records: ``name``, the model's fields (not the vocabulary
         ones; those of :data:`RECORDED_MODEL_FIELDS`, then any other not at its default), then
-        the other fields but ``compile`` (how the steps ran, not what they trained). For every
-        preset that could be written before the model had a configuration, this is the dict
-        checkpoints recorded then."""
+        the other fields but ``compile`` (how the steps ran, not what they trained) and those of
+        :data:`FIELDS_ADDED_LATER` at their value. For every preset that could be written before
+        the model had a configuration, this is the dict checkpoints recorded then."""
         out = {"name": self.name}
         out.update((name, getattr(self.model, name)) for name in RECORDED_MODEL_FIELDS)
         out.update((name, getattr(self.model, name)) for name in MODEL_FIELDS
                    if name not in out and getattr(self.model, name) != getattr(DEFAULT_MODEL, name))
         out.update((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                   if f.name not in ("name", "model", "compile"))
+                   if f.name not in ("name", "model", "compile") and not (
+                       f.name in FIELDS_ADDED_LATER
+                       and getattr(self, f.name) == FIELDS_ADDED_LATER[f.name]))
         return out
 
     @classmethod

@@ -25,7 +25,7 @@ from convs2s.data import Vocab
 from convs2s.data.subword import TextPipeline
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.final_choices import SNAPSHOT_NAME
-from convs2s.run.presets import Preset
+from convs2s.run.presets import FIELDS_ADDED_LATER, Preset
 
 __all__ = ["check_compatible", "check_same_run", "check_train_state", "reconcile_best",
            "restore", "rng_state", "set_rng_state"]
@@ -58,8 +58,9 @@ def restore(ckpt: Checkpoint, *, preset: Preset, data_record: dict, pipeline: Te
     """Continue the run in ``ckpt``: check it is this run (settings, data, text, model), load
     its weights, optimizer and random-number states; returns its train state (the rest)."""
     train_state = ckpt.resumable()
-    check_same_run(ckpt, {**preset.as_dict(), "data": data_record}, ckpt.path,
-                   ignore=MAY_CHANGE)
+    settings = {**preset.as_dict(), "data": data_record,
+                **{name: getattr(preset, name) for name in FIELDS_ADDED_LATER}}
+    check_same_run(ckpt, settings, ckpt.path, ignore=MAY_CHANGE, defaults=FIELDS_ADDED_LATER)
     check_same_text(pipeline, preset, ckpt.path)
     check_compatible(ckpt, model.config, src_vocab, trg_vocab, ckpt.path)
     model.load_state_dict(ckpt.state_dict)  # Checkpoint.load checked them
@@ -262,15 +263,18 @@ def check_compatible(ckpt: Checkpoint | dict, model_config: dict, src_vocab: Voc
 
 
 def check_same_run(ckpt: Checkpoint | dict, settings: dict,
-                   path: str | os.PathLike = "checkpoint", *, ignore: tuple[str, ...] = ()) -> None:
+                   path: str | os.PathLike = "checkpoint", *, ignore: tuple[str, ...] = (),
+                   defaults: dict | None = None) -> None:
     """Raise :class:`CheckpointError` unless the checkpoint was trained with ``settings``.
 
     ``settings`` maps the names recorded in the checkpoint's ``preset`` (plus ``data``, the
     fingerprint of the pairs it trained on) to the values requested now. Names in ``ignore``, and
-    names the checkpoint did not record (an older format), are not compared.
+    names the checkpoint did not record (an older format), are not compared, except those of
+    ``defaults`` where it recorded a preset: a preset records them only where they differ from
+    these values (``presets.FIELDS_ADDED_LATER``), so without them it was trained with these.
     """
     ckpt = _as_checkpoint(ckpt, path)
-    recorded = dict(ckpt.preset or {})
+    recorded = ({**(defaults or {}), **ckpt.preset} if ckpt.preset is not None else {})
     if ckpt.data is not None:
         recorded["data"] = ckpt.data
     diffs = [

@@ -8,7 +8,7 @@ steps over the batches, the validation loss, a history row, ``last.pt`` (and ``b
 validation improved). The loop runs epochs until a limit; Ctrl-C or SIGTERM save ``last.pt``,
 and ``resume=True`` continues exactly. NaN/inf stops the run; diverged weights are never saved.
 ``preset.compile`` (``--compile``) runs the steps through ``torch.compile``
-(:func:`compile_for_training`, :func:`compiled_loss`).
+(:func:`compile_for_training`, :func:`compiled_loss`); ``preset.rdrop``: R-Drop (``--rdrop``).
 The rest is elsewhere: :mod:`~convs2s.run.prepare` (data, model, optimizer),
 :mod:`~convs2s.run.run_folder`, :mod:`~convs2s.run.resume`, :mod:`~convs2s.run.distributed`,
 :mod:`~convs2s.run.precision` (the optimizer step), :mod:`~convs2s.run.final_choices`
@@ -37,13 +37,13 @@ from torch.fx.experimental import _config as fx_config
 from convs2s.data import LANGUAGES, DataError, Vocab, load_multi30k, make_loader
 from convs2s.data.subword import KINDS
 from convs2s.model.convs2s import ConvS2S
-from convs2s.model.loss import evaluate_loss, next_token_loss, sequence_loss
+from convs2s.model.loss import evaluate_loss, next_token_loss, rdrop_loss, sequence_loss
 from convs2s.run import final_choices, run_folder
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
 from convs2s.run.prepare import build_model, fingerprint, make_optimizer, prepare_data, select_pairs
-from convs2s.run.presets import PRESETS, Preset, get_preset
+from convs2s.run.presets import MAX_RDROP, PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
 from convs2s.system import environment
 from convs2s.system.arguments import (
@@ -334,16 +334,17 @@ class Trainer:
 
     def _loss(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         """A step's loss: :func:`~convs2s.model.loss.next_token_loss` of the model, or with
-        ``preset.compile``, :func:`compiled_loss` of the compiled one (the same loss)."""
+        ``preset.compile``, :func:`compiled_loss` of the compiled one (the same loss); R-Drop's
+        with ``preset.rdrop`` > 0 (its KL term then counts in the epoch's ``train_loss``)."""
         p = self.preset
         if p.compile is None:
             return next_token_loss(self.net, src, trg, self.pad, p.label_smoothing,
-                                   self.precision.autocast())
+                                   self.precision.autocast(), rdrop=p.rdrop)
         return compiled_loss(self.net, src, trg, src_pad=self.src_vocab.pad_idx,
                              trg_pad=self.pad, label_smoothing=p.label_smoothing,
                              autocast=self.precision.autocast(),
                              max_positions=p.model.max_positions,
-                             static=p.compile in CUDA_GRAPH_MODES)
+                             static=p.compile in CUDA_GRAPH_MODES, rdrop=p.rdrop)
 
     def _elapsed(self) -> float:
         """Training seconds so far, across resumes."""
@@ -541,7 +542,7 @@ def compile_for_training(net: torch.nn.Module, mode: str,
 
 def compiled_loss(net: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor, *, src_pad: int,
                   trg_pad: int, label_smoothing: float, autocast, max_positions: int,
-                  static: bool) -> torch.Tensor:
+                  static: bool, rdrop: float = 0.0) -> torch.Tensor:
     """The loss :func:`~convs2s.model.loss.next_token_loss` computes, for a compiled ``net``.
 
     The output layer runs at every target position, padding included, and the loss ignores the
@@ -549,7 +550,8 @@ def compiled_loss(net: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor, *,
     selecting the real positions first, as the eager step does, gives a tensor whose size
     depends on the batch's values, which splits a compiled graph and defeats CUDA graphs.
     ``static``: pad the batch to a few shapes first (:func:`static_shapes`), and tell the CUDA
-    graphs that a new step begins.
+    graphs that a new step begins. ``rdrop`` > 0: R-Drop's loss
+    (:func:`~convs2s.model.loss.rdrop_loss`), the (padded) batch concatenated with itself.
 
     Sizes that happen to be equal in the batch that is compiled (as many rows as source
     positions, a source as long as the target) stay distinct symbols: torch.compile would
@@ -558,8 +560,12 @@ def compiled_loss(net: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor, *,
     if static:
         src, trg = static_shapes(src, trg, src_pad, trg_pad, max_positions)
         torch.compiler.cudagraph_mark_step_begin()
+    if rdrop:  # the batch twice: src = [2 * batch, src_len], trg = [2 * batch, trg_len + 1]
+        src, trg = torch.cat([src, src]), torch.cat([trg, trg])
     with autocast, fx_config.patch(use_duck_shape=False):
         logits, _ = net(src, trg[:, :-1])  # logits = [batch, trg_len, vocab]
+    if rdrop:
+        return rdrop_loss(logits, trg[:, 1:], trg_pad, label_smoothing, rdrop)
     return sequence_loss(logits, trg[:, 1:], trg_pad, label_smoothing)
 
 
@@ -691,6 +697,18 @@ def _share(text: str) -> float:
     return value
 
 
+def _rdrop_weight(text: str) -> float:
+    """R-Drop's weight: a number from 0 (off) to MAX_RDROP."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_RDROP:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number from 0 (off) to {MAX_RDROP:g}, "
+                                         f"not {brief(text)}")
+    return value
+
+
 def _folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a folder, not an empty name")
@@ -771,6 +789,10 @@ def main(argv: list[str] | None = None) -> int:
                         "the rate rises over from 0 to its peak (cpu_subword: 200)")
     parser.add_argument("--lr-shrink", type=_share, help="override what the rate is multiplied "
                         "by after each epoch without a better validation loss (0.5; 1: never)")
+    parser.add_argument("--rdrop", type=_rdrop_weight, metavar="WEIGHT", help="R-Drop: each "
+                        "batch through the model twice (two dropout masks), WEIGHT times the "
+                        "symmetric KL between the two passes added to the mean of their losses "
+                        "(twice the step's time; the paper's alpha is 2 x WEIGHT); default 0: off")
     parser.add_argument("--patience", type=whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
     parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
@@ -790,7 +812,7 @@ def main(argv: list[str] | None = None) -> int:
                                    ("dropout", args.dropout),
                                    ("label_smoothing", args.label_smoothing),
                                    ("lr", args.lr), ("warmup_steps", args.warmup_steps),
-                                   ("lr_shrink", args.lr_shrink),
+                                   ("lr_shrink", args.lr_shrink), ("rdrop", args.rdrop),
                                    ("patience", args.patience), ("compile", args.compile))
                  if v is not None}
     try:
