@@ -53,7 +53,7 @@ help:
 	@echo "make lab    install the course into $(LAB_VENV) and open it in JupyterLab"
 	@echo "make test   install into $(VENV) (.[dev]), run ruff, unit tests and every notebook"
 	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
-	@echo "             (VARIANT=<name>: a class's own numbers for the predict and derive ones)"
+	@echo "             (a class's own numbers from a random secret; VARIANT=<name> to choose)"
 	@echo "make images screenshots of the widgets into images/ (needs chromium)"
 	@echo "make site   the course as a static website (stored outputs, offline) -> $(SITE)/"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
@@ -137,15 +137,19 @@ NBGRADER := PATH="$(abspath $(VENV))/bin:$$PATH" $(abspath $(VENV))/bin/nbgrader
 
 # The student versions: course notebooks (+ coursework/hidden) -> coursework/source (instructor
 # versions, solutions in) -> nbgrader generate_assignment -> coursework/release
-# (+ coursework/gradebook.db). --clean removes only what an earlier run wrote there.
-# VARIANT=<name>: a class's own numbers for every predict and derive exercise (tools/variants.py).
+# (+ coursework/gradebook.db, and grading.json: what autograde grades against). --clean removes
+# only what an earlier run wrote there. The class's numbers for every predict and derive
+# exercise (tools/variants.py) come from a random secret kept in coursework/variant-secret
+# (made the first time), or from VARIANT=<name> if you give one. GRADE_PRACTICE=1 gives the
+# implement and debug exercises (public solutions) their points.
 student: $(INSTRUCTOR_STAMP)
 	$(PY) -m tools.coursework --clean --out $(COURSEWORK)/source --notebooks notebooks \
-		--hidden $(COURSEWORK)/hidden $(if $(VARIANT),--variant '$(subst ','\'',$(VARIANT))')
-	@if [ ! -f $(COURSEWORK)/fresh_process_grading.py ]; then \
-		echo "copying coursework/fresh_process_grading.py into $(COURSEWORK) (its" \
-			"nbgrader_config.py grades in a fresh process with it)"; \
-		cp coursework/fresh_process_grading.py $(COURSEWORK)/; fi
+		--hidden $(COURSEWORK)/hidden $(if $(VARIANT),--variant '$(subst ','\'',$(VARIANT))') \
+		$(if $(GRADE_PRACTICE),--grade-practice)
+	@if [ ! -f $(COURSEWORK)/sandbox_grading.py ]; then \
+		echo "copying coursework/sandbox_grading.py into $(COURSEWORK) (its" \
+			"nbgrader_config.py grades in a sandbox with it)"; \
+		cp coursework/sandbox_grading.py $(COURSEWORK)/; fi
 	cd $(COURSEWORK) && $(NBGRADER) generate_assignment "*" --force --log-level=WARN
 	@echo "student versions: $(COURSEWORK)/release/ (see $(COURSEWORK)/README.md)"
 

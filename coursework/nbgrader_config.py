@@ -6,32 +6,31 @@ Layout (nbgrader's defaults, relative to this folder):
     submitted/<student>/<assignment>/           collected submissions
     autograded/, feedback/                      written by autograde / generate_feedback
     gradebook.db                                the gradebook (sqlite)
+    grading.json                                this class's values per exercise (make student)
+    variant-secret                              the class's secret the values come from
 See README.md in this folder.
 """
 
 c = get_config()  # noqa: F821 (nbgrader provides get_config)
 
 c.CourseDirectory.course_id = "convs2s"
-# The exercises take seconds; a generous limit per cell still stops a student's endless loop.
-c.Execute.timeout = 300
 # Where `nbgrader release_assignment` / `collect` exchange files on a shared JupyterHub;
 # change it to your hub's exchange folder (or use an LMS / the nbgrader ngshare exchange).
 c.Exchange.root = "/srv/nbgrader/exchange"
 
-# Autograde grades every test cell again in a fresh Python process, from the answer cell's text
-# (fresh_process_grading.py, beside this file): what a student's other cells did to the kernel
-# cannot change a grade. It runs right after nbgrader's Execute and replaces the test cells'
-# outputs with its verdicts; nbgrader then scores them as usual.
+# Autograde never runs a submitted notebook in a kernel here: nbgrader's Execute step is
+# replaced by sandbox_grading.py (beside this file), which grades each autograded cell's answer
+# in a bubblewrap sandbox and decides the verdict outside it. Without a sandbox, autograde stops
+# with one line saying what to install.
 import os as _os  # noqa: E402
 import sys as _sys  # noqa: E402
 
 _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
-from fresh_process_grading import GradeInFreshProcess  # noqa: E402
 from nbgrader.converters.autograde import Autograde  # noqa: E402
+from sandbox_grading import GradeInSandbox  # noqa: E402
 
-_steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
-_steps.insert(next(i for i, step in enumerate(_steps) if step.__name__ == "Execute") + 1,
-              GradeInFreshProcess)
-c.Autograde.autograde_preprocessors = _steps
-# seconds one exercise may take in its fresh process
-c.GradeInFreshProcess.timeout = 120
+c.Autograde.autograde_preprocessors = [
+    GradeInSandbox if step.__name__ == "Execute" else step
+    for step in Autograde.class_traits()["autograde_preprocessors"].default()]
+# seconds (wall clock and CPU) one exercise's sandbox may run; an endless loop costs this much
+c.GradeInSandbox.timeout = 60

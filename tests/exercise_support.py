@@ -6,10 +6,9 @@ conftest). Not a fixture file: plain functions, so that a test reads what it cal
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import FunctionType, SimpleNamespace
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -21,22 +20,30 @@ def stub(*_args, **_kwargs):
 
 
 def hidden(notebook: str, variant: str | None = None) -> SimpleNamespace:
-    """The hidden grading tests of notebook ``notebook`` ("01" ... "08"), coursework/hidden/,
-    each with the ``_variant`` its test cell gives it: the public version's values, or those
-    of the class ``variant`` (tools/variants.py)."""
-    from tools import variants
+    """The hidden grading tests of notebook ``notebook`` ("01" ... "08"), coursework/hidden/, as
+    functions of the learner's answers: ``hidden("01").my_glu(fn)`` raises AssertionError (with
+    the verdict line) when the answer does not pass. Each runs its cases in this process
+    (:func:`grader.in_this_process`: the same data coding and judgement as the sandbox's
+    grading), with this copy's values: the public version's, or those of the class
+    ``variant`` (tools/variants.py)."""
+    from convs2s.course.checks import grader
+    from tools import coursework, variants
 
-    spec = importlib.util.spec_from_file_location(f"hidden{notebook}",
-                                                  ROOT / "coursework" / "hidden" / f"{notebook}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    tests = {}
-    for name, fn in vars(module).items():
-        if isinstance(fn, FunctionType) and fn.__module__ == module.__name__:
-            version = variants.variant(name, variant)
-            scope = {**vars(module), "_variant": version.params if version else {}}
-            tests[name] = FunctionType(fn.__code__, scope, name, fn.__defaults__)
-    return SimpleNamespace(**tests)
+    tests = grader.load_hidden(ROOT / "coursework" / "hidden" / f"{notebook}.py")
+    exercises = coursework.read_notebook(notebook_path(notebook)).exercises
+    names = {ex.id: ex.answer_names for ex in exercises}
+
+    def grading(exercise, test):
+        def run(*answers):
+            version = variants.variant(exercise, variant)
+            cases = test(dict(version.params) if version else {})
+            verdict = grader.in_this_process(exercise, cases,
+                                             dict(zip(names[exercise], answers, strict=True)))
+            if not verdict.passed:
+                raise AssertionError(verdict.line)
+        return run
+
+    return SimpleNamespace(**{name: grading(name, test) for name, test in tests.items()})
 
 
 def notebook_path(notebook: str) -> Path:

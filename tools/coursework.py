@@ -47,17 +47,20 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import io
 import json
 import os
 import re
+import secrets
 import sys
 import textwrap
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from convs2s.course.checks import answer_rules
+from convs2s.course.checks import answer_rules, grader, testing
 from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
 from convs2s.system.signals import run_command
 from tools import variants
@@ -346,72 +349,66 @@ def _read_exercise(path: Path, ex_id: str, parts: dict[str, tuple[int, dict]]) -
     return Exercise(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, check,
                     solution, names)
 
-
 # --------------------------------------------------------------------------------------------
-# Hidden tests: coursework/hidden/NN.py, read as text
+# Hidden tests: coursework/hidden/NN.py, the instructor's code, run outside any sandbox
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HiddenTest:
-    """One function of ``coursework/hidden/NN.py``: its parameters and its body's lines."""
-
-    id: str
-    params: tuple[str, ...]
-    imports: str  # the module's import lines (copied into every grade cell of the module)
-    body: str  # the function's body, dedented, docstring dropped
-
-
-def _function_body(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """The lines of ``node``'s body after its signature (and docstring), dedented."""
-    body = node.body
-    first = body[0]
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
-        start = first.end_lineno  # the line after the docstring (0-based index)
-        if len(body) == 1:
-            return ""
-    else:
-        start = _signature_end(lines, node.lineno - 1) + 1
-        if first.lineno - 1 < start:
-            raise CourseworkError(f"line {node.lineno}: write the body of {node.name} on its "
-                                  "own lines, under the `def` line")
-    text = "\n".join(lines[start:node.end_lineno])
-    return textwrap.dedent(text).strip("\n")
-
-
-def read_hidden(path: str | Path) -> dict[str, HiddenTest]:
-    """The hidden tests of one notebook's exercises (an empty dict when the file is absent)."""
+def read_hidden(path: str | Path) -> dict[str, Callable]:
+    """The hidden tests of one notebook's exercises, by exercise id (an empty dict when the file
+    is absent): each ``f(variant) -> list[Case]`` (:mod:`convs2s.course.checks.testing`)."""
     path = Path(path)
     if not path.exists():
         return {}
-    source = path.read_text(encoding="utf-8")
-    tree = _parse(source, str(path))
-    lines = source.splitlines()
-    imports, tests = [], {}
-    for i, node in enumerate(tree.body):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
-                imports.append("\n".join(lines[node.lineno - 1:node.end_lineno]))
-        elif isinstance(node, ast.FunctionDef):
-            args = node.args
-            if (args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs
-                    or node.decorator_list):
-                raise CourseworkError(f"{path}: line {node.lineno}: {node.name} takes plain "
-                                      "parameters (the answer names) and no decorator")
-            try:
-                body = _function_body(lines, node)
-            except CourseworkError as e:
-                raise CourseworkError(f"{path}: {e}") from None
-            tests[node.name] = (tuple(a.arg for a in args.args), body)
-        elif i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the module docstring
-        else:
-            raise CourseworkError(f"{path}: line {node.lineno}: a hidden-test file holds only "
-                                  "imports and one function per exercise id")
-    imports_text = "\n".join(imports)
-    return {name: HiddenTest(name, params, imports_text, body)
-            for name, (params, body) in tests.items()}
+    if path.is_dir():
+        raise CourseworkError(f"{path}: a folder, not a hidden-test file")
+    try:
+        return grader.load_hidden(path)
+    except SyntaxError as e:
+        raise CourseworkError(f"{path}: line {e.lineno}: not valid Python ({e.msg})") from None
+    except Exception as e:  # noqa: BLE001 - the instructor's file: say what failed, in one line
+        raise CourseworkError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
+
+
+def hidden_cases(test: Callable, ex_id: str, variant: dict, hidden_path: Path) -> list:
+    """``test(variant)``, checked: a non-empty list of :class:`testing.Case` (or one line)."""
+    try:
+        cases = test(dict(variant))
+    except Exception as e:  # noqa: BLE001
+        raise CourseworkError(f"{hidden_path}: {ex_id}(variant) raised {type(e).__name__}: "
+                              f"{e}") from None
+    if not isinstance(cases, list) or not cases or \
+            not all(isinstance(c, testing.Case) for c in cases):
+        raise CourseworkError(f"{hidden_path}: {ex_id}(variant) must return a non-empty list of "
+                              "convs2s.course.checks.testing.Case")
+    return cases
+
+
+def _check_hidden(nb: NotebookExercises, hidden: dict[str, Callable], hidden_path: Path) -> None:
+    """Every autograded exercise has its hidden test, taking one argument (the variant), and no
+    hidden test names something that is not an autograded exercise."""
+    ids = {ex.id for ex in nb.exercises}
+    for name in hidden:
+        if name not in ids:
+            raise CourseworkError(f"{hidden_path}: {name} is not an exercise of {nb.path.name} "
+                                  f"(its exercises: {', '.join(sorted(ids))})")
+    for ex in nb.exercises:
+        if ex.manual:
+            if ex.id in hidden:
+                raise CourseworkError(f"{hidden_path}: {ex.id} is an explain exercise (graded "
+                                      "by hand): it has no hidden test")
+            continue
+        test = hidden.get(ex.id)
+        if test is None:
+            raise CourseworkError(f"{hidden_path}: no hidden test for {ex.id} (write `def "
+                                  f"{ex.id}(variant):` returning its cases)")
+        try:
+            params = list(inspect.signature(test).parameters)
+        except (TypeError, ValueError):
+            params = []
+        if len(params) != 1:
+            raise CourseworkError(f"{hidden_path}: {ex.id} takes ({', '.join(params)}); a hidden "
+                                  "test takes one argument, the variant (a dict)")
 
 
 def _bound_names(statements: list[ast.stmt], *, imports: bool) -> set[str]:
@@ -457,45 +454,22 @@ def _bound_names(statements: list[ast.stmt], *, imports: bool) -> set[str]:
     return names
 
 
-def _check_hidden(nb: NotebookExercises, hidden: dict[str, HiddenTest], hidden_path: Path) -> None:
-    """Every graded exercise has its hidden test, with the check's answer names. (A hidden test
-    runs as a function, in a namespace of its own when graded, so its names never meet the
-    learner's.)"""
-    ids = {ex.id for ex in nb.exercises}
-    for name in hidden:
-        if name not in ids:
-            raise CourseworkError(f"{hidden_path}: {name} is not an exercise of {nb.path.name} "
-                                  f"(its exercises: {', '.join(sorted(ids))})")
-    for ex in nb.exercises:
-        if ex.manual:
-            if ex.id in hidden:
-                raise CourseworkError(f"{hidden_path}: {ex.id} is an explain exercise (graded "
-                                      "by hand): it has no hidden test")
-            continue
-        test = hidden.get(ex.id)
-        if test is None:
-            raise CourseworkError(f"{hidden_path}: no hidden test for {ex.id} (write "
-                                  f"`def {ex.id}({', '.join(ex.answer_names)}):` with asserts)")
-        if test.params != ex.answer_names:
-            raise CourseworkError(
-                f"{hidden_path}: {ex.id} takes ({', '.join(test.params)}) but the check is "
-                f"called with ({', '.join(ex.answer_names)}): use the answer names")
-        if not test.body.strip():
-            raise CourseworkError(f"{hidden_path}: {ex.id} has an empty body")
-        body = _parse(test.body, f"{hidden_path}: {ex.id}")
-        idle = [n for n in ast.walk(body) if isinstance(n, ast.Expr)
-                and isinstance(n.value, ast.Compare | ast.BoolOp | ast.Name | ast.Constant)
-                and not (isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))]
-        if idle:
-            raise CourseworkError(
-                f"{hidden_path}: {ex.id}, line {idle[0].lineno} of its body: an expression "
-                "that tests nothing (a comparison without assert?); write `assert ...`")
-        last = body.body[-1]
-        if isinstance(last, ast.Expr) and not isinstance(last.value, ast.Call):
-            raise CourseworkError(
-                f"{hidden_path}: {ex.id} ends with an expression, whose value nbgrader would "
-                "read as a partial score; end it with an assert (or a statement)")
-
+def _function_body(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The lines of ``node``'s body after its signature (and docstring), dedented."""
+    body = node.body
+    first = body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        start = first.end_lineno  # the line after the docstring (0-based index)
+        if len(body) == 1:
+            return ""
+    else:
+        start = _signature_end(lines, node.lineno - 1) + 1
+        if first.lineno - 1 < start:
+            raise CourseworkError(f"line {node.lineno}: write the body of {node.name} on its "
+                                  "own lines, under the `def` line")
+    text = "\n".join(lines[start:node.end_lineno])
+    return textwrap.dedent(text).strip("\n")
 
 # --------------------------------------------------------------------------------------------
 # Rendering the nbgrader cells
@@ -609,42 +583,27 @@ def solution_cell_source(ex: Exercise) -> str:
     return "\n".join(out).rstrip()
 
 
-def split_test_cell(source: str) -> tuple[str, str]:
-    """(visible part, hidden part) of a test cell this tool wrote; the hidden part is "" when
-    there is none (nbgrader's student version)."""
-    if BEGIN_HIDDEN not in source:
-        return source, ""
-    before, _, rest = source.partition(BEGIN_HIDDEN)
-    hidden, _, after = rest.partition(END_HIDDEN)
-    return before + after, hidden
+#: Exercises graded on a form only, because their answer depends on the machine: practice.
+MACHINE_DEPENDENT = frozenset({"speed_crossover"})
 
 
-def grade_cell_source(ex: Exercise, hidden: HiddenTest, params: dict | None = None) -> str:
-    """The autograded cell: the notebook's visible check, asserted, then the hidden test.
+def is_practice(ex: Exercise) -> bool:
+    """Whether ``ex`` is practice in a class copy (0 points unless the instructor grades it):
+    an implement or debug exercise, whose solution the public course notebook shows, or one
+    whose answer depends on the machine."""
+    return ex.kind in ("implement", "debug") or ex.id in MACHINE_DEPENDENT
 
-    The hidden test is the function of ``coursework/hidden/NN.py``, as ``_hidden_test``, called
-    with the answer names; ``params`` (``tools/variants.py``: this copy's numbers) become
-    ``_variant``. Grading runs this part in a namespace of its own
-    (``coursework/fresh_process_grading.py``), so no name of the student's meets the test's.
-    """
+
+def grade_cell_source(ex: Exercise, graded: bool = True) -> str:
+    """The exercise's test cell: the notebook's visible check, asserted. Nothing hidden is in
+    it: grading takes the hidden test from the instructor's folder (``hidden/NN.py``) and this
+    class's values from ``grading.json``."""
     points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
-    names = ", ".join(ex.answer_names)
-    lines = [
-        f"# Autograded ({points}): the visible check convs2s.course.checks.{ex.id} runs here;",
-        "# grading runs it again with hidden tests, in a fresh process, from your answer cell's",
-        "# code alone. Do not edit this cell (it is restored for grading).",
-        f"assert {ex.check}",
-        BEGIN_HIDDEN,
-        f"_variant = {params or {}!r}",
-        f"def _hidden_test({names}):",
-    ]
-    used = {n.id for n in ast.walk(ast.parse(hidden.body)) if isinstance(n, ast.Name)}
-    for node in ast.parse(hidden.imports).body:  # the module's imports this body uses
-        if _bound_names([node], imports=True) & used:
-            lines += _reindent(ast.get_source_segment(hidden.imports, node), "    ")
-    lines += _reindent(hidden.body, "    ")
-    lines += [f"_hidden_test({names})", END_HIDDEN]
-    return "\n".join(lines)
+    what = (f"# Autograded ({points}): the visible check convs2s.course.checks.{ex.id} runs "
+            "here; grading runs\n# your answer cell alone, with hidden tests, in a sandbox. "
+            if graded else
+            f"# Practice (0 points): the visible check convs2s.course.checks.{ex.id} runs here. ")
+    return f"{what}Do not edit this cell.\nassert {ex.check}"
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False,
@@ -673,22 +632,26 @@ def _with_checks_import(setup: str) -> str:
     return setup.strip("\n") + "\n\nfrom convs2s.course import checks"
 
 
-def _graded_setup(setup: str, variant: str | None = None) -> str:
+def _graded_setup(setup: str, class_version: bool) -> str:
     """The assignment's setup cell: the notebook's, with ``checks`` imported, then
-    ``checks.graded_copy()``: in a graded copy a predict check (and in a class's variant a
+    ``checks.graded_copy()``: in a graded copy a predict check (and in a class's version a
     derive check) only records the answer, no check shows the value it grades, and
-    ``checks.hint`` and ``checks.show_me`` are off (:mod:`convs2s.course.checks`)."""
-    call = f"checks.graded_copy(variant={variant!r})" if variant else "checks.graded_copy()"
+    ``checks.hint`` and ``checks.show_me`` are off (:mod:`convs2s.course.checks`). The copy
+    never names the class's variant."""
+    call = "checks.graded_copy(class_version=True)" if class_version else "checks.graded_copy()"
     return (_with_checks_import(setup) + "\n\n# a graded copy: checks record or say held / did "
             f"not hold, one hint per wrong try\n{call}")
 
 
-def _task_markdown(ex: Exercise, variant: str | None = None) -> str:
+def _task_markdown(ex: Exercise, class_version: bool, practice: bool) -> str:
     lines = ex.task.splitlines()
-    points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
-    graded = "graded by hand" if ex.manual else "autograded"
-    text = "\n".join([f"{lines[0].rstrip()} ({points}, {graded})", *lines[1:]])
-    if ex.kind == "predict" or (ex.kind == "derive" and variant):
+    if practice:
+        how = "practice, 0 points: the course notebook shows its solution"
+    else:
+        points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
+        how = f"{points}, {'graded by hand' if ex.manual else 'autograded'}"
+    text = "\n".join([f"{lines[0].rstrip()} ({how})", *lines[1:]])
+    if ex.kind == "predict" or (ex.kind == "derive" and class_version):
         text += ("\n\n*In this graded copy the check only records your answer and says "
                  "nothing of its value: grading decides.*")
     return text
@@ -706,16 +669,23 @@ def repository_url(root: str | Path | None = None) -> str:
     return DEFAULT_REPOSITORY
 
 
-def _header(nb: NotebookExercises, repo_url: str, variant: str | None = None) -> str:
+def _header(nb: NotebookExercises, repo_url: str, class_version: bool,
+            graded: dict[str, bool]) -> str:
     link = f"{repo_url}/blob/main/notebooks/{nb.name}.ipynb"
-    auto = [ex for ex in nb.exercises if not ex.manual]
+    auto = [ex for ex in nb.exercises if not ex.manual and graded[ex.id]]
     manual = [ex for ex in nb.exercises if ex.manual]
+    practice = [ex for ex in nb.exercises if not ex.manual and not graded[ex.id]]
     kinds = ", ".join(sorted({ex.kind for ex in nb.exercises}, key=KINDS.index))
     split = f"{sum(ex.points for ex in auto)} autograded"
     if manual:
         split += f", {sum(ex.points for ex in manual)} graded by hand"
-    version = (f" This is your class's version (\"{variant}\"): its numbers differ from the "
-               "course notebook's, so work them out here." if variant else "")
+    total = sum(ex.points for ex in auto + manual)
+    version = (" This is your class's own version: its numbers differ from the course "
+               "notebook's, so work them out here." if class_version else "")
+    practice_line = (
+        [f"Practice, 0 points: {', '.join(f'`{ex.id}`' for ex in practice)} (the public course "
+         "notebook shows its solution, or its answer depends on the machine); its check still "
+         "tells you whether your answer holds.", ""] if practice else [])
     return "\n".join([
         f"# Coursework {nb.number} · {nb.title}",
         "",
@@ -735,16 +705,16 @@ def _header(nb: NotebookExercises, repo_url: str, variant: str | None = None) ->
         "same check as in the course notebook, and prints ✓, or what is wrong with one hint. "
         "In this graded copy a check never shows the value it grades: a *predict* check"
         + (" and a *derive* check only record your answer (this class's version has numbers "
-           "of its own; grading decides)" if variant else
+           "of its own; grading decides)" if class_version else
            " only records your prediction (grading decides whether it holds)")
         + "; `checks.hint` and `checks.show_me` are off.",
-        "4. Grading runs every test cell again, with hidden tests, so make each answer "
-        "right in general, not only for the visible cases. Do not edit the test cells: they "
-        "are restored before grading.",
+        "4. Grading runs each answer again, with hidden tests, so make each answer right in "
+        "general, not only for the visible cases. Do not edit the test cells.",
         "5. " + answer_rules.RULES,
         "6. Before you submit: restart the kernel and run all cells.",
         "",
-        f"This assignment has {len(nb.exercises)} exercises ({kinds}) worth {nb.points} points "
+        *practice_line,
+        f"This assignment has {len(nb.exercises)} exercises ({kinds}) worth {total} points "
         f"({split}).",
     ])
 
@@ -761,23 +731,33 @@ def _versioned(ex: Exercise, version: variants.Variant | None, where: str) -> Ex
     return replace(ex, task=task, answer=answer, solution=version.solution or ex.solution)
 
 
-def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
-                     repo_url: str = DEFAULT_REPOSITORY, variant: str | None = None) -> dict:
+def build_assignment(nb: NotebookExercises, hidden: dict[str, Callable],
+                     repo_url: str = DEFAULT_REPOSITORY, variant: str | None = None, *,
+                     grade_practice: bool = False,
+                     hidden_path: Path = Path("hidden")) -> tuple[dict, dict]:
     """The nbgrader source notebook (instructor version, a notebook JSON dict) of ``nb``, in the
-    class's ``variant`` (``tools/variants.py``) or the public version (None)."""
+    class's version drawn from ``variant`` (a secret or a name: ``tools/variants.py``) or the
+    public one (None), and its entry of ``grading.json``: per autograded exercise, this class's
+    values, its answer names and its points. Practice exercises (:func:`is_practice`) have a
+    test cell worth nothing unless ``grade_practice``."""
     prefix = f"cw{nb.number}"
+    class_version = variant is not None
+    graded = {ex.id: not ex.manual and (grade_practice or not is_practice(ex))
+              for ex in nb.exercises}
     cells = [
-        _cell("markdown", _header(nb, repo_url, variant), f"{prefix}-header",
+        _cell("markdown", _header(nb, repo_url, class_version, graded), f"{prefix}-header",
               _nbgrader("header", locked=True)),
-        _cell("code", _graded_setup(nb.setup, variant), f"{prefix}-setup",
+        _cell("code", _graded_setup(nb.setup, class_version), f"{prefix}-setup",
               _nbgrader("setup", locked=True)),
     ]
+    exercises = {}
     for n, ex in enumerate(nb.exercises, start=1):
         version = variants.variant(ex.id, variant)
         ex = _versioned(ex, version, nb.path.name)
         cid = f"{prefix}-{n}"
-        cells.append(_cell("markdown", _task_markdown(ex, variant), f"{cid}-task",
-                           _nbgrader(f"{ex.id}_task", locked=True)))
+        practice = not ex.manual and not graded[ex.id]
+        cells.append(_cell("markdown", _task_markdown(ex, class_version, practice),
+                           f"{cid}-task", _nbgrader(f"{ex.id}_task", locked=True)))
         if ex.manual:
             cells.append(_cell("markdown", ex.solution, f"{cid}-answer",
                                _nbgrader(ex.id, solution=True, grade=True, points=ex.points)))
@@ -785,10 +765,17 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
         cells.append(_cell("code", solution_cell_source(ex), f"{cid}-answer",
                            _nbgrader(ex.id, solution=True)))
         params = version.params if version is not None else {}
-        cells.append(_cell("code", grade_cell_source(ex, hidden[ex.id], params), f"{cid}-tests",
-                           _nbgrader(f"{ex.id}_tests", grade=True, locked=True,
-                                     points=ex.points)))
-    return {
+        hidden_cases(hidden[ex.id], ex.id, params, hidden_path)  # it runs, before any release
+        if graded[ex.id]:
+            cells.append(_cell("code", grade_cell_source(ex), f"{cid}-tests",
+                               _nbgrader(f"{ex.id}_tests", grade=True, locked=True,
+                                         points=ex.points)))
+            exercises[ex.id] = {"variant": params, "answer_names": list(ex.answer_names),
+                                "points": ex.points, "kind": ex.kind}
+        else:
+            cells.append(_cell("code", grade_cell_source(ex, graded=False), f"{cid}-tests",
+                               _nbgrader(f"{ex.id}_tests", locked=True)))
+    notebook = {
         "cells": cells,
         "metadata": {
             "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
@@ -798,7 +785,7 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, HiddenTest],
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-
+    return notebook, {"notebook": nb.number, "exercises": exercises}
 
 # --------------------------------------------------------------------------------------------
 # Writing the course, and --clean
@@ -813,10 +800,14 @@ class BuiltAssignment:
     path: Path
     exercises: tuple[Exercise, ...]
     notebook: dict = field(repr=False)
+    grading: dict = field(repr=False, default_factory=dict)  # its entry of grading.json
 
     @property
     def points(self) -> int:
-        return sum(ex.points for ex in self.exercises)
+        """What the assignment is worth: its autograded and hand-graded exercises (practice
+        exercises are worth nothing)."""
+        autograded = self.grading.get("exercises", {})
+        return sum(ex.points for ex in self.exercises if ex.manual or ex.id in autograded)
 
 
 def course_notebooks(notebooks_dir: str | Path) -> list[Path]:
@@ -1004,14 +995,51 @@ def clean(out_dir: str | Path, notebooks_dir: str | Path) -> list[Path]:
     return removed
 
 
+#: What autograding grades against, beside the source folder (never released).
+GRADING_FILE = "grading.json"
+#: The class's secret the variants are drawn from, beside the source folder (never released).
+SECRET_FILE = "variant-secret"
+
+
+def _write_grading(path: Path, assignments: dict, *, replace_all: bool) -> None:
+    """Write ``grading.json`` (readable by its owner only): this build's assignments, and those
+    of an earlier build that this one did not rebuild (``--only``)."""
+    old = {}
+    if not replace_all and path.is_file():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8")).get("assignments", {})
+        except (OSError, ValueError, AttributeError):
+            old = {}
+    write_json_atomic(path, {"assignments": {**old, **assignments}})
+    os.chmod(path, 0o600)
+
+
+def class_secret(course: Path) -> str:
+    """The class's secret (``course/variant-secret``), made at random the first time: every
+    later build of the course draws the same numbers from it."""
+    path = course / SECRET_FILE
+    if path.is_file():
+        secret = path.read_text(encoding="utf-8").strip()
+        if secret:
+            return secret
+    course.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_hex(16)
+    write_text_atomic(path, secret + "\n")
+    os.chmod(path, 0o600)
+    return secret
+
+
 def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebooks",
                       hidden_dir: str | Path = "coursework/hidden", *,
                       repo_url: str | None = None, clean_first: bool = False,
                       only: set[str] | None = None,
-                      variant: str | None = None) -> list[BuiltAssignment]:
+                      variant: str | None = None, grade_practice: bool = False,
+                      grading_file: str | Path | None = None) -> list[BuiltAssignment]:
     """Write ``out_dir/<name>/<name>.ipynb`` for every course notebook with exercises (or those
-    numbered or named in ``only``). ``out_dir`` is checked first (:func:`check_out`), then
-    everything is read and checked before anything is written.
+    numbered or named in ``only``), and ``grading_file`` (default: ``grading.json`` beside
+    ``out_dir``, the instructor's course folder): what autograding grades each exercise against.
+    ``out_dir`` is checked first (:func:`check_out`), then everything is read and checked before
+    anything is written.
 
     ``clean_first`` first removes what an earlier run wrote (see :func:`clean`).
     """
@@ -1029,7 +1057,9 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
         hidden_path = Path(hidden_dir) / f"{nb.number}.py"
         hidden = read_hidden(hidden_path)
         _check_hidden(nb, hidden, hidden_path)
-        planned.append((nb, build_assignment(nb, hidden, repo_url, variant)))
+        planned.append((nb, build_assignment(nb, hidden, repo_url, variant,
+                                             grade_practice=grade_practice,
+                                             hidden_path=hidden_path)))
     targets = [f"{nb.name}/{nb.name}.ipynb" for nb, _ in planned]
     listed = _read_marker(resolved) if resolved.is_dir() else None
     _check_targets(out, resolved, targets, listed)
@@ -1045,11 +1075,13 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
                                   "choose another --out") from None
         # the marker first: a run killed halfway still leaves a folder --clean can empty
         _write_marker(resolved, set(listed or []) | set(targets))
-        for (nb, notebook), rel in zip(planned, targets, strict=True):
+        for (nb, (notebook, grading)), rel in zip(planned, targets, strict=True):
             (resolved / nb.name).mkdir(exist_ok=True)
             write_text_atomic(resolved / rel,
                               json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
-            built.append(BuiltAssignment(nb.name, out / rel, nb.exercises, notebook))
+            built.append(BuiltAssignment(nb.name, out / rel, nb.exercises, notebook, grading))
+        _write_grading(Path(grading_file) if grading_file else resolved.parent / GRADING_FILE,
+                       {b.name: b.grading for b in built}, replace_all=not only)
     except OSError as e:
         raise CourseworkError(f"cannot write into --out {out} ({e.strerror or e}); choose "
                               "another --out") from None
@@ -1073,20 +1105,39 @@ def main(argv: list[str] | None = None) -> int:
                              f"this tool made: it holds {MARKER})")
     parser.add_argument("--only", nargs="*", default=None,
                         help="notebook numbers or names to build (default: all)")
-    parser.add_argument("--variant", default=None, metavar="NAME",
-                        help="a class's own version: new numbers for every predict and derive "
-                             "exercise, drawn from NAME (the same name gives the same copy); "
-                             "default: the course notebooks' numbers")
+    version = parser.add_mutually_exclusive_group()
+    version.add_argument("--variant", default=None, metavar="NAME",
+                         help="the class's own numbers for every predict and derive exercise, "
+                              "drawn from NAME (keep it secret: the same name gives the same "
+                              "copy); default: from a random secret kept in variant-secret "
+                              "beside --out, made the first time")
+    version.add_argument("--public", action="store_true",
+                         help="the course notebooks' own numbers (practice and tests only: the "
+                              "public notebooks answer them)")
+    parser.add_argument("--grade-practice", action="store_true",
+                        help="give the implement and debug exercises (whose solutions the "
+                             "public notebooks show) and speed_crossover their points; default: "
+                             "practice, 0 points")
+    parser.add_argument("--grading", default=None, metavar="FILE",
+                        help="where to write what autograding grades against (default: "
+                             "grading.json beside --out)")
     args = parser.parse_args(argv)
     if not Path(args.notebooks).is_dir():
         print(f"error: no notebooks folder {args.notebooks} (run from the repository root or "
               "pass --notebooks)", file=sys.stderr)
         return 2
     try:
-        variant = variants.check_name(args.variant) if args.variant is not None else None
+        if args.public:
+            variant = None
+        elif args.variant is not None:
+            variant = variants.check_name(args.variant)
+        else:
+            check_out(Path(args.out), args.notebooks, clean=args.clean)  # before any secret
+            variant = class_secret(Path(args.out).resolve().parent)
         built = write_assignments(args.out, args.notebooks, args.hidden,
                                   clean_first=args.clean,
-                                  only=set(args.only) if args.only else None, variant=variant)
+                                  only=set(args.only) if args.only else None, variant=variant,
+                                  grade_practice=args.grade_practice, grading_file=args.grading)
     except (CourseworkError, variants.VariantError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,48 +1,45 @@
-"""Hidden tests of notebook 01's exercises (autograding runs them after the visible checks).
+"""Hidden tests of notebook 01's exercises.
 
-One function per exercise id; its parameters are the names the learner's answer defines. The
-course builder puts the function into the exercise's test cell as ``_hidden_test`` and calls it
-with the answer. Grading runs it in a fresh process, in a namespace of its own that holds only
-the answer's names (``coursework/fresh_process_grading.py``), so it imports what it uses inside
-the function. ``_variant`` holds the values of this copy's version of the exercise
-(``tools/variants.py``: the notebook's own numbers, or a class's variant).
-
-Every comparison is the checks' own (``convs2s.course.checks``): the same tolerances, exact
-types, the expected value known to the test, not read from the answer. The ``explain`` exercise
-(``glu_vs_gtu``) is graded by hand and has none.
+One function per exercise id, given this copy's ``variant`` (a dict: a class's numbers from
+``tools/variants.py``, or ``{}`` for the notebook's own), returning its cases
+(:mod:`convs2s.course.checks.testing`). Grading runs only each case's call in the sandbox, with
+the student's answer; the judgement (``accept`` or ``raises``) runs outside it, where the
+expected values are. The comparisons are the checks' own (the same readers and tolerances).
+The ``explain`` exercise (``glu_vs_gtu``) is graded by hand and has none.
 """
 
+import torch
+import torch.nn.functional as F
 
-def my_glu(my_glu):
-    import torch
-    import torch.nn.functional as F
+from convs2s.course.checks import nb01
+from convs2s.course.checks.testing import Case, as_int, assert_close, assert_equal, call, value
 
-    from convs2s.course.checks import _core, guarded
 
-    fn = guarded("my_glu", my_glu)
+def my_glu(variant):
     g = torch.Generator().manual_seed(101)
+    cases = []
     for shape, dim in [((3, 10, 2, 4), 1), ((2, 2), -2), ((1, 12), 1), ((2, 4, 6), -1)]:
         h = torch.randn(shape, generator=g)
-        _core._assert_close(fn(h, dim), F.glu(h, dim=dim), ref=f"F.glu(h, dim={dim})")
-    try:
-        fn(torch.randn(3, 7, 4, generator=g), -2)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("an odd size along dim must raise ValueError")
+        expected = F.glu(h, dim=dim)
+        cases.append(Case(f"my_glu(h of shape {list(shape)}, dim={dim})", call("my_glu", h, dim),
+                          lambda got, e=expected: assert_close(got, e)))
+    cases.append(Case("my_glu(h of shape [3, 7, 4], dim=-2) (size 7 is odd)",
+                      call("my_glu", torch.randn(3, 7, 4, generator=g), -2), raises="ValueError"))
+    return cases
 
 
-def same_padding_moves(moved_outputs):
-    from convs2s.course.checks import nb01
+def same_padding_moves(variant):
+    expected = variant["expected"] if variant else nb01._measured_moves()
+    return [Case("your prediction", value("moved_outputs"),
+                 lambda got: nb01.accept_same_padding_moves(got, expected))]
 
-    nb01.accept_same_padding_moves(moved_outputs, _variant["expected"])  # noqa: F821
 
-
-def my_receptive_field(my_receptive_field):
-    from convs2s.course.checks import _core, guarded
-
-    fn = guarded("my_receptive_field", my_receptive_field)
-    convs = _variant["convs_per_layer"]  # noqa: F821 - convolutions per layer (1 in the notebook)
+def my_receptive_field(variant):
+    convs = variant.get("convs_per_layer", 1)  # convolutions per layer (1 in the notebook)
+    cases = []
     for k, layers in [(9, 6), (4, 10), (2, 15), (13, 1), (3, 20), (3, 1), (5, 2), (1, 4)]:
-        _core._assert_equal(_core._assert_int(fn(k, layers)), 1 + convs * layers * (k - 1),
-                            name=f"my_receptive_field({k}, {layers})")
+        expected = 1 + convs * layers * (k - 1)
+        cases.append(Case(f"my_receptive_field({k}, {layers})",
+                          call("my_receptive_field", k, layers),
+                          lambda got, e=expected: assert_equal(as_int(got), e)))
+    return cases

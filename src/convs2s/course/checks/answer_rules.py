@@ -8,14 +8,12 @@ change anything it did not make itself (``F.glu = ...``, ``nn.Module.__init__ = 
 exercise may also name functions its answer must not call (:data:`FORBIDDEN_NAMES`, the static
 half of :data:`convs2s.course.checks._core.SHORTCUTS`).
 
-:func:`problems` reads source text and never runs it. The grader
-(:mod:`convs2s.course.checks.grading`) applies it to the answer cell before it runs the cell in
-a fresh process; a check applies it to the cell that defined the learner's function, when the
-kernel still holds that cell's text (as IPython does). The rules are stated to the learner in
-every graded copy's header (:data:`RULES`).
-
-A static read of Python is a strong filter, not a proof: what it cannot see is listed in
-``coursework/README.md`` (what is enforced, what an instructor reads by hand).
+:func:`problems` reads source text and never runs it. It is advisory: the
+grader (:mod:`convs2s.course.checks.grader`) lists what it flags in the answer cell for the
+instructor, beside the verdict, and a check says it in one line; neither takes marks for it.
+What stands between an answer and the marks is the sandbox the answer runs in and the verdict
+decided outside it. The rules are stated to the learner in every graded copy's header
+(:data:`RULES`).
 """
 
 from __future__ import annotations
@@ -67,14 +65,15 @@ FORBIDDEN_NAMES: dict[str, frozenset[str]] = {
 
 #: The rules as a graded copy states them (one paragraph of its header).
 RULES = (
-    "Each answer is graded on its own, from its cell's code, in a fresh Python process: "
-    "define everything your answer needs in its answer cell (the setup cell's imports are "
-    "there). An answer cell may import only " + ", ".join(sorted(MODULES)) + "; it may not "
-    "use the `checks` or `convs2s` names of the setup cell, names or attributes that start "
-    "with an underscore on a module (`torch._C`, `f.__code__`), `exec`, `eval`, `compile`, "
-    "`open`, `getattr`, `setattr`, `globals` or `vars`, or assign to anything it did not "
-    "create (`torch.x = ...`, `F.glu = ...`). An answer that breaks one of these rules scores "
-    "0, with one line saying which rule.")
+    "Each answer is graded on its own, from its cell's code, in a sandbox: the setup cell, "
+    "then your answer cell, then the hidden tests' calls. Define everything your answer needs "
+    "in its answer cell (the setup cell's imports are there). An exercise that asks you to "
+    "write something refuses the package's or PyTorch's own version of it (it is removed while "
+    "your answer runs). Your instructor also sees what a read of your cell flags: imports "
+    "other than " + ", ".join(sorted(MODULES)) + "; the `checks` or `convs2s` names; private "
+    "or dunder attributes (`torch._C`, `f.__code__`); `exec`, `eval`, `compile`, `open`, "
+    "`getattr`, `setattr`, `globals` or `vars`; assignments to anything the cell did not "
+    "create (`F.glu = ...`).")
 
 
 def _root(node: ast.AST) -> str | None:

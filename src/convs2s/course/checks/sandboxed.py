@@ -95,16 +95,14 @@ def run(job: dict) -> list[dict]:
         try:
             exec(compile(job["setup"], "<setup cell>", "exec"), namespace)  # noqa: S102
         except BaseException as e:  # noqa: BLE001
-            failed = {"raised": "SetupFailed", "message": f"the setup cell raised "
-                      f"{type(e).__name__}: {' '.join(str(e).split())[:MAX_MESSAGE]}"}
+            failed = {"raised": type(e).__name__[:60], "where": "the setup cell",
+                      "message": " ".join(str(e).split())[:MAX_MESSAGE]}
             return [failed for _ in job["calls"]]
         _remove([str(t) for t in job["forbidden"]])
         answer = _outcome(lambda: exec(compile(job["answer"], "<answer cell>", "exec"),  # noqa: S102
                                        namespace))
         if "raised" in answer:
-            failed = {"raised": answer["raised"], "message": "the answer cell raised "
-                      f"{answer['raised']}: {answer['message']}"}
-            return [failed for _ in job["calls"]]
+            return [{**answer, "where": "the answer cell"} for _ in job["calls"]]
         return [_make(one, namespace, names) for one in job["calls"]]
 
 
