@@ -26,6 +26,8 @@ says so in one line and what to install.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import resource
 import shutil
@@ -100,12 +102,24 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+@functools.cache
+def _fresh_interpreter_paths() -> tuple[str, ...]:
+    """The prefixes and ``sys.path`` of a fresh ``python -I`` (what the sandboxed interpreter
+    imports from): the standard library, site-packages and what their ``.pth`` files add (an
+    editable install's ``src``), without this process's own additions (the current folder, a
+    test runner's folders)."""
+    code = ("import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix] "
+            "+ sys.path))")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                         check=True, cwd="/", timeout=120)
+    return tuple(json.loads(out.stdout))
+
+
 def _python_folders(hidden: Sequence[Path]) -> list[Path]:
-    """The folders the interpreter needs (its prefixes and package folders on ``sys.path``),
-    without any that holds, or lies inside, a folder in ``hidden``."""
-    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-                  Path(sys.executable).resolve().parent.parent]
-    candidates += [Path(p) for p in sys.path if p]  # '' is the current folder: never
+    """The folders the interpreter needs (:func:`_fresh_interpreter_paths`, and the folder of
+    the executable), without any that holds, or lies inside, a folder in ``hidden``."""
+    candidates = [Path(sys.executable).resolve().parent.parent, Path(sys.executable).parent]
+    candidates += [Path(p) for p in _fresh_interpreter_paths() if p]
     out: list[Path] = []
     for path in candidates:
         try:
@@ -179,7 +193,6 @@ def run(argv: Sequence[str], *, stdin: bytes = b"", limits: Limits = Limits(),
                                 start_new_session=True, cwd=scratch)
         try:
             out, err = proc.communicate(stdin, timeout=limits.wall_seconds)
-            timed_out = False
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
             proc.wait()  # not the pipes: a process still dying in the namespace may hold them
@@ -212,5 +225,6 @@ def unavailable() -> str | None:
         return f"bubblewrap did not start ({e}): {HOW_TO_GET_ONE}"
     if outcome.returncode != 0:
         why = " ".join(outcome.stderr.decode(errors="replace").split())[:200]
-        return f"bubblewrap could not start a sandbox ({why or outcome.returncode}): {HOW_TO_GET_ONE}"
+        return (f"bubblewrap could not start a sandbox ({why or outcome.returncode}): "
+                f"{HOW_TO_GET_ONE}")
     return None
