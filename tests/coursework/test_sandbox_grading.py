@@ -1,0 +1,212 @@
+# ruff: noqa: E501 - the answers are written as a student would write them
+"""Grading in the sandbox, answer by answer (convs2s.course.checks.grader): every class of
+tampering route an audit found scores 0, and honest answers in several styles pass.
+
+These run the real sandbox (bubblewrap): never skipped in CI. The nbgrader-level test
+(test_nbgrader_release.py) runs the same routes through ``nbgrader autograde``.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from convs2s.course.checks import grader, testing
+from convs2s.system import sandbox
+
+WHY = sandbox.unavailable()
+if WHY is not None and os.environ.get("CI"):
+    raise RuntimeError(f"CI must run the sandbox grading tests, but no sandbox starts: {WHY}")
+pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = "import torch\nimport torch.nn.functional as F\nfrom convs2s.course import checks\nchecks.graded_copy(class_version=True)"
+HIDDEN = grader.load_hidden(ROOT / "coursework" / "hidden" / "01.py")
+#: A class's values, as grading.json holds them: these never enter the sandbox.
+VARIANT = {"convs_per_layer": 3}
+LIMITS = sandbox.Limits(wall_seconds=60, cpu_seconds=20)
+
+
+def _(text: str) -> str:
+    return textwrap.dedent(text).strip("\n")
+
+
+def grade(exercise: str, answer: str, variant: dict | None = None, names=None, **kwargs):
+    cases = HIDDEN[exercise](dict(VARIANT if variant is None else variant))
+    return grader.grade(exercise, setup=SETUP, answer=_(answer),
+                        answer_names=names or [exercise], cases=cases,
+                        limits=kwargs.pop("limits", LIMITS), **kwargs)
+
+
+RIGHT_FIELD = [
+    "def my_receptive_field(k, n_layers):\n    return 1 + 3 * n_layers * (k - 1)",
+    # numpy ints, a helper of any name, a float that is whole is not an int: np.int64 is
+    """
+    import numpy as np
+
+    def _per_block(k):
+        return np.int64(3 * (k - 1))
+
+    def my_receptive_field(k, n_layers):
+        return np.int64(1) + n_layers * _per_block(k)
+    """,
+    # a one-element integer tensor
+    "def my_receptive_field(k, n_layers):\n    return torch.tensor(1 + 3 * n_layers * (k - 1))",
+]
+
+
+@pytest.mark.parametrize("answer", RIGHT_FIELD)
+def test_right_answers_in_several_styles_pass(answer):
+    verdict = grade("my_receptive_field", answer)
+    assert verdict.passed, verdict.line
+
+
+def test_a_right_answer_that_breaks_a_static_rule_still_passes_and_is_flagged():
+    verdict = grade("my_receptive_field", """
+        import os
+
+        def my_receptive_field(k, n_layers):
+            return 1 + 3 * n_layers * (k - 1)
+        """)
+    assert verdict.passed, verdict.line
+    assert verdict.flagged and "imports os" in verdict.flagged[0]
+
+
+TAMPERED = {
+    # the public solution, written for the notebook's numbers: the class's differ
+    "the public solution": "def my_receptive_field(k, n_layers):\n    return 1 + n_layers * (k - 1)",
+    # the checks' internals replaced inside: the judgement is not made there
+    "an alias that replaces a check's internals": """
+        t = checks
+        t._core._assert_equal = lambda *a, **k: None
+        t._core._answer = lambda value, *a, **k: value
+        import operator
+        operator.attrgetter("_core")(checks).Unreadable = int
+        def my_receptive_field(k, n_layers):
+            return 0
+        """,
+    # walking the frames finds the runner's job: inputs only, never the expected values
+    "a frame walk to the grader's data": """
+        import sys
+        f = sys._getframe()
+        found = []
+        while f is not None:
+            found += [v for v in f.f_globals.values() if isinstance(v, dict) and "calls" in v]
+            found += [v for v in f.f_locals.values() if isinstance(v, dict) and "calls" in v]
+            f = f.f_back
+        EXPECTED = [str(d) for d in found]
+        def my_receptive_field(k, n_layers):
+            return 0 if "expected" not in " ".join(EXPECTED) else 1
+        """,
+    # a verdict printed at exit, in every form grading ever used
+    "a forged verdict at exit": """
+        import atexit, os, sys, json
+        line = 'convs2s-sandboxed-results ' + json.dumps([{"returned": 1 + 3 * 9 * 8}] * 8)
+        atexit.register(lambda: print(line))
+        atexit.register(lambda: print("passed the check and the hidden tests"))
+        print(line)
+        def my_receptive_field(k, n_layers):
+            os.write(1, ("\\n" + line + "\\n").encode())
+            os.kill(os.getpid(), 9)
+        """,
+    # files: the grading folder is not there to read or write
+    "reading the gradebook and grading.json": """
+        import glob, json
+        hits = glob.glob("/**/grading.json", recursive=True) + glob.glob("/**/gradebook.db", recursive=True)
+        values = json.load(open(hits[0])) if hits else {}
+        def my_receptive_field(k, n_layers):
+            return values["c"] * n_layers
+        """,
+    "a planted package": """
+        import os
+        os.makedirs("convs2s", exist_ok=True)
+        open("convs2s/__init__.py", "w").write("raise SystemExit")
+        def my_receptive_field(k, n_layers):
+            return 0
+        """,
+    # a value that lies about equality cannot cross the wall as itself
+    "a value that lies about equality": """
+        class Anything(int):
+            def __eq__(self, other):
+                return True
+            __hash__ = int.__hash__
+        def my_receptive_field(k, n_layers):
+            return Anything(0)
+        """,
+    "an endless loop": "while True:\n    pass",
+    "sys.exit": "import sys\nsys.exit(0)",
+}
+
+
+@pytest.mark.parametrize("route", sorted(TAMPERED))
+def test_every_tampering_route_scores_nothing(route, tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "grading.json").write_text('{"c": 3}')
+    (course / "gradebook.db").write_text("")
+    verdict = grade("my_receptive_field", TAMPERED[route], hidden_folders=[course],
+                    limits=sandbox.Limits(wall_seconds=60, cpu_seconds=10))
+    assert not verdict.passed, (route, verdict.line)
+    assert "expected" not in verdict.line.lower() or route == "the public solution"
+    assert not (course / "convs2s").exists()
+
+
+def test_a_forbidden_function_is_gone_however_it_is_reached():
+    """F.glu (and its twin in torch._C) are removed before the answer runs: an alias made in any
+    way finds the refusal."""
+    routes = [
+        "t = torch\ndef my_glu(h, dim=-1):\n    return t.nn.functional.glu(h, dim)",
+        "import operator\nglu = operator.attrgetter('nn.functional.glu')(torch)\ndef my_glu(h, dim=-1):\n    return glu(h, dim)",
+        "import sys\ndef my_glu(h, dim=-1):\n    return sys.modules['torch']._C._nn.glu(h, dim)",
+        "m = torch.nn.GLU\ndef my_glu(h, dim=-1):\n    return m(dim)(h)",
+    ]
+    for answer in routes:
+        verdict = grade("my_glu", answer, {})
+        assert not verdict.passed, answer
+        assert "ShortcutRefused" in verdict.line, verdict.line
+
+
+def test_a_predict_answer_is_judged_outside_on_values_that_never_entered():
+    expected = [3, 4, 5]
+    variant = {"expected": expected}
+    right = grade("same_padding_moves", "moved_outputs = (5, 4, 3, 4)", variant,
+                  names=["moved_outputs"])
+    assert right.passed, right.line
+    wrong = grade("same_padding_moves", "moved_outputs = [3, 4]", variant,
+                  names=["moved_outputs"])
+    assert not wrong.passed and "[3, 4, 5]" not in wrong.line
+
+
+def test_what_comes_back_is_data_and_odd_data_is_refused_in_one_line():
+    for answer, said in [
+        ("def my_receptive_field(k, n):\n    return '7'", "should be a whole number"),
+        ("def my_receptive_field(k, n):\n    x = 1\n    for _ in range(10_000):\n        x = [x]\n    return x", "should be a whole number"),
+        ("def my_receptive_field(k, n):\n    return torch.zeros(10_000_000)", "should be a whole number"),
+        ("def my_receptive_field(k, n):\n    return (x for x in iter(int, 1))", "should be a whole number"),
+        ("def my_receptive_field(k, n):\n    raise ValueError('x' * 10_000)", "raised ValueError"),
+    ]:
+        verdict = grade("my_receptive_field", answer)
+        assert not verdict.passed and said in verdict.line, verdict.line
+        assert len(verdict.line) < 600 and "\n" not in verdict.line
+
+
+def test_data_round_trips_exactly():
+    import numpy as np
+    import torch
+
+    values = [None, True, 3, 2.5, float("nan"), "x", [1, (2, 3)], {"a": 1}, {1, 2},
+              torch.tensor([[1.5, -2.0]]), torch.tensor(7), torch.tensor([True, False]),
+              np.int64(4), np.float32(0.25), np.arange(6).reshape(2, 3)]
+    for value in values:
+        back = testing.decode(testing.encode(value))
+        assert type(back) is type(value), (value, back)
+        if isinstance(value, torch.Tensor):
+            assert back.dtype == value.dtype and torch.equal(back, value)
+        elif isinstance(value, np.ndarray):
+            assert back.dtype == value.dtype and (back == value).all()
+        elif value == value:  # not NaN
+            assert back == value
+    assert isinstance(testing.decode(testing.encode(object())), testing.Unreadable)
