@@ -1088,6 +1088,56 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
     return built
 
 
+def check_hidden(notebooks_dir: str | Path, hidden_dir: str | Path,
+                 variant: str | None = None,
+                 only: set[str] | None = None) -> list[tuple[str, str, bool]]:
+    """Hold a folder of hidden tests against the course: every autograded exercise has one, it
+    runs for this version's values, the course's own solution (this version's) passes it and
+    the answer cell as handed out fails it. (exercise, one line, ok) per exercise.
+
+    The solutions are the course's, trusted: they run in this process
+    (:func:`grader.in_this_process`), never a student's code."""
+    import contextlib
+
+    out = []
+    for path in course_notebooks(notebooks_dir):
+        if only and path.stem[:2] not in only and path.stem not in only:
+            continue
+        nb = read_notebook(path)
+        if not nb.exercises:
+            continue
+        hidden_path = Path(hidden_dir) / f"{nb.number}.py"
+        hidden = read_hidden(hidden_path)
+        _check_hidden(nb, hidden, hidden_path)
+        for ex in nb.exercises:
+            if ex.manual:
+                continue
+            version = variants.variant(ex.id, variant)
+            ex = _versioned(ex, version, nb.path.name)
+            cases = hidden_cases(hidden[ex.id], ex.id, version.params if version else {},
+                                 hidden_path)
+            verdicts = []
+            for code in (ex.solution, ex.answer):
+                namespace: dict = {"__name__": "__main__"}
+                with contextlib.redirect_stdout(io.StringIO()):
+                    try:
+                        exec(compile(_with_checks_import(nb.setup) + "\n" + code,  # noqa: S102
+                                     f"<{ex.id}>", "exec"), namespace)
+                    except Exception:  # noqa: BLE001, S110 - the stub raises NotImplementedError
+                        pass
+                    answers = {n: namespace.get(n) for n in ex.answer_names}
+                    verdicts.append(grader.in_this_process(ex.id, cases, answers))
+            solution, stub = verdicts
+            ok = solution.passed and not stub.passed
+            line = (f"{nb.number} {ex.id}: {len(cases)} cases; the solution passes, the answer "
+                    "cell as handed out fails" if ok else
+                    f"{nb.number} {ex.id}: " + (f"the solution fails: {solution.line}"
+                                                if not solution.passed else
+                                                "the answer cell as handed out passes"))
+            out.append((ex.id, line, ok))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.coursework",
@@ -1118,6 +1168,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="give the implement and debug exercises (whose solutions the "
                              "public notebooks show) and speed_crossover their points; default: "
                              "practice, 0 points")
+    parser.add_argument("--check-hidden", action="store_true",
+                        help="write nothing: hold --hidden against the course (each autograded "
+                             "exercise has a test; the course's solution passes it, the handed-"
+                             "out cell fails it), for this version's numbers")
     parser.add_argument("--grading", default=None, metavar="FILE",
                         help="where to write what autograding grades against (default: "
                              "grading.json beside --out)")
@@ -1127,6 +1181,13 @@ def main(argv: list[str] | None = None) -> int:
               "pass --notebooks)", file=sys.stderr)
         return 2
     try:
+        if args.check_hidden:
+            variant = variants.check_name(args.variant) if args.variant is not None else None
+            results = check_hidden(args.notebooks, args.hidden, variant,
+                                   set(args.only) if args.only else None)
+            for _ex, line, ok in results:
+                print(f"{'✓' if ok else '✗'} {line}")
+            return 0 if results and all(ok for *_, ok in results) else 2
         if args.public:
             variant = None
         elif args.variant is not None:
