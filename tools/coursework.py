@@ -2,17 +2,19 @@
 
 ``python -m tools.coursework`` (run from the repository root; ``make student`` does) reads every
 course notebook ``notebooks/NN_<name>.ipynb`` that has exercises and writes its assignment in
-nbgrader's *source* format (instructor version: solutions and hidden tests in) to
-``coursework/source/NN_<name>/NN_<name>.ipynb``.
+nbgrader's *source* format (instructor version: solutions in) to
+``coursework/source/NN_<name>/NN_<name>.ipynb``, and ``coursework/grading.json``: what
+autograde judges each exercise against (this class's values, answer names, points).
 
 Every exercise is written once, in its notebook (the format is in ``tools/README.md``): cells
 with ``metadata["convs2s"] = {"exercise": <id>, "role": <role>, ...}``. Nothing here repeats
-them. Hidden tests live in ``coursework/hidden/NN.py``, one function per exercise id whose
-parameters are the learner's answer names; this module reads that file as text (it never
-imports it) and writes each function into its grade cell as ``_hidden_test``, after
-``_variant = {...}`` (this copy's values: ``tools/variants.py``), and calls it. Grading runs it
-in a fresh process, in a namespace of its own (``coursework/fresh_process_grading.py``).
-``--variant NAME`` builds a class's own version of every predict and derive exercise.
+them. Hidden tests live in ``coursework/hidden/NN.py``, one function ``<id>(variant)`` per
+autograded exercise returning its cases (:mod:`convs2s.course.checks.testing`); this module
+imports the file, checks that each test fits its exercise and runs, and writes nothing of it
+into any cell: autograde (``coursework/sandbox_grading.py``) reads it there. A class's own
+version of every predict and derive exercise is drawn from a secret (``variant-secret`` beside
+``--out``, made at random the first time) or from ``--variant NAME``; ``--public`` keeps the
+notebooks' numbers.
 
 An assignment holds a read-only header and setup cell (the notebook's ``exercise-setup`` cell),
 then per exercise:
@@ -23,9 +25,10 @@ then per exercise:
   ``### END SOLUTION``; for any other stub (``prediction = None``, a planted bug) the stub's
   lines stay visible and the solution follows between the markers. nbgrader's student version
   has ``raise NotImplementedError()`` in place of each region;
-- for ``predict``, ``derive``, ``debug`` and ``implement``: a locked, autograded grade cell,
-  ``assert checks.<id>(<answer names>)`` (the notebook's visible check) followed by the hidden
-  tests between ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``;
+- for ``predict``, ``derive``, ``debug`` and ``implement``: a locked test cell,
+  ``assert checks.<id>(<answer names>)`` (the notebook's visible check), an autograded grade
+  cell unless the exercise is practice (:func:`is_practice`: 0 points unless
+  ``--grade-practice``);
 - for ``explain``: the answer cell is a markdown cell graded by hand (nbgrader's "manually
   graded answer"), whose instructor version holds the model answer from the notebook's
   ``<details>`` solution.
