@@ -1,9 +1,10 @@
 """Check your exercise answers: ``convs2s.course.checks.<exercise>(your_answer)``.
 
 Every exercise of the course notebooks has a function here, named after the exercise. It runs
-the exercise's *visible* tests (the ones the nbgrader autograder runs too) and prints one line:
-``✓ my_glu: all 7 checks passed``, or what failed and a hint. A wrong answer also raises
-``AssertionError``, so the cell (and the autograder) marks it wrong. The checks of each notebook
+the exercise's *visible* tests and prints one line: ``✓ my_glu: all 7 checks passed``, or what
+failed and a hint. A wrong answer also raises ``AssertionError``, so the cell is marked wrong.
+(Grading for credit runs hidden tests on the answer cell in a sandbox instead:
+:mod:`convs2s.course.checks.grader`.) The checks of each notebook
 live in their own module (``convs2s.course.checks.nb01`` ... ``nb08``); this package collects them.
 
 Hints come in two steps: the first wrong try prints a nudge, the next ones a closer hint too;
@@ -11,7 +12,7 @@ Hints come in two steps: the first wrong try prints a nudge, the next ones a clo
 exercise's check shows its measurement only once your prediction holds, or when you ask with
 ``show_me("<exercise>")``; a graded copy turns ``hint`` and ``show_me`` off. A derive or implement
 exercise may not call the package's own answer to it (``SHORTCUTS``): its check refuses that, and
-so do the hidden tests (``guarded``).
+grading removes those functions from the sandbox before the answer runs.
 """
 
 from __future__ import annotations
