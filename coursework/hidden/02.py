@@ -1,40 +1,63 @@
-"""Hidden tests of notebook 02's exercises (autograding runs them after the visible checks).
+"""Hidden tests of notebook 02's exercises.
 
-The conventions are those of ``01.py``: one function per exercise, its imports inside it,
-``_variant`` for this copy's version, the checks' own comparisons. The ``explain`` exercise
+The conventions are those of ``01.py``: one function per exercise id, given this copy's
+``variant`` (``{}`` for the notebook's own numbers), returning its cases; only the calls run in
+the sandbox, the judgement runs outside with the checks' own readers and comparisons. The debug
+exercise ``mask_source_padding`` takes an encoder's pieces, which are not data: its probe
+(``nb02.probe_mask_source_padding``) builds the seeded encoder in the sandbox and returns z;
+the same encoder is built here for the expected value. The ``explain`` exercise
 (``keys_and_values``) is graded by hand and has none.
 """
 
+import torch
 
-def residual_variance(variance_ratio):
-    from convs2s.course.checks import nb02
+from convs2s.course.checks import _core, nb02
+from convs2s.course.checks.testing import (
+    Case,
+    as_int,
+    assert_close,
+    assert_equal,
+    call,
+    probe,
+    value,
+)
+from convs2s.model.encoder import Encoder
 
-    nb02.accept_residual_variance(variance_ratio, _variant["expected"])  # noqa: F821
+
+def residual_variance(variant):
+    expected = variant["expected"] if "expected" in variant else \
+        nb02.measured_unscaled_variance()
+    return [Case("your prediction", value("variance_ratio"),
+                 lambda got: nb02.accept_residual_variance(got, expected))]
 
 
-def mask_source_padding(conv_stack):
-    import torch
+#: The encoder of mask_source_padding's hidden case: padding id 0 this time.
+_ENCODER = dict(vocab_size=40, emb_dim=6, hid_dim=10, n_layers=5, kernel_size=5, dropout=0.0,
+                max_positions=16, pad_idx=0)
+_ENCODER_SEED, _PAD = 202, 0
 
-    from convs2s.course.checks import _core
-    from convs2s.model.encoder import Encoder
 
-    with _core._seeded(202):
-        enc = Encoder(40, emb_dim=6, hid_dim=10, n_layers=5, kernel_size=5, dropout=0.0,
-                      max_positions=16, pad_idx=0).eval()
+def mask_source_padding(variant):
     src = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [12, 13, 0, 0, 0, 0, 0],
                         [14, 15, 16, 17, 0, 0, 0]])  # padding id 0 this time
+    with _core._seeded(_ENCODER_SEED):
+        enc = Encoder(**_ENCODER).eval()
     with torch.no_grad():
-        e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(7))
-        z = conv_stack(e, src != 0, enc.emb2hid, [b.conv for b in enc.blocks], enc.hid2emb)
-        _core._assert_close(z, enc(src).conved, name="z", ref="the package's Encoder")
+        expected = enc(src).conved  # z = [3, 7, emb_dim]
+    return [Case("conv_stack(e, src != 0, emb2hid, convs, hid2emb) of a 5-layer encoder (k = 5) "
+                 "on a batch of lengths [7, 2, 4] whose padding id is 0",
+                 probe("convs2s.course.checks.nb02:probe_mask_source_padding",
+                       seed=_ENCODER_SEED, config=_ENCODER, src=src, pad=_PAD),
+                 lambda got: assert_close(got, expected, name="z"))]
 
 
-def block_parameters(block_parameters):
-    from convs2s.course.checks import _core, guarded
-
-    fn = guarded("block_parameters", block_parameters)
-    groups = _variant["groups"]  # noqa: F821 - 1: the notebook's block
-    for hid, k in [(256, 3), (8, 7), (96, 1), (16, 25)]:
+def block_parameters(variant):
+    groups = variant.get("groups", 1)  # the convolution's groups (1: the notebook's block)
+    cases = []
+    # m = 24: hid_dim // groups at least 22 apart from any other class's groups (2..21)
+    for m, k in [(16, 3), (1, 7), (12, 1), (2, 25), (24, 3)]:
+        hid = groups * m  # a multiple of groups
         expected = 2 * hid * (hid // groups) * k + 4 * hid
-        _core._assert_equal(_core._assert_int(fn(hid, k)), expected,
-                            name=f"block_parameters({hid}, {k})")
+        cases.append(Case(f"block_parameters({hid}, {k})", call("block_parameters", hid, k),
+                          lambda got, e=expected: assert_equal(as_int(got), e)))
+    return cases

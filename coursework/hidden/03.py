@@ -1,61 +1,110 @@
-"""Hidden tests of notebook 03's exercises (autograding runs them after the visible checks).
+"""Hidden tests of notebook 03's exercises.
 
-The conventions are those of ``01.py``. The ``explain`` exercise (``incremental_same_as_full``)
-is graded by hand and has none.
+The conventions are those of ``01.py``. Two cases need more than data crossing into the
+sandbox: ``causal_conv1d``'s causality is read from a gradient (``nb03.
+probe_causal_conv1d_gradient`` runs the backward pass there and returns the gradient), and
+``teacher_forcing_loss`` takes a model (``nb03.probe_teacher_forcing_loss`` builds the seeded
+model there; the same model is built here for the expected loss). The ``explain`` exercise
+(``incremental_same_as_full``) is graded by hand and has none.
 """
 
+import torch
+import torch.nn.functional as F
 
-def causal_conv1d(causal_conv1d):
-    import torch
-    import torch.nn.functional as F
+from convs2s.course.checks import _core
+from convs2s.course.checks.testing import (
+    Case,
+    as_int,
+    as_number,
+    as_tensor,
+    assert_close,
+    assert_equal,
+    call,
+    probe,
+)
+from convs2s.model import ConvS2S
 
-    from convs2s.course.checks import _core, guarded
 
-    fn = guarded("causal_conv1d", causal_conv1d)
+def causal_conv1d(variant):
     g = torch.Generator().manual_seed(303)
+    cases = []
     for cin, cout, k, length in [(3, 7, 6, 3), (1, 1, 2, 9), (4, 2, 5, 5)]:
         x = torch.randn(2, cin, length, generator=g)
         w = torch.randn(cout, cin, k, generator=g)
         b = torch.randn(cout, generator=g)
-        ref = F.conv1d(F.pad(x, (k - 1, 0)), w, b)  # ref = [2, cout, length], before refusal
-        _core._assert_close(fn(x, w, b), ref, ref="a causal conv1d")
-        _core._assert_close(fn(x, w, None), ref - b[:, None], ref="a causal conv1d, no bias")
+        ref = F.conv1d(F.pad(x, (k - 1, 0)), w, b)  # ref = [2, cout, length]
+        shapes = f"x of shape {list(x.shape)}, weight of shape {list(w.shape)}"
+        cases.append(Case(f"causal_conv1d({shapes}, bias)", call("causal_conv1d", x, w, b),
+                          lambda got, e=ref: assert_close(got, e)))
+        cases.append(Case(f"causal_conv1d({shapes}, None)", call("causal_conv1d", x, w, None),
+                          lambda got, e=ref - b[:, None]: assert_close(got, e)))
     # causal: the gradient of output 3 reaches no input after 3
-    x = torch.randn(1, 2, 7, generator=g, requires_grad=True)
-    fn(x, torch.randn(3, 2, 3, generator=g), None)[0, :, 3].sum().backward()
-    assert x.grad is not None and bool((x.grad[0, :, 4:] == 0).all()), \
-        "output 3 must not depend on inputs 4, 5, 6"
+    x = torch.randn(1, 2, 7, generator=g)
+    w = torch.randn(3, 2, 3, generator=g)
+    cases.append(Case("causal_conv1d(x of shape [1, 2, 7], weight of shape [3, 2, 3], None): "
+                      "the gradient of output 3 must not reach inputs 4, 5, 6",
+                      probe("convs2s.course.checks.nb03:probe_causal_conv1d_gradient",
+                            x=x, weight=w, output=3),
+                      _no_gradient_after(3, list(x.shape))))
+    # k = 1 (nothing to cut), as the visible check has it
+    x = torch.randn(2, 5, 8, generator=g)
+    w, b = torch.randn(10, 5, 1, generator=g), torch.randn(10, generator=g)
+    expected = F.conv1d(x, w, b)
+    cases.append(Case("causal_conv1d(x of shape [2, 5, 8], weight of shape [10, 5, 1], bias)",
+                      call("causal_conv1d", x, w, b), lambda got: assert_close(got, expected)))
+    return cases
 
 
-def teacher_forcing_loss(teacher_forcing_loss):
-    import torch
-    import torch.nn.functional as F
+def _no_gradient_after(t, shape):
+    def accept(got):
+        if got is None:
+            raise AssertionError("no gradient reached x")
+        grad = as_tensor(got, "the gradient with respect to x")
+        if list(grad.shape) != shape or not bool((grad[0, :, t + 1:] == 0).all()):
+            raise AssertionError(f"output {t} depends on a later input")
 
-    from convs2s.course.checks import _core
-    from convs2s.model import ConvS2S
+    return accept
 
-    with _core._seeded(313):
-        model = ConvS2S(30, 30, emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=2, kernel_size=3,
-                        dropout=0.0, max_positions=16, src_pad_idx=0, trg_pad_idx=0).eval()
+
+#: The model of teacher_forcing_loss's hidden cases.
+_VOCABS = [30, 30]
+_MODEL = dict(emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=2, kernel_size=3, dropout=0.0,
+              max_positions=16, src_pad_idx=0, trg_pad_idx=0)
+_MODEL_SEED = 313
+
+
+def teacher_forcing_loss(variant):
+    with _core._seeded(_MODEL_SEED):
+        model = ConvS2S(*_VOCABS, **_MODEL).eval()
     src = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
     trg = torch.tensor([[2, 11, 12, 13, 3], [2, 14, 3, 0, 0]])  # <bos> ... <eos> padding
+    cases = []
     for pad in (0, 7):  # the padding id given, not one written into the answer
         t = torch.where(trg == 0, torch.tensor(pad), trg)
         with torch.no_grad():
             logits, _ = model(src, t[:, :-1])
             ref = F.cross_entropy(logits.reshape(-1, 30), t[:, 1:].reshape(-1),
-                                  ignore_index=pad)
-            got = _core._float(teacher_forcing_loss(model, src, t, pad), "the loss")
-        assert abs(got - ref.item()) < 1e-5, f"the loss with padding id {pad} is not the " \
-                                             "teacher-forced one"
+                                  ignore_index=pad).item()
+        cases.append(Case(f"teacher_forcing_loss(a ConvS2S with 2 decoder layers, a batch of 2 "
+                          f"sentences, pad_idx={pad})",
+                          probe("convs2s.course.checks.nb03:probe_teacher_forcing_loss",
+                                seed=_MODEL_SEED, vocab_sizes=_VOCABS, config=_MODEL, src=src,
+                                trg=t, pad=pad),
+                          lambda got, e=ref: _within(as_number(got, "the loss"), e, 1e-5)))
+    return cases
 
 
-def cache_floats(cache_floats):
-    from convs2s.course.checks import _core, guarded
+def _within(got, expected, tolerance):
+    if not abs(got - expected) < tolerance:
+        raise AssertionError("the loss is not the teacher-forced one")
 
-    fn = guarded("cache_floats", cache_floats)
-    beam = _variant["beam"]  # noqa: F821 - hypotheses per sentence (1 in the notebook)
+
+def cache_floats(variant):
+    beam = variant.get("beam", 1)  # hypotheses per sentence (1 in the notebook)
+    cases = []
     for layers, k, hid, steps in [(20, 3, 512, 50), (1, 1, 64, 4), (6, 7, 3, 1), (4, 3, 256, 200)]:
-        _core._assert_equal(_core._assert_int(fn(layers, k, hid, steps)),
-                            beam * layers * (k - 1) * hid,
-                            name=f"cache_floats({layers}, {k}, {hid}, {steps})")
+        expected = beam * layers * (k - 1) * hid
+        cases.append(Case(f"cache_floats({layers}, {k}, {hid}, {steps})",
+                          call("cache_floats", layers, k, hid, steps),
+                          lambda got, e=expected: assert_equal(as_int(got), e)))
+    return cases

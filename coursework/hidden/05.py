@@ -1,61 +1,111 @@
-"""Hidden tests of notebook 05's exercises (autograding runs them after the visible checks).
+"""Hidden tests of notebook 05's exercises.
 
 The conventions are those of ``01.py``. The ``explain`` exercise (``optimizer_choice``) is
 graded by hand and has none.
 """
 
+import math
+from collections import Counter
 
-def perplexity_from_loss(perplexity_from_loss):
-    import math
+import torch
+import torch.nn.functional as F
 
-    from convs2s.course.checks import _core
+from convs2s.course.checks.testing import (
+    Case,
+    as_items,
+    as_tensor,
+    assert_close,
+    assert_equal,
+    assert_number_close,
+    call,
+    probe,
+)
 
-    base = _variant["base"]  # noqa: F821 - a third unit "base<b>" in a class's variant, else 0
+
+def perplexity_from_loss(variant):
+    base = variant.get("base", 0)  # a third unit "base<b>" in a class's variant, else 0
     units = [("nats", math.e), ("bits", 2.0)] + ([(f"base{base}", float(base))] if base else [])
+    cases = []
     for loss in (0.01, 1.0, 1.567, 4.16, 9.0):
         expected = math.exp(loss)
-        got = _core._float(perplexity_from_loss(loss), f"perplexity_from_loss({loss})")
-        assert math.isclose(got, expected, rel_tol=1e-6), f"perplexity_from_loss({loss})"
+        cases.append(Case(f"perplexity_from_loss({loss})", call("perplexity_from_loss", loss),
+                          lambda got, e=expected: assert_number_close(got, e, rel=1e-6,
+                                                                      abs_tol=0.0)))
         for unit, b in units:
-            value = loss / math.log(b)  # the same loss in that unit
-            got = _core._float(perplexity_from_loss(value, unit), f"in {unit}")
-            assert math.isclose(got, expected, rel_tol=1e-6), \
-                f"perplexity_from_loss({value:.4g}, {unit!r})"
+            loss_in_unit = loss / math.log(b)  # the same loss in that unit
+            cases.append(Case(f"perplexity_from_loss({loss_in_unit:.4g}, {unit!r})",
+                              call("perplexity_from_loss", loss_in_unit, unit),
+                              lambda got, e=expected: assert_number_close(got, e, rel=1e-6,
+                                                                          abs_tol=0.0)))
+    return cases
 
 
-def token_loss(token_loss):
-    import torch
-    import torch.nn.functional as F
-
-    from convs2s.course.checks import _core
-
+def token_loss(variant):
     g = torch.Generator().manual_seed(505)
+    cases = []
     for pad in (1, 0, 7):
         trg = torch.randint(8, 50, (5, 9), generator=g)
         trg[0, 3:] = pad
         trg[2, 6:] = pad
         logits = torch.randn(5, 9, 50, generator=g)
         expected = F.cross_entropy(logits.reshape(-1, 50), trg.reshape(-1), ignore_index=pad)
-        _core._assert_close(token_loss(logits, trg, pad), expected, name="the loss",
-                            ref="the mean over real tokens")
+        cases.append(Case(f"token_loss(logits of shape [5, 9, 50], trg_out with padding, "
+                          f"pad_idx={pad})", call("token_loss", logits, trg, pad),
+                          lambda got, e=expected: assert_close(got, e, name="the loss")))
         # ten more pad columns, whatever the logits there: the same loss
         more = torch.cat([trg, torch.full((5, 10), pad)], dim=1)
         more_logits = torch.cat([logits, 5 * torch.randn(5, 10, 50, generator=g)], dim=1)
-        _core._assert_close(token_loss(more_logits, more, pad), expected,
-                            name="the loss with more padding", ref="the same loss")
+        cases.append(Case(f"token_loss(the same batch with 10 more pad columns, pad_idx={pad})",
+                          call("token_loss", more_logits, more, pad),
+                          lambda got, e=expected: assert_close(got, e, name="the loss with "
+                                                               "more padding")))
+    # gradients reach the logits of real tokens only (the visible check's last case)
+    trg = torch.randint(8, 50, (3, 7), generator=g)
+    trg[1, 4:] = 1
+    logits = torch.randn(3, 7, 50, generator=g)
+    cases.append(Case("the gradient of token_loss(logits of shape [3, 7, 50], trg_out with "
+                      "padding, pad_idx=1) with respect to the logits",
+                      probe("convs2s.course.checks.nb05:probe_token_loss_gradient",
+                            logits=logits, trg=trg, pad=1),
+                      lambda got, pads=(trg == 1): _only_real_tokens(got, pads)))
+    return cases
 
 
-def build_itos(build_itos):
-    from convs2s.course.checks import _core, guarded
+def _only_real_tokens(grad, pads) -> None:
+    if grad is None:
+        raise AssertionError("no gradient reached the logits")
+    grad = as_tensor(grad, "the gradient")
+    if grad.shape != pads.shape + (50,) or bool(grad[pads].abs().sum() > 0) \
+            or not bool(grad[~pads].abs().sum() > 0):
+        raise AssertionError("the gradient must reach the real tokens' logits, and only them")
 
-    fn = guarded("build_itos", build_itos)
+
+def build_itos(variant):
     specials = ["<unk>", "<pad>", "<bos>", "<eos>"]
     lists = [["b", "a", "c"], ["a", "b"], ["a", "d", "d"], ["e"], ["c", "b"]]
-    counts = {"a": 3, "b": 3, "c": 2, "d": 2, "e": 1}
+    cases = []
     for min_freq in (1, 2, 3, 4):
-        kept = sorted((t for t, n in counts.items() if n >= min_freq),
-                      key=lambda t: (-counts[t], t))
-        _core._assert_equal(list(_core._answer(fn(lists, min_freq), "items")), specials + kept,
-                            name=f"build_itos(lists, min_freq={min_freq})")
-    _core._assert_equal(list(_core._answer(fn([], 1), "items")), specials,
-                        name="build_itos([], 1)")
+        expected = _itos(lists, min_freq, specials)
+        cases.append(Case(f"build_itos({lists}, min_freq={min_freq})",
+                          call("build_itos", lists, min_freq),
+                          lambda got, e=expected: assert_equal(as_items(got), e)))
+    cases.append(Case("build_itos([], 1)", call("build_itos", [], 1),
+                      lambda got: assert_equal(as_items(got), specials)))
+    # the most frequent token last in the alphabet, and a token that is also a special: the
+    # visible check's rules (Vocab.build's order, no special twice), which grading alone decides
+    lists = [["z", "y", "z"], ["y", "x", "z"], ["w", "<s>"], ["y", "z"]]
+    for min_freq, given in [(1, ("<s>", "<p>")), (2, ("<u>", "y", "<s>"))]:
+        expected = _itos(lists, min_freq, list(given))
+        cases.append(Case(f"build_itos({lists}, {min_freq}, {given})",
+                          call("build_itos", lists, min_freq, given),
+                          lambda got, e=expected: assert_equal(as_items(got), e)))
+    return cases
+
+
+def _itos(lists, min_freq, specials):
+    """The specials, then the tokens seen >= min_freq times that are not specials: most
+    frequent first, ties a→z (``Vocab.build``'s order)."""
+    counts = Counter(t for tokens in lists for t in tokens)
+    kept = sorted((t for t, n in counts.items() if n >= min_freq and t not in specials),
+                  key=lambda t: (-counts[t], t))
+    return specials + kept

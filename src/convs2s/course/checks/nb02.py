@@ -226,3 +226,26 @@ def block_parameters(fn: Callable) -> None:
                                      f"kernel_size={k}, weight_norm=True) has {counted:,} "
                                      f"parameters{extra}")
     run.done()
+
+
+# --------------------------------------------------------------------------------------------
+# Probes of the hidden tests (``coursework/hidden/02.py``): run in the grading sandbox
+# --------------------------------------------------------------------------------------------
+
+
+def probe_mask_source_padding(answers: dict, *, seed: int, config: dict, src: Tensor,
+                              pad: int) -> Tensor:
+    """The answer's ``conv_stack`` on the pieces of ``Encoder(**config)`` built from ``seed``
+    (eval mode) and the batch ``src`` whose padding id is ``pad``: z, [batch, src_len, emb_dim].
+    The hidden test builds the same encoder outside and compares z with its ``conved``."""
+    from convs2s.model.encoder import Encoder
+
+    conv_stack = answers.get("conv_stack")
+    if conv_stack is None:
+        raise NameError("the answer cell does not define conv_stack")
+    with _seeded(seed):
+        enc = Encoder(**config).eval()
+    with torch.no_grad():
+        e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(src.size(1)))
+        return conv_stack(e, src != pad, enc.emb2hid, [b.conv for b in enc.blocks],
+                          enc.hid2emb)

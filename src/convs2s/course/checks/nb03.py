@@ -195,3 +195,36 @@ def cache_floats(fn: Callable) -> None:
                 raise AssertionError(f"you said {got:,} floats, the decoder's "
                                      f"state['conv_inputs'] holds {measured:,} per sentence")
     run.done()
+
+
+# --------------------------------------------------------------------------------------------
+# Probes of the hidden tests (``coursework/hidden/03.py``): run in the grading sandbox
+# --------------------------------------------------------------------------------------------
+
+
+def probe_causal_conv1d_gradient(answers: dict, *, x: torch.Tensor, weight: torch.Tensor,
+                                 output: int):
+    """The gradient of ``causal_conv1d(x, weight, None)[0, :, output].sum()`` with respect to
+    ``x`` (a tensor of x's shape), or None when no gradient reaches ``x``."""
+    fn = answers.get("causal_conv1d")
+    if fn is None:
+        raise NameError("the answer cell does not define causal_conv1d")
+    x = x.detach().clone().requires_grad_(True)
+    fn(x, weight, None)[0, :, output].sum().backward()
+    return None if x.grad is None else x.grad.detach()
+
+
+def probe_teacher_forcing_loss(answers: dict, *, seed: int, vocab_sizes: list, config: dict,
+                               src: torch.Tensor, trg: torch.Tensor, pad: int):
+    """What the answer's ``teacher_forcing_loss(model, src, trg, pad)`` returns (as it is), for
+    ``ConvS2S(*vocab_sizes, **config)`` built from ``seed`` (eval mode, no gradient). The hidden
+    test builds the same model outside and compares with the teacher-forced loss."""
+    from convs2s.model import ConvS2S
+
+    fn = answers.get("teacher_forcing_loss")
+    if fn is None:
+        raise NameError("the answer cell does not define teacher_forcing_loss")
+    with _seeded(seed):
+        model = ConvS2S(*vocab_sizes, **config).eval()
+    with torch.no_grad():
+        return fn(model, src, trg, pad)

@@ -183,3 +183,20 @@ def build_itos(fn: Callable) -> None:
                       Vocab.build(token_lists, min_freq=2, specials=specials).itos,
                       name="the token list")
     run.done()
+
+
+# --------------------------------------------------------------------------------------------
+# Probes of the hidden tests (``coursework/hidden/05.py``): run in the grading sandbox
+# --------------------------------------------------------------------------------------------
+
+
+def probe_token_loss_gradient(answers: dict, *, logits: torch.Tensor, trg: torch.Tensor,
+                              pad: int):
+    """The gradient of ``token_loss(logits, trg, pad)`` with respect to ``logits`` (a tensor of
+    their shape), or None when no gradient reaches them."""
+    fn = answers.get("token_loss")
+    if fn is None:
+        raise NameError("the answer cell does not define token_loss")
+    logits = logits.detach().clone().requires_grad_(True)
+    fn(logits, trg, pad).backward()
+    return None if logits.grad is None else logits.grad.detach()

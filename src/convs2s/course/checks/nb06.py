@@ -183,3 +183,18 @@ def repeats(fn: Callable) -> None:
         with run.case(f"repeats({tokens}, n={n})", hint):
             _assert_equal(answer, expected)
     run.done()
+
+
+# --------------------------------------------------------------------------------------------
+# Probes of the hidden tests (``coursework/hidden/06.py``): run in the grading sandbox
+# --------------------------------------------------------------------------------------------
+
+
+def probe_rerank(answers: dict, *, hypotheses: list, alpha: float) -> tuple:
+    """(what ``rerank(hypotheses, alpha)`` returns, the list ``hypotheses`` after the call): the
+    hidden test judges the order and that the argument was left as it was."""
+    fn = answers.get("rerank")
+    if fn is None:
+        raise NameError("the answer cell does not define rerank")
+    result = fn(hypotheses, alpha)
+    return result, hypotheses

@@ -31,6 +31,7 @@ its line; any other failure is told as "does not hold", never with the expected 
 
 from __future__ import annotations
 
+import fractions
 import math
 import numbers
 from collections.abc import Callable
@@ -233,6 +234,8 @@ def encode(obj, _depth: int = 0):
                 "data": obj.ravel().tolist()}
     if isinstance(obj, bool | np.bool_):
         return {"$unreadable": kind.__name__[:40]}
+    if isinstance(obj, fractions.Fraction):
+        return {"$fraction": [obj.numerator, obj.denominator]}
     if isinstance(obj, numbers.Integral):
         return {"$int_subclass": int.__index__(obj) if isinstance(obj, int) else int(obj)}
     if isinstance(obj, numbers.Real) and isinstance(obj, float):
@@ -248,8 +251,9 @@ def encode(obj, _depth: int = 0):
 
 
 _NUMPY_SCALARS = {name: getattr(np, name) for name in (
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "longlong", "ulonglong", "intc", "uintc", "longdouble")}
+    "bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "longlong", "ulonglong", "intc", "uintc", "longdouble")
+    if hasattr(np, name)}
 
 
 def decode(data):
@@ -284,6 +288,9 @@ def decode(data):
     if tag == "$ndarray":
         return np.asarray(data["data"], dtype=np.dtype(str(data["$ndarray"]))).reshape(
             data["shape"])
+    if tag == "$fraction":
+        numerator, denominator = data["$fraction"]
+        return fractions.Fraction(int(numerator), int(denominator))
     if tag == "$int_subclass":
         return IntSubclass(int(data["$int_subclass"]))
     if tag == "$float_subclass":
