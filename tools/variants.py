@@ -368,7 +368,10 @@ def _my_receptive_field(choice: int | None) -> Variant:
         f"{NOTE}each of the `n_layers` layers is a block of **{c} stacked width-`k` "
         "convolutions** (as a residual block holds several), so `n_layers` blocks hold "
         f"{c}·`n_layers` convolutions. Count the input positions one output of the whole stack "
-        "depends on."), solution=(
+        "depends on."), answer_replace=(
+        ("one output of n_layers stacked width-k convolutions depends on",
+         f"one output of n_layers blocks of {c} stacked width-k convolutions depends on"),),
+        solution=(
         "def my_receptive_field(k, n_layers):\n"
         f"    return 1 + {c} * n_layers * (k - 1)  # every convolution adds k - 1 positions"))
 
@@ -381,6 +384,10 @@ def _block_parameters(choice: int | None) -> Variant:
         f"{NOTE}the block's convolution is a **grouped** convolution with `groups={groups}` "
         f"(each output channel reads only `hid_dim / {groups}` input channels); `hid_dim` is a "
         f"multiple of {groups}. Bias and weight normalisation as in the package's block."),
+        answer_replace=(
+        ("Parameters of ConvGLUBlock(hid_dim, kernel_size, weight_norm=True).",
+         f"Parameters of ConvGLUBlock(hid_dim, kernel_size, weight_norm=True) whose convolution "
+         f"has groups={groups}."),),
         solution=(
         "def block_parameters(hid_dim, kernel_size):\n"
         "    out_channels = 2 * hid_dim\n"
@@ -394,7 +401,9 @@ def _cache_floats(choice: int | None) -> Variant:
     beam = choice
     return Variant({"beam": beam}, note=(
         f"{NOTE}count the floats for one sentence decoded with **a beam of {beam} "
-        "hypotheses** (each hypothesis keeps a cache of its own)."), solution=(
+        "hypotheses** (each hypothesis keeps a cache of its own)."), answer_replace=(
+        ("cache per sentence after", f"cache per sentence (a beam of {beam} hypotheses) after"),),
+        solution=(
         "def cache_floats(n_layers, kernel_size, hid_dim, steps):\n"
         f"    return {beam} * n_layers * (kernel_size - 1) * hid_dim"))
 
@@ -406,7 +415,10 @@ def _attention_macs(choice: int | None) -> Variant:
     return Variant({"every": every}, note=(
         f"{NOTE}only **every {_ordinal(every)} layer** attends (layers {every}, {2 * every}, "
         f"{3 * every}, …; the other layers have no attention, and a decoder of fewer than "
-        f"{every} layers has none)."), solution=(
+        f"{every} layers has none)."), answer_replace=(
+        ("of all layers' attention", f"of the attending layers' attention (every "
+                                     f"{_ordinal(every)} layer)"),),
+        solution=(
         "def attention_macs(n_layers, trg_len, src_len, emb_dim):\n"
         f"    return (n_layers // {every}) * 2 * trg_len * src_len * emb_dim"))
 
@@ -417,7 +429,9 @@ def _perplexity_from_loss(choice: int | None) -> Variant:
     base = choice
     return Variant({"base": base}, note=(
         f"{NOTE}`unit` may also be `\"base{base}\"`: a loss computed with base-{base} "
-        "logarithms."), solution=(
+        "logarithms."), answer_replace=(
+        ('("nats" or "bits")', f'("nats", "bits" or "base{base}")'),),
+        solution=(
         "def perplexity_from_loss(loss, unit=\"nats\"):\n"
         "    if unit == \"nats\":\n"
         "        return math.exp(loss)\n"
@@ -435,7 +449,10 @@ def _path_length(choice: int | None) -> Variant:
     return Variant({"convs_per_layer": c}, note=(
         f"{NOTE}`conv_path_length(n, k)` counts **blocks of {c} stacked width-`k` "
         "convolutions**: the fewest such blocks after which the window of one output holds both "
-        "words."), solution=(
+        "words."), answer_replace=(
+        ("Fewest convolution layers of width k whose window",
+         f"Fewest blocks of {c} convolutions of width k whose window"),),
+        solution=(
         "def conv_path_length(n, k):\n"
         f"    return -(-n // ({c} * (k - 1)))  # each block widens the window by {c}·(k - 1)\n"
         "\n\n"
@@ -456,7 +473,12 @@ def _baseline_parameters(choice: tuple | None) -> Variant:
         f"each of the `out_dim` outputs is the maximum of {pieces} of them.")
     return Variant({"gru_bias": False, "u_bias": u_bias, "pieces": pieces}, note=(
         f"{NOTE}every GRU (both encoder directions and the decoder's `GRUCell`) is built with "
-        f"**`bias=False`**{extra}; `gru_parameters` counts such a GRU. {readout}"), solution=(
+        f"**`bias=False`**{extra}; `gru_parameters` counts such a GRU. {readout}"), answer_replace=(
+        ("Parameters of one direction of torch.nn.GRU(input_size, hidden_size).",
+         "Parameters of one direction of torch.nn.GRU(input_size, hidden_size, bias=False)."),
+        ("Parameters of RNNAttentionSeq2Seq(**config).",
+         "Parameters of RNNAttentionSeq2Seq(**config), as this class's version builds it (the "
+         "note above)."),), solution=(
         "def gru_parameters(input_size, hidden_size):\n"
         "    return 3 * hidden_size * (input_size + hidden_size)  # no bias vectors\n"
         "\n\n"
@@ -481,7 +503,10 @@ def _separable_params(choice: int | None) -> Variant:
     return Variant({"multiplier": m}, note=(
         f"{NOTE}the depthwise convolution has a **depth multiplier of {m}**: {m} filters of "
         f"width `k` per input channel ({m}·`c_in` channels out, still without bias), and the 1x1 "
-        f"convolution maps those {m}·`c_in` channels to `c_out`."), solution=(
+        f"convolution maps those {m}·`c_in` channels to `c_out`."), answer_replace=(
+        ("Parameters of depthwise (no bias)",
+         f"Parameters of depthwise with depth multiplier {m} (no bias)"),),
+        solution=(
         "def separable_params(c_in, c_out, k, bias=True):\n"
         f"    return {m} * c_in * k + {m} * c_in * c_out + (c_out if bias else 0)\n"
         "\n\n"

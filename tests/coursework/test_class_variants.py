@@ -282,6 +282,10 @@ def test_every_choice_rewrites_the_task_where_the_notebook_says_it(exercise):
         assert (task + version.note) != ex.task, choice
         if exercise in DERIVE:
             assert version.note.startswith(variants.NOTE) and not version.replace
+            # the answer cell's docstring says what this version counts, not the notebook's
+            assert version.answer_replace, exercise
+            answer = variants.apply_text(ex.answer, version.answer_replace, exercise)
+            assert answer != ex.answer
         else:
             assert version.replace and not version.note
         compile(version.solution, f"<{exercise} {choice}>", "exec")
