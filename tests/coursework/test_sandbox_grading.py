@@ -210,3 +210,22 @@ def test_data_round_trips_exactly():
         elif value == value:  # not NaN
             assert back == value
     assert isinstance(testing.decode(testing.encode(object())), testing.Unreadable)
+
+
+def test_an_answer_the_parser_cannot_hold_is_one_line_about_the_answer():
+    for answer in ["moved_outputs = [" + "+".join(["1"] * 200_000) + "]",
+                   "moved_outputs = [1]\0", "x" * (grader.MAX_ANSWER + 1)]:
+        verdict = grade("same_padding_moves", answer, {"expected": [1]}, names=["moved_outputs"])
+        assert not verdict.passed and "\n" not in verdict.line and len(verdict.line) < 400
+        assert "answer cell" in verdict.line, verdict.line
+
+
+def test_the_sandboxed_runner_refuses_what_is_not_a_job_in_one_line():
+    import subprocess
+    import sys
+
+    for text in ['"x"', "1", "null", '{"setup": 1}', "[" * 100_000]:
+        proc = subprocess.run([sys.executable, "-m", "convs2s.course.checks.sandboxed"],
+                              input=text, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (text[:20], proc.stderr[-300:])
+        assert proc.stderr.count("\n") == 1 and "not a grading job" in proc.stderr

@@ -135,6 +135,8 @@ def problems(source: str, exercise: str = "", *,
         tree = ast.parse(source)
     except SyntaxError as e:
         return [f"the answer cell is not valid Python (line {e.lineno}: {e.msg})"]
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, nesting too deep
+        return [f"the answer cell could not be read ({type(e).__name__})"]
     tree.body = [node for node in tree.body if not _is_check_call(node)]
     modules = _imported(tree, SETUP_MODULES if setup_modules is None else setup_modules)
     forbidden = FORBIDDEN_NAMES.get(exercise, frozenset())

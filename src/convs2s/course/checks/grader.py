@@ -28,6 +28,8 @@ from convs2s.course.checks import _core, answer_rules, testing
 from convs2s.course.checks.sandboxed import MARKER
 from convs2s.system import sandbox
 
+#: The longest answer cell graded (characters).
+MAX_ANSWER = 1_000_000
 #: Seconds and bytes one exercise's sandbox may use (nbgrader_config.py may change the time).
 DEFAULT_LIMITS = sandbox.Limits(wall_seconds=120, cpu_seconds=120)
 
@@ -105,6 +107,9 @@ def grade(exercise: str, *, setup: str, answer: str, answer_names: Sequence[str]
     inside one (the grading folder). Raises :class:`sandbox.SandboxUnavailable` where no
     sandbox can start: grading for credit never runs student code without one.
     """
+    if len(answer) > MAX_ANSWER:
+        return Verdict(False, f"✗ {exercise}: the answer cell is over {MAX_ANSWER:,} characters "
+                       "long: write the answer, not data")
     flagged = tuple(answer_rules.problems(answer, exercise))
     if not cases:
         return Verdict(False, f"{exercise}: the hidden test has no cases", flagged)

@@ -106,8 +106,34 @@ def run(job: dict) -> list[dict]:
         return [_make(one, namespace, names) for one in job["calls"]]
 
 
+#: What a job holds, with the type of each field.
+JOB_FIELDS = {"setup": str, "answer": str, "answer_names": list, "forbidden": list, "calls": list}
+
+
+def read_job(text: str) -> dict:
+    """The job in ``text``, or ValueError (one line) when it is not one."""
+    try:
+        job = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"not JSON ({type(e).__name__})") from None
+    if not isinstance(job, dict):
+        raise ValueError(f"a JSON object is expected, not {type(job).__name__}")
+    for key, kind in JOB_FIELDS.items():
+        if not isinstance(job.get(key), kind):
+            raise ValueError(f"its {key!r} must be a {kind.__name__}")
+    if not all(isinstance(c, dict) and isinstance(c.get("kind"), str)
+               and isinstance(c.get("target"), str) for c in job["calls"]):
+        raise ValueError("each of its calls must be an object with a kind and a target")
+    return job
+
+
 def main() -> int:
-    job = json.loads(sys.stdin.read())
+    try:
+        job = read_job(sys.stdin.read())
+    except ValueError as e:
+        print(f"error: not a grading job: {e} (python -m convs2s.course.checks.sandboxed reads "
+              "the job convs2s.course.checks.grader writes)", file=sys.stderr)
+        return 2
     results = run(job)
     data = ("\n" + MARKER + json.dumps(results) + "\n").encode()
     while data:
@@ -116,4 +142,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
