@@ -27,7 +27,10 @@ import sys as _sys  # noqa: E402
 
 _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
 from nbgrader.converters.autograde import Autograde  # noqa: E402
-from sandbox_grading import GradeInSandbox  # noqa: E402
+from sandbox_grading import GradeInSandbox, refuse_without_sandbox  # noqa: E402
+
+if _sys.argv[1:2] == ["autograde"]:  # `nbgrader autograde`: one line, before any submission
+    refuse_without_sandbox()
 
 c.Autograde.autograde_preprocessors = [
     GradeInSandbox if step.__name__ == "Execute" else step

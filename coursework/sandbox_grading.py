@@ -41,6 +41,18 @@ class SandboxUnavailableError(RuntimeError):
     """Autograde cannot grade for credit here (one line: why, and what to install)."""
 
 
+def refuse_without_sandbox() -> None:
+    """Exit (status 2) with one line when no sandbox can start here: `nbgrader autograde` then
+    grades nothing rather than run student code without one."""
+    import sys
+
+    why = sandbox.unavailable()
+    if why is not None:
+        print(f"error: nbgrader autograde needs a sandbox to run student code: {why}",
+              file=sys.stderr)
+        raise SystemExit(2)
+
+
 class GradeInSandbox(Preprocessor):
     """Give each autograded test cell the verdict of its exercise's sandboxed grading."""
 

