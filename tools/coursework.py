@@ -1017,18 +1017,24 @@ def _write_grading(path: Path, assignments: dict, *, replace_all: bool) -> None:
     os.chmod(path, 0o600)
 
 
-def class_secret(course: Path) -> str:
+def class_secret(course: Path, out: Path | str = "--out") -> str:
     """The class's secret (``course/variant-secret``), made at random the first time: every
-    later build of the course draws the same numbers from it."""
+    later build of the course draws the same numbers from it. One line (CourseworkError) when it
+    cannot be read or written there."""
     path = course / SECRET_FILE
-    if path.is_file():
-        secret = path.read_text(encoding="utf-8").strip()
-        if secret:
-            return secret
-    course.mkdir(parents=True, exist_ok=True)
-    secret = secrets.token_hex(16)
-    write_text_atomic(path, secret + "\n")
-    os.chmod(path, 0o600)
+    try:
+        if path.is_file():
+            secret = path.read_text(encoding="utf-8").strip()
+            if secret:
+                return secret
+        course.mkdir(parents=True, exist_ok=True)
+        secret = secrets.token_hex(16)
+        write_text_atomic(path, secret + "\n")
+        os.chmod(path, 0o600)
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or type(e).__name__
+        raise CourseworkError(f"cannot keep the class's secret beside --out {out} ({path}: "
+                              f"{why}); choose another --out, or give --variant NAME") from None
     return secret
 
 
@@ -1197,7 +1203,7 @@ def main(argv: list[str] | None = None) -> int:
             variant = variants.check_name(args.variant)
         else:
             check_out(Path(args.out), args.notebooks, clean=args.clean)  # before any secret
-            variant = class_secret(Path(args.out).resolve().parent)
+            variant = class_secret(Path(args.out).resolve().parent, args.out)
         built = write_assignments(args.out, args.notebooks, args.hidden,
                                   clean_first=args.clean,
                                   only=set(args.only) if args.only else None, variant=variant,

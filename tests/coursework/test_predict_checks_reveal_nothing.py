@@ -119,7 +119,7 @@ def test_the_assignment_setup_cell_makes_a_graded_copy():
     nb = coursework.read_notebook(NOTEBOOKS / "01_glu_and_padding.ipynb")
     hidden = coursework.read_hidden(Path(__file__).resolve().parents[2] / "coursework" / "hidden"
                                     / "01.py")
-    setup = coursework.build_assignment(nb, hidden)["cells"][1]
+    setup = coursework.build_assignment(nb, hidden)[0]["cells"][1]
     source = "".join(setup["source"])
     assert source.rstrip().endswith("checks.graded_copy()")
     assert not checks.is_graded()

@@ -9,6 +9,7 @@ from torch import nn
 
 from convs2s.course.checks._core import (
     Hint,
+    WrongForm,
     _assert_equal,
     _assert_int,
     _gen,
@@ -267,8 +268,8 @@ def accept_speed_crossover(prediction) -> int:
     test alike): one of :data:`CROSSOVER_LENGTHS` as a whole number; AssertionError otherwise.
     It is not graded for correctness: where the crossover lies depends on the machine."""
     value = _assert_int(prediction, "the prediction")
-    if value not in CROSSOVER_LENGTHS:
-        raise AssertionError("the prediction should be one of the sweep's lengths "
+    if value not in CROSSOVER_LENGTHS:  # a form rule (nothing hidden): said to the student
+        raise WrongForm("the prediction should be one of the sweep's lengths "
                              f"{', '.join(map(str, CROSSOVER_LENGTHS))}, got another whole "
                              "number")
     return value
