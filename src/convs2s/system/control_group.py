@@ -7,7 +7,8 @@ delegated subtree under systemd); elsewhere :func:`limited` yields None and the 
 back to per-process limits.
 
 cgroup v1 (a ``pids`` and a ``memory`` hierarchy, as on this course's CI machine) and cgroup v2
-(one unified hierarchy with the ``pids`` and ``memory`` controllers) are both handled.
+(one unified hierarchy with the ``pids`` and ``memory`` controllers) are both handled. A new group
+is made inside this process's own (read from /proc/self/cgroup), never beside it.
 """
 
 from __future__ import annotations
@@ -60,24 +61,42 @@ def _make(parent: Path, name: str, settings: dict[str, str]) -> Path | None:
     return folder
 
 
+def _own(hierarchy: str) -> Path | None:
+    """The folder of this process's own group in ``hierarchy`` (a v1 controller's name, or ""
+    for v2), from /proc/self/cgroup: new groups go inside it, so that what the sandbox uses is
+    still counted where this process is counted."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _id, controllers, path = line.split(":", 2)
+        if controllers.split(",") == [hierarchy] or (not hierarchy and not controllers):
+            return (ROOT / hierarchy / path.lstrip("/")) if hierarchy else ROOT / path.lstrip("/")
+    return None
+
+
 def _create(tasks: int, memory_bytes: int) -> Group | None:
     name = f"convs2s-sandbox-{secrets.token_hex(6)}"
     if (ROOT / "cgroup.controllers").is_file():  # v2: one hierarchy
+        parent = _own("")
         try:
-            controllers = (ROOT / "cgroup.subtree_control").read_text().split()
-        except OSError:
+            controllers = (parent / "cgroup.subtree_control").read_text().split()
+        except (OSError, TypeError):
             return None
         if "pids" not in controllers:
             return None
         settings = {"pids.max": str(tasks)}
         if "memory" in controllers:
             settings["memory.max"] = str(memory_bytes)
-        folder = _make(ROOT, name, settings)
+        folder = _make(parent, name, settings)
         return Group((folder,)) if folder else None
-    pids = _make(ROOT / "pids", name, {"pids.max": str(tasks)})  # v1: one per controller
+    pids_parent, memory_parent = _own("pids"), _own("memory")  # v1: one per controller
+    pids = _make(pids_parent, name, {"pids.max": str(tasks)}) if pids_parent else None
     if pids is None:
         return None
-    memory = _make(ROOT / "memory", name, {"memory.limit_in_bytes": str(memory_bytes)})
+    memory = (_make(memory_parent, name, {"memory.limit_in_bytes": str(memory_bytes)})
+              if memory_parent else None)
     return Group((pids,) + ((memory,) if memory else ()))
 
 
