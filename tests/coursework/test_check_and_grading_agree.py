@@ -2,34 +2,51 @@
 """For every autograded exercise, the visible check and grading give the same verdict.
 
 Each exercise gets right answers written in different styles (a loop, a vectorised one, one
-that works in place, helpers of any name, other variable names) and wrong ones (the typical
+that works in place, helpers of any name, other variable names, numbers as Python, NumPy or
+one-element tensor values where the check's form allows them) and wrong ones (the typical
 mistakes). Each answer runs through:
 
 - the check, as in the course notebook: the answer cell run in a namespace holding the setup
   cell's imports (``answer_rules.define``, which keeps the cell's text as IPython does), then
   ``checks.<exercise>(...)``;
-- grading, as ``nbgrader autograde`` does it: the graded copy's test cell (visible check and
-  hidden test, the public version) with the answer cell's text, through
-  ``convs2s.course.checks.grading`` (in this process here; ``test_fresh_process_grading.py``
-  runs the same in a fresh one through nbgrader).
+- grading, as ``nbgrader autograde`` does it (``coursework/sandbox_grading.py``):
+  ``grader.grade`` runs the setup cell of the graded copy (the notebook's exercise-setup cell,
+  then ``checks.graded_copy()``: ``tools/coursework.py``'s ``_graded_setup``) and the answer
+  cell's text in the bubblewrap sandbox, on the calls of the exercise's hidden test
+  (``coursework/hidden/NN.py``, the public version: variant ``{}``), and judges what came back
+  outside it.
 
-A right answer must pass both, a wrong one fail both. On the code before grading moved out of
-the kernel this failed: a helper named ``_gru_parameters`` scored 0, 2.25 for 16/7 passed the
-check and failed the hidden test, an in-place sort in ``rerank`` passed the check only.
+A right answer must pass both, a wrong one fail both. An answer that breaks only a static rule
+of ``answer_rules`` and is right passes both too: the static read is advisory (the check notes
+it, grading flags it for the instructor) and takes no marks (:data:`FLAGGED`). On the code before
+grading moved out of the kernel this failed: a helper named ``_gru_parameters`` scored 0, 2.25
+for 16/7 passed the check and failed the hidden test, an in-place sort in ``rerank`` passed the
+check only.
+
+Grading starts one sandbox per answer (about a second each), so each exercise's answers are one
+test, graded a few at a time. These run the real sandbox: never skipped in CI.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from convs2s.course.checks import _core, answer_rules, grading
+from convs2s.course.checks import _core, answer_rules, grader, testing
+from convs2s.system import sandbox
 from tools import coursework
 
 ROOT = Path(__file__).resolve().parents[2]
+
+WHY = sandbox.unavailable()
+if WHY is not None and os.environ.get("CI"):
+    raise RuntimeError(f"CI must run the check-and-grading tests, but no sandbox starts: {WHY}")
+pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 
 
 def _(text: str) -> str:
@@ -60,7 +77,10 @@ RIGHT: dict[str, list[str]] = {
         """),
     ],
     "same_padding_moves": ["moved_outputs = [5, 6, 7, 8, 9]", "moved_outputs = (9, 8, 7, 6, 5)",
-                           "moved_outputs = list(range(5, 10))"],
+                           "moved_outputs = list(range(5, 10))",
+                           "import numpy as np\nmoved_outputs = [np.int64(p) for p in range(5, 10)]",
+                           "import numpy as np\nmoved_outputs = np.arange(5, 10)",
+                           "moved_outputs = torch.arange(5, 10)"],
     "my_receptive_field": [
         "def my_receptive_field(k, n_layers):\n    return (k - 1) * n_layers + 1",
         _("""
@@ -72,7 +92,9 @@ RIGHT: dict[str, list[str]] = {
         """),
     ],
     "residual_variance": ["variance_ratio = 2 ** 10", "variance_ratio = 4000.0",
-                          "variance_ratio = torch.tensor(1024.0)"],
+                          "variance_ratio = torch.tensor(1024.0)",
+                          "import numpy as np\nvariance_ratio = np.float64(2 ** 10)",
+                          "variance_ratio = torch.tensor([1024.0])"],
     "mask_source_padding": [
         _("""
         def conv_stack(e, src_mask, emb2hid, convs, hid2emb):
@@ -149,7 +171,9 @@ RIGHT: dict[str, list[str]] = {
     ],
     "scaled_context_variance": ["predicted_variance = 16 / 7", "predicted_variance = 2.25",
                                 "m = 8\nw = [0.5] + [1 / 14] * 7\n"
-                                "predicted_variance = m * sum(x * x for x in w)"],
+                                "predicted_variance = m * sum(x * x for x in w)",
+                                "import numpy as np\npredicted_variance = np.float64(16 / 7)",
+                                "predicted_variance = torch.tensor([16 / 7])"],
     "attention_macs": [
         "def attention_macs(n_layers, trg_len, src_len, emb_dim):\n"
         "    return 2 * n_layers * trg_len * src_len * emb_dim",
@@ -173,6 +197,16 @@ RIGHT: dict[str, list[str]] = {
         def row_entropy(a):
             return -torch.xlogy(a, a).sum(-1).mean()
         """),
+        _("""
+        def row_entropy(a):
+            total = 0.0
+            for row in a.tolist():
+                total -= sum(p * math.log(p) for p in row if p > 0)
+            return total / len(a)  # a Python float
+        """),
+        "def row_entropy(a):\n    return (-torch.xlogy(a, a).sum(-1).mean()).item()",
+        "def row_entropy(a):\n    return torch.tensor(float(-torch.xlogy(a, a).sum(-1).mean()))  # 0-dim",
+        "def row_entropy(a):\n    return -torch.xlogy(a, a).sum(-1).mean().reshape(1)  # one element",
     ],
     "build_itos": [
         _("""
@@ -246,7 +280,8 @@ RIGHT: dict[str, list[str]] = {
         """),
     ],
     "brevity_prediction": ["prediction = 100 * math.exp(-1)", "prediction = 36.8",
-                           "prediction = 37"],
+                           "prediction = 37", "import numpy as np\nprediction = np.float64(36.8)",
+                           "import torch\nprediction = torch.tensor([100 * math.exp(-1)])"],
     "repeats": [
         _("""
         def repeats(tokens, n=1):
@@ -264,6 +299,7 @@ RIGHT: dict[str, list[str]] = {
     "training_steps": [
         'prediction = {"GRU + attention": [20, 40, 80], "ConvS2S": [6, 6, 6]}',
         'prediction = {"ConvS2S": (6, 6, 6), "GRU + attention": [2 * n for n in (10, 20, 40)]}',
+        'import numpy as np\nprediction = {"GRU + attention": [np.int64(n) for n in (20, 40, 80)], "ConvS2S": [np.int64(6)] * 3}',
     ],
     "path_length": [
         _("""
@@ -310,7 +346,9 @@ RIGHT: dict[str, list[str]] = {
     # the machine)
     "speed_crossover": ["crossover_prediction = 64  # the RNN's steps get thin",
                         "crossover_prediction = 2 ** 3", "crossover_prediction = 256",
-                        "crossover_prediction = int('16')"],
+                        "crossover_prediction = int('16')",
+                        "import numpy as np\ncrossover_prediction = np.int64(64)",
+                        "import torch\ncrossover_prediction = torch.tensor([64])"],
     "separable_params": [
         _("""
         def separable_params(c_in, c_out, k, bias=True):
@@ -332,7 +370,9 @@ RIGHT: dict[str, list[str]] = {
             return standard / separable_params(c_in, c_out, k, True)
         """),
     ],
-    "attention_vs_conv": ["prediction = 3 * 256", "prediction = 768.0", "prediction = 760"],
+    "attention_vs_conv": ["prediction = 3 * 256", "prediction = 768.0", "prediction = 760",
+                          "import numpy as np\nprediction = np.float64(768)",
+                          "import torch\nprediction = torch.tensor([768.0])"],
     "lightweight_conv": [
         _("""
         def lightweight_conv(x, weight):
@@ -367,9 +407,7 @@ WRONG: dict[str, list[str]] = {
     "same_padding_moves": ["moved_outputs = [5, 6, 7, 8, 9, 10, 11]", "moved_outputs = [7, 8, 9]",
                            "moved_outputs = '5 6 7 8 9'"],
     "my_receptive_field": ["def my_receptive_field(k, n_layers):\n    return n_layers * k",
-                           "def my_receptive_field(k, n_layers):\n    return float(1 + n_layers * (k - 1))",
-                           "import importlib.util\n"
-                           "def my_receptive_field(k, n_layers):\n    return 1 + n_layers * (k - 1)"],
+                           "def my_receptive_field(k, n_layers):\n    return float(1 + n_layers * (k - 1))"],
     "residual_variance": ["variance_ratio = 10", "variance_ratio = 1.0", "variance_ratio = -4000"],
     "mask_source_padding": [
         _("""
@@ -530,71 +568,106 @@ WRONG: dict[str, list[str]] = {
 }
 
 
+
+#: Right answers that break only a static rule of ``answer_rules`` (an import it does not list,
+#: a private module part): both verdicts pass, and grading flags the rule for the instructor.
+FLAGGED: dict[str, list[str]] = {
+    "my_receptive_field": [
+        "import importlib.util\n"
+        "def my_receptive_field(k, n_layers):\n    return 1 + n_layers * (k - 1)",
+        "import os\n\ndef my_receptive_field(k, n_layers):\n    return 1 + n_layers * (k - 1)",
+    ],
+    "block_parameters": [
+        "import os\n\ndef block_parameters(hid_dim, kernel_size):\n"
+        "    return 2 * hid_dim * (hid_dim * kernel_size + 2)",
+    ],
+    "residual_variance": ["import os\nvariance_ratio = 2 ** 10"],
+}
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One autograded exercise of the public graded copy, as grading sees it."""
+
+    check_setup: str  # the notebook's exercise-setup cell, with ``checks`` imported
+    grading_setup: str  # the same, then ``checks.graded_copy()`` (the graded copy's setup cell)
+    answer_names: tuple[str, ...]
+    cases: list[testing.Case]  # the hidden test's, public version (variant {})
+
+
 @pytest.fixture(scope="module")
-def test_cells(tmp_path_factory):
-    """exercise -> (setup cell, test cell, answer names) of the public graded copy."""
-    out = tmp_path_factory.mktemp("course") / "source"
-    cells = {}
-    for built in coursework.write_assignments(out, ROOT / "notebooks", ROOT / "coursework" / "hidden"):
-        nb = json.loads(Path(built.path).read_text(encoding="utf-8"))
-        setup = next("".join(c["source"]) for c in nb["cells"]
-                     if c["metadata"]["nbgrader"]["grade_id"] == "setup")
-        for ex in built.exercises:
-            if ex.manual:
-                continue
-            test = next("".join(c["source"]) for c in nb["cells"]
-                        if c["metadata"]["nbgrader"]["grade_id"] == f"{ex.id}_tests")
-            cells[ex.id] = (setup, test, ex.answer_names)
-    return cells
+def graded() -> dict[str, Graded]:
+    """exercise -> what the check and grading need, from notebooks/ and coursework/hidden/."""
+    out = {}
+    for path in coursework.course_notebooks(ROOT / "notebooks"):
+        nb = coursework.read_notebook(path)
+        if not nb.exercises:
+            continue
+        hidden = grader.load_hidden(ROOT / "coursework" / "hidden" / f"{nb.number}.py")
+        for ex in nb.exercises:
+            if not ex.manual:
+                out[ex.id] = Graded(coursework._with_checks_import(nb.setup),
+                                    coursework._graded_setup(nb.setup, class_version=False),
+                                    ex.answer_names, hidden[ex.id]({}))
+    return out
 
 
 def _fresh_checks_state():
-    _core._graded, _core._variant = False, None
+    _core._graded, _core._class_version = False, False
     _core._wrong_tries.clear()
 
 
-def check_verdict(exercise: str, answer: str, cells) -> bool:
+def check_verdict(exercise: str, answer: str, graded: dict[str, Graded]) -> bool:
     """The notebook's check on ``answer``: True (✓), False (not answered or failed)."""
     from convs2s.course import checks
 
-    setup, _, names = cells[exercise]
+    ex = graded[exercise]
     _fresh_checks_state()
     namespace: dict = {}
-    exec(setup.replace("checks.graded_copy()", ""), namespace)  # noqa: S102 - the setup cell
+    exec(ex.check_setup, namespace)  # noqa: S102 - the setup cell
     try:
         answer_rules.define(answer, namespace, f" {exercise}")
-        return getattr(checks, exercise)(*(namespace.get(n) for n in names)) is True
+        return getattr(checks, exercise)(*(namespace.get(n) for n in ex.answer_names)) is True
     except Exception:  # noqa: BLE001 - a wrong answer raises; that is its verdict
         return False
-
-
-def grading_verdict(exercise: str, answer: str, cells) -> tuple[bool, str]:
-    setup, test, names = cells[exercise]
-    visible, hidden = coursework.split_test_cell(test)
-    _fresh_checks_state()
-    try:
-        passed, line, _ = grading.grade(grading.Job(exercise, names, setup, answer, visible,
-                                                    hidden))
     finally:
         _fresh_checks_state()
-    return passed, line
 
 
-def test_every_autograded_exercise_has_right_and_wrong_answers_here(test_cells):
-    assert sorted(RIGHT) == sorted(test_cells) == sorted(WRONG)
+def grading_verdict(exercise: str, answer: str, graded: dict[str, Graded]) -> grader.Verdict:
+    """Grading's verdict on ``answer``: the setup and answer cells run in the sandbox on the
+    hidden test's calls, judged here."""
+    ex = graded[exercise]
+    return grader.grade(exercise, setup=ex.grading_setup, answer=answer,
+                        answer_names=ex.answer_names, cases=ex.cases)
+
+
+#: Sandboxes one test runs at a time (each is a process of its own; one per core, at most 4).
+WORKERS = max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def test_every_autograded_exercise_has_right_and_wrong_answers_here(graded):
+    assert sorted(RIGHT) == sorted(graded) == sorted(WRONG)
+    assert set(FLAGGED) <= set(RIGHT)
 
 
 @pytest.mark.parametrize("exercise", sorted(RIGHT))
-def test_right_answers_of_every_style_pass_the_check_and_grading(exercise, test_cells):
-    for answer in RIGHT[exercise]:
-        assert check_verdict(exercise, answer, test_cells), f"the check refused:\n{answer}"
-        passed, line = grading_verdict(exercise, answer, test_cells)
-        assert passed, f"grading refused ({line}):\n{answer}"
-
-
-@pytest.mark.parametrize("exercise", sorted(WRONG))
-def test_wrong_answers_fail_the_check_and_grading(exercise, test_cells):
-    for answer in WRONG[exercise]:
-        assert not check_verdict(exercise, answer, test_cells), f"the check accepted:\n{answer}"
-        passed, line = grading_verdict(exercise, answer, test_cells)
-        assert not passed, f"grading accepted:\n{answer}"
+def test_the_check_and_grading_agree(exercise, graded):
+    """Every answer of ``exercise``: right ones (:data:`RIGHT`, :data:`FLAGGED`) pass the check
+    and grading, wrong ones (:data:`WRONG`) fail both; a flagged one is flagged by grading. All
+    disagreements are reported together."""
+    answers = ([(a, True, False) for a in RIGHT[exercise]]
+               + [(a, True, True) for a in FLAGGED.get(exercise, [])]
+               + [(a, False, False) for a in WRONG[exercise]])
+    checked = [check_verdict(exercise, a, graded) for a, _, _ in answers]  # here, one by one
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        verdicts = list(pool.map(lambda item: grading_verdict(exercise, item[0], graded),
+                                 answers))
+    disagree = []
+    for (answer, right, flagged), check, verdict in zip(answers, checked, verdicts, strict=True):
+        said = f"the check said {'✓' if check else '✗'}, grading said {verdict.line!r}"
+        if check is not right or verdict.passed is not right:
+            disagree.append(f"{'right' if right else 'wrong'} answer ({said}):\n{answer}")
+        elif flagged and not verdict.flagged:
+            disagree.append(f"grading did not flag the static rule this answer breaks:\n{answer}")
+    assert not disagree, "\n\n".join(disagree)

@@ -30,11 +30,9 @@ import itertools
 import math
 import numbers
 import operator
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from unittest import mock
 
 import numpy as np
 import torch
@@ -627,22 +625,6 @@ class ShortcutRefused(AssertionError):
     """The learner's code called what its exercise asks it to write (:data:`SHORTCUTS`)."""
 
 
-#: What the learner's code called while :func:`refusing` was active (even if it caught the error).
-_tripped: list[str] = []
-#: Held while a :func:`refusing` block runs (re-entrant: a guarded call inside one is fine).
-_REFUSING = threading.RLock()
-
-
-def _tripwire(*_args, **_kwargs):  # its code replaces a refused function's; no free variables
-    import sys as _sys
-
-    from convs2s.course.checks import _core as _c
-
-    name = _sys._getframe().f_code.co_name
-    _c._tripped.append(name)
-    raise _c.ShortcutRefused(name)
-
-
 def _resolve(target: str):
     """``"module:Attr.attr"`` -> (the object holding the attribute, the attribute's name)."""
     import importlib
@@ -655,52 +637,55 @@ def _resolve(target: str):
     return owner, attr
 
 
+def _watched(exercise: str) -> tuple[dict, dict]:
+    """The code objects (Python functions) and the objects (built-in functions) of
+    ``exercise``'s shortcuts, each with the line its call is refused with."""
+    codes, builtins = {}, {}
+    for target, label, why in SHORTCUTS.get(exercise, ()):
+        owner, attr = _resolve(target)
+        raw = vars(owner).get(attr) if isinstance(owner, type) else getattr(owner, attr)
+        func = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
+        message = f"it called {label}; {why}"
+        code = getattr(func, "__code__", None)
+        if code is not None:
+            codes[code] = message
+        else:
+            builtins[id(func)] = message
+    return codes, builtins
+
+
 @contextlib.contextmanager
 def refusing(exercise: str) -> Iterator[None]:
-    """Run the learner's code for ``exercise`` with its shortcuts refused: calling one raises
-    :class:`ShortcutRefused` ("it called F.glu; the exercise is to compute it yourself"), and
-    if the learner's code caught that, the block fails when it ends. Used by the checks and by
-    the hidden tests (``coursework/hidden``)."""
-    undo = []
-    messages = {}
-    _REFUSING.acquire()  # the refusals change functions every thread shares: one block at a time
-    start = len(_tripped)
+    """Run the learner's code for ``exercise`` with its shortcuts watched: a call to one,
+    however it was reached (an alias, ``nn.GLU`` calling ``F.glu``, a name imported before), is
+    seen by a profiler on this thread (``sys.setprofile``), and the block fails with
+    :class:`ShortcutRefused` ("it called F.glu; the exercise is to compute it yourself") when it
+    ends, also when the learner's code caught an error. Nothing shared is changed: no function
+    is replaced, other threads run as before. Used by the checks in the learner's kernel;
+    grading removes the same functions from its sandbox before the answer runs."""
+    import sys
+
+    codes, builtins = _watched(exercise)
+    called: list[str] = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            message = codes.get(frame.f_code)
+        elif event == "c_call":
+            message = builtins.get(id(arg))
+        else:
+            return
+        if message is not None and message not in called:
+            called.append(message)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
     try:
-        for n, (target, label, why) in enumerate(SHORTCUTS.get(exercise, ())):
-            owner, attr = _resolve(target)
-            raw = vars(owner).get(attr) if isinstance(owner, type) else getattr(owner, attr)
-            func = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
-            key = f"refused_shortcut_{n}"
-            messages[key] = f"it called {label}; {why}"
-            if type(func).__name__ == "function" and not func.__closure__:
-                saved = (func.__code__, func.__defaults__, func.__kwdefaults__)
-                func.__code__ = _tripwire.__code__.replace(co_name=key)
-                func.__defaults__ = func.__kwdefaults__ = None
-                undo.append(lambda f=func, s=saved: _restore(f, s))
-            else:  # a builtin, or a function with a closure: replace the attribute itself
-                def refuse(*_a, _key=key, **_k):
-                    _tripped.append(_key)
-                    raise ShortcutRefused(_key)
-
-                patch = mock.patch.object(owner, attr, refuse)
-                patch.start()
-                undo.append(patch.stop)
-        try:
-            yield
-        except ShortcutRefused as e:
-            raise ShortcutRefused(messages.get(str(e), str(e))) from None
-        called = [messages.get(k, k) for k in _tripped[start:]]
-        if called:
-            raise ShortcutRefused(called[0])
+        yield
     finally:
-        for step in reversed(undo):
-            step()
-        del _tripped[start:]
-        _REFUSING.release()
-
-
-def _restore(func, saved) -> None:
-    func.__code__, func.__defaults__, func.__kwdefaults__ = saved
+        sys.setprofile(previous)
+    if called:
+        raise ShortcutRefused(called[0])
 
 
 def guarded(exercise: str, fn):
