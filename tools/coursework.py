@@ -71,7 +71,6 @@ from tools.notebook_format import NotebookFormatError, check_notebook
 
 SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
-BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 DEFAULT_REPOSITORY = "https://github.com/convs2s-course/convs2s"
 #: The kinds of exercise (tools/README.md); only ``explain`` is graded by hand.
 KINDS = ("predict", "derive", "debug", "implement", "explain")
