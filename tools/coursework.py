@@ -997,6 +997,22 @@ def clean(out_dir: str | Path, notebooks_dir: str | Path) -> list[Path]:
     return removed
 
 
+def _with_hidden_tests(notebooks_dir: str | Path, hidden_dir: str | Path,
+                       only: set[str] | None):
+    """(notebook, its hidden tests, their file) for every course notebook with exercises (those
+    numbered or named in ``only``), each hidden-test file checked against its notebook."""
+    for path in course_notebooks(notebooks_dir):
+        if only and path.stem[:2] not in only and path.stem not in only:
+            continue
+        nb = read_notebook(path)
+        if not nb.exercises:
+            continue
+        hidden_path = Path(hidden_dir) / f"{nb.number}.py"
+        hidden = read_hidden(hidden_path)
+        _check_hidden(nb, hidden, hidden_path)
+        yield nb, hidden, hidden_path
+
+
 #: What autograding grades against, beside the source folder (never released).
 GRADING_FILE = "grading.json"
 #: The class's secret the variants are drawn from, beside the source folder (never released).
@@ -1056,15 +1072,7 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
     if repo_url is None:
         repo_url = repository_url(Path(notebooks_dir).resolve().parent)
     planned = []
-    for path in course_notebooks(notebooks_dir):
-        if only and path.stem[:2] not in only and path.stem not in only:
-            continue
-        nb = read_notebook(path)
-        if not nb.exercises:
-            continue
-        hidden_path = Path(hidden_dir) / f"{nb.number}.py"
-        hidden = read_hidden(hidden_path)
-        _check_hidden(nb, hidden, hidden_path)
+    for nb, hidden, hidden_path in _with_hidden_tests(notebooks_dir, hidden_dir, only):
         planned.append((nb, build_assignment(nb, hidden, repo_url, variant,
                                              grade_practice=grade_practice,
                                              hidden_path=hidden_path)))
@@ -1108,15 +1116,7 @@ def check_hidden(notebooks_dir: str | Path, hidden_dir: str | Path,
     import contextlib
 
     out = []
-    for path in course_notebooks(notebooks_dir):
-        if only and path.stem[:2] not in only and path.stem not in only:
-            continue
-        nb = read_notebook(path)
-        if not nb.exercises:
-            continue
-        hidden_path = Path(hidden_dir) / f"{nb.number}.py"
-        hidden = read_hidden(hidden_path)
-        _check_hidden(nb, hidden, hidden_path)
+    for nb, hidden, hidden_path in _with_hidden_tests(notebooks_dir, hidden_dir, only):
         for ex in nb.exercises:
             if ex.manual:
                 continue

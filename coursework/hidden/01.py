@@ -29,7 +29,7 @@ def my_glu(variant):
 
 
 def same_padding_moves(variant):
-    expected = variant["expected"] if variant else nb01._measured_moves()
+    expected = variant["expected"]  # this copy's measurement (the build gives it)
     return [Case("your prediction", value("moved_outputs"),
                  lambda got: nb01.accept_same_padding_moves(got, expected))]
 

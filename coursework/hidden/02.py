@@ -11,7 +11,7 @@ the same encoder is built here for the expected value. The ``explain`` exercise
 
 import torch
 
-from convs2s.course.checks import _core, nb02
+from convs2s.course.checks import nb02
 from convs2s.course.checks.testing import (
     Case,
     as_int,
@@ -19,6 +19,7 @@ from convs2s.course.checks.testing import (
     assert_equal,
     call,
     probe,
+    seeded,
     value,
 )
 from convs2s.model.encoder import Encoder
@@ -40,7 +41,7 @@ _ENCODER_SEED, _PAD = 202, 0
 def mask_source_padding(variant):
     src = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [12, 13, 0, 0, 0, 0, 0],
                         [14, 15, 16, 17, 0, 0, 0]])  # padding id 0 this time
-    with _core._seeded(_ENCODER_SEED):
+    with seeded(_ENCODER_SEED):
         enc = Encoder(**_ENCODER).eval()
     with torch.no_grad():
         expected = enc(src).conved  # z = [3, 7, emb_dim]

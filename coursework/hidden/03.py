@@ -11,7 +11,6 @@ model there; the same model is built here for the expected loss). The ``explain`
 import torch
 import torch.nn.functional as F
 
-from convs2s.course.checks import _core
 from convs2s.course.checks.testing import (
     Case,
     as_int,
@@ -21,6 +20,7 @@ from convs2s.course.checks.testing import (
     assert_equal,
     call,
     probe,
+    seeded,
 )
 from convs2s.model import ConvS2S
 
@@ -74,7 +74,7 @@ _MODEL_SEED = 313
 
 
 def teacher_forcing_loss(variant):
-    with _core._seeded(_MODEL_SEED):
+    with seeded(_MODEL_SEED):
         model = ConvS2S(*_VOCABS, **_MODEL).eval()
     src = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
     trg = torch.tensor([[2, 11, 12, 13, 3], [2, 14, 3, 0, 0]])  # <bos> ... <eos> padding

@@ -10,7 +10,7 @@ from convs2s.course.checks.testing import Case, as_int, assert_equal, call, valu
 
 
 def training_steps(variant):
-    expected = variant["expected"] if "expected" in variant else nb07._measured_training_steps()
+    expected = variant["expected"]  # this copy's measurement (the build gives it)
     return [Case("your prediction", value("prediction"),
                  lambda got: nb07.accept_training_steps(got, expected))]
 

@@ -32,9 +32,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from sandbox_support import needs_sandbox  # autograde grades in the sandbox
 
 from convs2s.course.checks import grader, testing
-from convs2s.system import sandbox
 from tools import coursework, variants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,12 +42,6 @@ NOTEBOOKS = ROOT / "notebooks"
 HIDDEN = ROOT / "coursework" / "hidden"
 COURSEWORK = ROOT / "coursework"
 
-SANDBOX_MISSING = sandbox.unavailable()
-if SANDBOX_MISSING is not None and os.environ.get("CI"):
-    raise RuntimeError("CI must run the nbgrader autograde tests, but no sandbox starts: "
-                       f"{SANDBOX_MISSING}")
-#: Autograde grades in the sandbox and stops where none starts: its tests need one.
-needs_sandbox = pytest.mark.skipif(SANDBOX_MISSING is not None, reason=SANDBOX_MISSING or "")
 
 # --------------------------------------------------------------------------------------------
 # A made-up course notebook with one exercise of each kind

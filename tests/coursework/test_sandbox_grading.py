@@ -8,19 +8,16 @@ These run the real sandbox (bubblewrap): never skipped in CI. The nbgrader-level
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
 import pytest
+from sandbox_support import needs_sandbox
 
 from convs2s.course.checks import grader, testing
 from convs2s.system import sandbox
 
-WHY = sandbox.unavailable()
-if WHY is not None and os.environ.get("CI"):
-    raise RuntimeError(f"CI must run the sandbox grading tests, but no sandbox starts: {WHY}")
-pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+pytestmark = needs_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = "import torch\nimport torch.nn.functional as F\nfrom convs2s.course import checks\nchecks.graded_copy(class_version=True)"
@@ -229,3 +226,19 @@ def test_the_sandboxed_runner_refuses_what_is_not_a_job_in_one_line():
                               input=text, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, (text[:20], proc.stderr[-300:])
         assert proc.stderr.count("\n") == 1 and "not a grading job" in proc.stderr
+
+
+def test_the_courses_hidden_tests_use_the_public_api_only():
+    """No private name (``_core``, ``nb01._measured_moves``) and no injected global: a hidden test
+    is written as an instructor writes a private one, against convs2s.course.checks.testing."""
+    import ast
+
+    for path in sorted((ROOT / "coursework" / "hidden").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        private = [f"line {node.lineno}" for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                   or isinstance(node, ast.alias) and node.name.split(".")[-1].startswith("_")]
+        assert private == [], (path.name, private)
+        for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+            assert [a.arg for a in fn.args.args] == ["variant"] or fn.name.startswith("_"), \
+                (path.name, fn.name)

@@ -114,6 +114,12 @@ WrongForm = _core.WrongForm
 Unreadable = _core.Unreadable
 
 
+def seeded(seed: int):
+    """A context in which modules are built from ``seed`` without touching anyone's random state
+    (``with seeded(202): enc = Encoder(...)``): the hidden test and its probe build the same."""
+    return _core._seeded(seed)
+
+
 def as_int(value, name: str = "the result") -> int:
     """``value`` as an int (an int, a NumPy integer, a one-element integer tensor; not a bool)."""
     return _core._answer(value, "int", name)
