@@ -18,18 +18,15 @@ from convs2s.course.checks.testing import (
     assert_close,
     assert_equal,
     call,
+    predicted,
     probe,
     seeded,
-    value,
 )
 from convs2s.model.encoder import Encoder
 
 
 def residual_variance(variant):
-    expected = variant["expected"] if "expected" in variant else \
-        nb02.measured_unscaled_variance()
-    return [Case("your prediction", value("variance_ratio"),
-                 lambda got: nb02.accept_residual_variance(got, expected))]
+    return predicted("variance_ratio", nb02.accept_residual_variance, variant)
 
 
 #: The encoder of mask_source_padding's hidden case: padding id 0 this time.

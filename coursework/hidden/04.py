@@ -18,7 +18,7 @@ from convs2s.course.checks.testing import (
     assert_close,
     assert_equal,
     call,
-    value,
+    predicted,
 )
 
 
@@ -61,9 +61,7 @@ def _zero_after(n_real):
 
 
 def scaled_context_variance(variant):
-    expected = variant["expected"]  # this copy's measurement (the build gives it)
-    return [Case("your prediction", value("predicted_variance"),
-                 lambda got: nb04.accept_scaled_context_variance(got, expected))]
+    return predicted("predicted_variance", nb04.accept_scaled_context_variance, variant)
 
 
 def attention_macs(variant):

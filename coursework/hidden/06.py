@@ -13,8 +13,8 @@ from convs2s.course.checks.testing import (
     as_items,
     assert_equal,
     call,
+    predicted,
     probe,
-    value,
 )
 
 # Σ log p: -2.0 (1 token + <eos>), -3.3 (2 + <eos>), -5.4 (5 + <eos>); scores with α = 1
@@ -44,9 +44,7 @@ def _ranked(got, alpha, order):
 
 
 def brevity_prediction(variant):
-    expected = variant["expected"]  # this copy's measurement (the build gives it)
-    return [Case("your prediction", value("prediction"),
-                 lambda got: nb06.accept_brevity_prediction(got, expected))]
+    return predicted("prediction", nb06.accept_brevity_prediction, variant)
 
 
 def repeats(variant):

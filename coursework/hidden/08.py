@@ -15,7 +15,7 @@ from convs2s.course.checks.testing import (
     assert_equal,
     assert_number_close,
     call,
-    value,
+    predicted,
 )
 
 
@@ -38,9 +38,7 @@ def separable_params(variant):
 
 
 def attention_vs_conv(variant):
-    expected = variant["expected"]  # this copy's measurement (the build gives it)
-    return [Case("your prediction", value("prediction"),
-                 lambda got: nb08.accept_attention_vs_conv(got, expected))]
+    return predicted("prediction", nb08.accept_attention_vs_conv, variant)
 
 
 def lightweight_conv(variant):

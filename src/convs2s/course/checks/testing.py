@@ -90,6 +90,14 @@ def probe(target: str, **kwargs) -> Call:
     return Call("probe", target, (), kwargs)
 
 
+def predicted(name: str, accept: Callable[[object, object], None], variant: dict) -> list:
+    """A predict exercise's hidden test: one case, the value the answer binds to ``name``,
+    judged by ``accept(value, expected)`` (the exercise's own acceptance, as its check uses it)
+    against this copy's measurement, ``variant["expected"]``."""
+    expected = variant["expected"]
+    return [Case("your prediction", value(name), lambda got: accept(got, expected))]
+
+
 @dataclass(frozen=True)
 class Case:
     """One hidden case: ``what`` (shown to the student: the call, never the expected value),
