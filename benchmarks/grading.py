@@ -108,4 +108,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_main(lambda: main()))
+    sys.exit(run_main(main))

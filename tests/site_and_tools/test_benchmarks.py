@@ -202,3 +202,14 @@ def test_alpha_grid_refuses_bad_input_in_one_line(on_tiny_corpus, monkeypatch, t
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and words in err, err
     assert not (tmp_path / "grid.json").exists()
+
+
+@pytest.mark.parametrize("students", ["0", "201", "x"])
+def test_grading_benchmark_refuses_a_class_size_it_cannot_take_in_one_line(students, monkeypatch,
+                                                                             capsys):
+    run = _script("grading", monkeypatch)
+    with pytest.raises(SystemExit) as stop:
+        run("--students", students)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--students" in err
