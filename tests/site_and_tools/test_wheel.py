@@ -97,8 +97,19 @@ def course_secrets() -> tuple[list[list[str]], list[str]]:
                                    coursework.BEGIN_SOLUTION, coursework.END_SOLUTION):
                 code.append(normalised_lines(region))
             if ex.id in hidden:
-                code.append(normalised_lines(hidden[ex.id].body))
+                code.append(normalised_lines(_body(hidden[ex.id])))
     return code, prose
+
+
+def _body(fn) -> str:
+    """A hidden test's body: its function's source without the ``def`` line(s) and docstring."""
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(fn))
+    node = ast.parse(source).body[0]
+    first = node.body[1] if ast.get_docstring(node) and len(node.body) > 1 else node.body[0]
+    return "\n".join(source.splitlines()[first.lineno - 1:node.end_lineno])
 
 
 def checked(secret: list[str]) -> bool:
