@@ -217,8 +217,19 @@ def decoder_numbers(nb: dict) -> dict:
     """Every setting of notebook 03's widget: {"controls": [...], "length": W_LEN, "settings":
     {"padding,k,layers": {"visible": rows of "0"/"1", "effect": [position][output]}}}, with
     what ``show_decoder`` computes (effects to 4 significant digits, :func:`rounded`)."""
+    import torch
+
     from convs2s.course import dependency
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same sums in every process: 2 threads round 92 of them apart
+    try:
+        return _decoder_numbers(nb, dependency)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _decoder_numbers(nb: dict, dependency) -> dict:
     controls = saved_controls(nb, "decoder-explorer")
     scope = decoder_setup(nb)
     length, model = scope["W_LEN"], scope["widget_model"]
