@@ -1,34 +1,49 @@
-"""Evaluate a checkpoint on a Multi30k split: perplexity, BLEU and chrF (greedy and beam).
+"""Evaluate a checkpoint on a Multi30k split, or on any pair of files: perplexity, BLEU and chrF
+(greedy and beam).
 
     python -m convs2s.evaluate --checkpoint runs/cpu/best.pt --split test [--json metrics.json]
+    python -m convs2s.evaluate --checkpoint runs/cpu/best.pt --source news.de --reference news.en
 
 The languages and the tokenizer come from the checkpoint (German to English, word-level, for a
 checkpoint written before checkpoints recorded them); the split is read in that direction.
+``--source`` and ``--reference`` (given together, and instead of ``--split`` and
+``--data-dir``) are two line-aligned UTF-8 files, one sentence a line, in the checkpoint's
+source and target languages (plain text, or gzip-compressed as Multi30k's own files are). They
+are read as the Multi30k files are (lines end at ``\n``, a ``\r`` before it and a byte order
+mark are dropped, the text is normalised to NFC), so that a split's own files score exactly as
+``--split`` does. Both are read and checked before the model is loaded: a file that is missing,
+unreadable, not UTF-8 or empty, files with different numbers of lines, more than
+:data:`MAX_SENTENCES` lines, a line longer than ``MAX_LINE_BYTES`` or a file over
+:data:`MAX_TEXT_BYTES` are refused in one line (exit status 2).
 
 The metrics go to ``metrics_<split>_<checkpoint name>.json`` beside the checkpoint (so
-``best.pt`` and ``last.pt`` get a file each: ``metrics_test_best.json``, ``metrics_test_last.json``)
-or to ``--json``. Metrics are written only over metrics: the file's name must end in ``.json``,
-and a file already there must be a JSON object this command wrote (``"written_by":
-"convs2s.evaluate"``, or the keys every metrics file had before that marker); anything else (a
-checkpoint, someone's notes) is refused and left as it is. Replacing earlier metrics is said.
-The JSON is written atomically (a new file gets the mode the umask gives, an existing one keeps
-its own); the target and its folder are checked before any work is done.
+``best.pt`` and ``last.pt`` get a file each: ``metrics_test_best.json``, ``metrics_test_last.json``;
+for files, ``metrics_<source file name>_<checkpoint name>.json``, which records the two files'
+paths instead of a split) or to ``--json``. Metrics are written only over metrics: the file's
+name must end in ``.json``, and a file already there must be a JSON object this command wrote
+(``"written_by": "convs2s.evaluate"``, or the keys every metrics file had before that marker);
+anything else (a checkpoint, someone's notes) is refused and left as it is. Replacing earlier
+metrics is said. The JSON is written atomically (a new file gets the mode the umask gives, an
+existing one keeps its own); the target and its folder are checked before any work is done.
 
-Mistakes are one line and exit status 1 (2 for arguments); Ctrl-C stops with one line and 130,
-SIGTERM with one line and 143, no metrics written and no temporary file left.
+Mistakes are one line and exit status 1 (2 for arguments and input files); Ctrl-C stops with
+one line and 130, SIGTERM with one line and 143, no metrics written and no temporary file left.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import shlex
 import sys
 import tempfile
 import time
+import zlib
 from datetime import date
 from pathlib import Path
 
-from convs2s.data import TranslationDataset, load_multi30k, make_loader
+from convs2s.data import TranslationDataset, load_multi30k, make_loader, nfc
 from convs2s.model.loss import evaluate_loss
 from convs2s.run.metrics import corpus_bleu
 from convs2s.run.translate_cli import add_model_choice, chosen_translator, device_arg
@@ -36,17 +51,20 @@ from convs2s.run.translator import Translator
 from convs2s.system import environment
 from convs2s.system.arguments import (
     MAX_BEAM_SIZE,
+    MAX_LINE_BYTES,
     OneLineParser,
     bounded_int_arg,
     brief,
     check_size,
+    shown,
     whole_number_arg,
 )
 from convs2s.system.atomic_files import write_json_atomic
 from convs2s.system.signals import run_command, say, stopped
 
-__all__ = ["SPLITS", "WRITTEN_BY", "check_metrics_target", "check_writable", "default_json",
-           "evaluate", "main", "write_json_atomic"]
+__all__ = ["MAX_SENTENCES", "MAX_TEXT_BYTES", "SPLITS", "WRITTEN_BY", "BadInput",
+           "check_metrics_target", "check_writable", "default_json", "evaluate", "main",
+           "read_parallel", "read_sentences", "write_json_atomic"]
 
 SPLITS = ("train", "valid", "test")
 
@@ -55,6 +73,11 @@ WRITTEN_BY = "convs2s.evaluate"
 # What every metrics file held before the marker: such a file may be replaced too.
 _METRICS_KEYS = {"checkpoint", "split", "sentences", "perplexity"}
 _MAX_METRICS_BYTES = 1 << 20  # a metrics file is a few kB
+#: The most lines ``--source``/``--reference`` may hold (Multi30k's test set has 1,000, a WMT
+#: test set a few thousand): every line is held in memory and translated.
+MAX_SENTENCES = 1_000_000
+#: The most bytes of text one of those files may hold (after gzip), read or not yet.
+MAX_TEXT_BYTES = 512 << 20
 
 
 def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | None = None,
@@ -119,6 +142,95 @@ def _fitting(translator: Translator, pairs) -> list:
         except ValueError:
             pass
     return keep
+
+
+class BadInput(ValueError):
+    """A ``--source``/``--reference`` file that cannot be scored (one line: what is wrong with
+    which file, and how to fix it)."""
+
+
+def read_sentences(path: str | Path, flag: str = "--source") -> list[str]:
+    """The lines of the UTF-8 text file ``path`` (plain or gzip), one sentence a line, as
+    :func:`convs2s.data.load_pairs` reads them: a line ends at ``\n`` (a ``\r`` before it and a
+    byte order mark at the start are dropped), and is normalised to NFC.
+
+    Read a line at a time; :class:`BadInput` (one line naming ``flag`` and the file) for a file
+    that is missing, unreadable, not UTF-8 or empty, that holds more than
+    :data:`MAX_SENTENCES` lines or :data:`MAX_TEXT_BYTES` bytes, or a line longer than
+    ``MAX_LINE_BYTES``.
+    """
+    name = f"{flag} {shown(str(path))}"
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 (closed below)
+    except OSError as e:
+        why = {FileNotFoundError: "there is no such file",
+               IsADirectoryError: "it is a folder"}.get(type(e), e.strerror or str(e))
+        raise BadInput(f"cannot read {name}: {why}; give a UTF-8 text file, one sentence a "
+                       "line.") from None
+    gzipped = False
+    try:
+        with raw:
+            gzipped = raw.peek(2)[:2] == b"\x1f\x8b"  # Multi30k's own files are gzipped
+            f = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+            return _lines(f, name, path)
+    except (OSError, EOFError, zlib.error) as e:
+        if gzipped and isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
+            raise BadInput(f"{name} is a truncated or corrupted gzip file ({e}); give an intact "
+                           "file, or the uncompressed text.") from None
+        raise BadInput(f"cannot read {name}: {e.strerror or e}; give a readable UTF-8 text "
+                       "file, one sentence a line.") from None
+
+
+def _lines(f, name: str, path) -> list[str]:
+    lines: list[str] = []
+    total = 0
+    while True:
+        line = f.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            break
+        total += len(line)
+        lineno = len(lines) + 1
+        body = line.removesuffix(b"\n")
+        if len(body.removesuffix(b"\r")) > MAX_LINE_BYTES:
+            raise BadInput(f"line {lineno} of {name} is longer than {MAX_LINE_BYTES:,} bytes, so "
+                           "not one sentence; give one sentence a line.")
+        if len(lines) == MAX_SENTENCES or total > MAX_TEXT_BYTES:
+            what = (f"more than {MAX_SENTENCES:,} lines" if len(lines) == MAX_SENTENCES else
+                    f"more than {MAX_TEXT_BYTES >> 20} MiB of text")
+            raise BadInput(f"{name} holds {what}, more than this command evaluates at once; "
+                           "split it, or take its first lines (head -n 10000).")
+        body = body.removesuffix(b"\r")
+        if lineno == 1:
+            body = body.removeprefix(b"\xef\xbb\xbf")  # a byte order mark is not text
+        try:
+            if b"\x00" in body:
+                raise UnicodeError("NUL bytes, as UTF-16 or binary data has")
+            text = body.decode("utf-8")
+        except UnicodeError as e:
+            what = (f"byte {body[e.start:e.start + 1]!r} at column {e.start + 1}"
+                    if isinstance(e, UnicodeDecodeError) else str(e))
+            q = shlex.quote(shown(str(path)))
+            wide = b"\x00" in body or (lineno == 1 and body[:2] in (b"\xff\xfe", b"\xfe\xff"))
+            was = "UTF-16" if wide else "LATIN1"  # iconv's name of the file's encoding
+            raise BadInput(f"{name} is not UTF-8 text (line {lineno}: {what}); convert it "
+                           f"first, e.g. iconv -f {was} -t UTF-8 {q} > {q}.utf8") from None
+        lines.append(nfc(text))
+    if not lines:
+        raise BadInput(f"{name} is empty; give a file with one sentence a line.")
+    return lines
+
+
+def read_parallel(source: str | Path, reference: str | Path) -> list[tuple[str, str]]:
+    """``(source, reference)`` sentence pairs from two line-aligned files
+    (:func:`read_sentences`); :class:`BadInput` if either cannot be read or their numbers of
+    lines differ."""
+    sources = read_sentences(source, "--source")
+    references = read_sentences(reference, "--reference")
+    if len(sources) != len(references):
+        raise BadInput(f"--source {shown(str(source))} has {len(sources):,} lines but "
+                       f"--reference {shown(str(reference))} has {len(references):,}; give "
+                       "line-aligned files, one sentence pair a line.")
+    return list(zip(sources, references, strict=True))
 
 
 def score_alphas(translator: Translator, pairs, alphas, *, beam_size: int = 5) -> list[dict]:
@@ -217,28 +329,59 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = OneLineParser(prog="python -m convs2s.evaluate",
                            description="Evaluate a checkpoint or a shipped model on a "
-                           "Multi30k split (in its direction): perplexity, BLEU and chrF "
+                           "Multi30k split (in its direction), or on any two line-aligned "
+                           "files (--source, --reference): perplexity, BLEU and chrF "
                            "(greedy and beam).")
     add_model_choice(parser)
-    parser.add_argument("--split", choices=SPLITS, default="test")
+    parser.add_argument("--split", choices=SPLITS, default=None,
+                        help="the Multi30k split to evaluate on (default: test)")
+    parser.add_argument("--source", type=Path, metavar="FILE",
+                        help="evaluate on this file instead of a split: UTF-8 text (or gzip), "
+                        "one sentence a line, in the model's source language; needs "
+                        "--reference")
+    parser.add_argument("--reference", type=Path, metavar="FILE",
+                        help="the reference translations of --source, line by line, in the "
+                        "model's target language")
     parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
                         default=[1, 5])
     parser.add_argument("--limit", type=whole_number_arg,
                         help="only the first N sentences (N >= 1)")
-    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--data-dir", type=Path, help="where the Multi30k files are (with "
+                        "--split)")
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
     parser.add_argument("--json", type=Path, help="where to write the metrics, a .json file "
                         "(default: metrics_<split>_<checkpoint name>.json beside the "
-                        "checkpoint; with --pretrained, metrics_<split>_pretrained_<direction>"
-                        ".json here); an existing file is replaced only if it holds metrics")
+                        "checkpoint, metrics_<source file name>_<checkpoint name>.json for "
+                        "--source; with --pretrained, metrics_<split or source file name>"
+                        "_pretrained_<direction>.json here); an existing file is replaced only "
+                        "if it holds metrics")
     args = parser.parse_args(argv)
+    files = args.source is not None or args.reference is not None
+    if files:
+        if args.source is None or args.reference is None:
+            given, missing = (("--source", "--reference") if args.reference is None else
+                              ("--reference", "--source"))
+            parser.error(f"{given} needs {missing} too: give both files (the source sentences "
+                         "and their reference translations, line by line).")
+        for flag, value in (("--split", args.split), ("--data-dir", args.data_dir)):
+            if value is not None:
+                parser.error(f"{flag} and --source/--reference both say what to evaluate "
+                             f"on; give {flag} (a Multi30k split) or the two files, not both.")
+    split = args.split or "test"
+    # what the metrics are of: a split, or the source file (the default JSON file's name)
+    what = Path(args.source).name if files else split
+    try:
+        pairs = read_parallel(args.source, args.reference) if files else None
+    except BadInput as e:
+        say(f"{parser.prog}: error: {e}")
+        return 2
     # A checkpoint path that is no file ("." or a folder, a missing file) is reported by the
     # loader below ("... Did you mean runs/q/best.pt?"); only a file has a default JSON name.
     if args.pretrained is not None:  # not beside the installed package's file
-        out = args.json or Path(f"metrics_{args.split}_pretrained_{args.pretrained}.json")
+        out = args.json or Path(f"metrics_{what}_pretrained_{args.pretrained}.json")
     else:
-        out = args.json or (default_json(args.checkpoint, args.split)
+        out = args.json or (default_json(args.checkpoint, what)
                             if _is_file(args.checkpoint) else None)
     try:
         if out is not None:
@@ -247,17 +390,21 @@ def _main(argv: list[str] | None) -> int:
         return _cannot_write(out, e)
     try:
         translator = chosen_translator(args)
-        out = out or default_json(args.checkpoint, args.split)
-        pairs = load_multi30k(args.data_dir, src=translator.src_lang,
-                              trg=translator.trg_lang)[args.split]
+        out = out or default_json(args.checkpoint, what)
+        if pairs is None:
+            pairs = load_multi30k(args.data_dir, src=translator.src_lang,
+                                  trg=translator.trg_lang)[split]
         n = len(pairs) if args.limit is None else min(args.limit, len(pairs))
         beams = ", ".join(map(str, args.beam_sizes))
-        print(f"evaluating {n} {args.split} sentences {translator.src_lang}->"
+        of = f"sentences of {shown(str(args.source))}" if files else f"{split} sentences"
+        print(f"evaluating {n} {of} {translator.src_lang}->"
               f"{translator.trg_lang} (perplexity; beam sizes {beams}) ...", flush=True)
         metrics = evaluate(translator, pairs, beam_sizes=args.beam_sizes, limit=args.limit)
+        data = ({"source": str(args.source), "reference": str(args.reference)} if files else
+                {"split": split})
         metrics.update({"checkpoint": (str(args.checkpoint) if args.pretrained is None else
                                        f"convs2s.pretrained({args.pretrained!r})"),
-                        "split": args.split,
+                        **data,
                         "device": environment.describe_device(translator.device),
                         "date": date.today().isoformat(), "written_by": WRITTEN_BY})
     except (ValueError, TypeError, RuntimeError, OSError) as e:
@@ -275,14 +422,19 @@ def _main(argv: list[str] | None) -> int:
         return _cannot_write(out, e)
     except KeyboardInterrupt as e:
         return stopped(e, "; no metrics written")
-    print(f"{args.split} {translator.src_lang}->{translator.trg_lang}: {metrics['sentences']} "
+    name = shown(str(args.source)) if files else split
+    print(f"{name} {translator.src_lang}->{translator.trg_lang}: {metrics['sentences']} "
           f"sentences, perplexity {metrics['perplexity']:.2f}")
     for beam in args.beam_sizes:
         m = metrics[f"beam{beam}"]
         print(f"  beam {beam}: sacreBLEU {m['sacrebleu']:.2f}  chrF {m['chrf']:.2f}  tutorial "
               f"BLEU {m['tutorial_bleu']:.2f}  ({m['sentences_per_s']:.1f} sentences/s)")
-    replaced = (f", replacing the metrics it held ({old.get('checkpoint')}, "
-                f"{old.get('split')}, {old.get('date')})") if old is not None else ""
+    if old is not None:
+        was = old.get("split") or old.get("source")
+        replaced = f", replacing the metrics it held ({old.get('checkpoint')}, {was}, " \
+                   f"{old.get('date')})"
+    else:
+        replaced = ""
     print(f"wrote {out}{replaced}")
     return 0
 
