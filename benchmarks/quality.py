@@ -40,7 +40,7 @@ import torch
 from common import run_main, stamp, write_report
 
 from convs2s.data import LANGUAGES, DataError, load_multi30k
-from convs2s.data.subword import KINDS
+from convs2s.data.subword import TOKENIZER_KINDS
 from convs2s.model import count_parameters
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.evaluate import SPLITS, evaluate
@@ -149,7 +149,8 @@ def main(argv=None) -> int:
                       help="evaluate this checkpoint (a best.pt) instead of training")
     parser.add_argument("--src", choices=LANGUAGES, help="source language (default: preset's)")
     parser.add_argument("--trg", choices=LANGUAGES, help="target language (default: preset's)")
-    parser.add_argument("--tokenizer", choices=KINDS, help="word or subword (default: preset's)")
+    parser.add_argument("--tokenizer", choices=TOKENIZER_KINDS,
+                        help="word or subword (default: preset's)")
     parser.add_argument("--vocab-size", type=int, help="subword pieces per vocabulary")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
                         help="subword: one vocabulary for both languages, or one each")

@@ -45,7 +45,7 @@ def test_every_declaration_holds_together():
         assert functions and all(callable(f) for f in functions), name
         assert all(d.startswith("convs2s.") for d in w.draws)
         for c in w.controls:
-            assert c.kind in widgets.KINDS and c.label.strip()
+            assert c.kind in widgets.WIDGET_KINDS and c.label.strip()
             # the notebook gives only a slider's range, or what its own cell lays out
             assert c.complete or c.kind == "slider" or w.built_by_notebook, (name, c.name)
 

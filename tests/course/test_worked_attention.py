@@ -10,7 +10,7 @@ import torch
 from convs2s.course.worked_attention import (
     attention_with_weights,
     describe_per_layer,
-    scaled_context_variance,
+    measured_context_variance,
 )
 from convs2s.model.encoder import EncoderOut
 
@@ -53,7 +53,7 @@ def test_attention_with_weights_rejects_shapes_that_do_not_fit():
         attention_with_weights(torch.ones(2), [0, 0], torch.eye(2), [0, 0])
 
 
-# --- scaled_context_variance ------------------------------------------------------------------
+# --- measured_context_variance ----------------------------------------------------------------
 
 
 def test_scaled_context_variance_is_about_1_for_uniform_and_m_for_one_hot():
@@ -61,13 +61,13 @@ def test_scaled_context_variance_is_about_1_for_uniform_and_m_for_one_hot():
     uniform = torch.full((200, m), 1.0 / m)
     one_hot = torch.zeros(200, m)
     one_hot[:, 3] = 1.0
-    assert abs(scaled_context_variance(uniform, draws=4096).mean().item() - 1.0) < 0.05
-    assert abs(scaled_context_variance(one_hot, draws=4096).mean().item() - m) < 0.05 * m
+    assert abs(measured_context_variance(uniform, draws=4096).mean().item() - 1.0) < 0.05
+    assert abs(measured_context_variance(one_hot, draws=4096).mean().item() - m) < 0.05 * m
 
 
 def test_scaled_context_variance_agrees_with_m_sum_of_squares_and_keeps_leading_dims():
     a = torch.softmax(3 * torch.randn(3, 50, 6, generator=torch.Generator().manual_seed(1)), -1)
-    measured = scaled_context_variance(a, draws=20_000)
+    measured = measured_context_variance(a, draws=20_000)
     assert measured.shape == (3, 50)
     exact = 6 * (a.double() ** 2).sum(-1)  # the formula, used only to test the measurement
     assert torch.allclose(measured.mean(-1), exact.mean(-1), rtol=0.03)
@@ -75,9 +75,9 @@ def test_scaled_context_variance_agrees_with_m_sum_of_squares_and_keeps_leading_
 
 def test_scaled_context_variance_rejects_bad_input():
     with pytest.raises(ValueError, match="rows, m"):
-        scaled_context_variance(torch.ones(4))
+        measured_context_variance(torch.ones(4))
     with pytest.raises(ValueError, match="draws"):
-        scaled_context_variance(torch.ones(2, 2), draws=1)
+        measured_context_variance(torch.ones(2, 2), draws=1)
 
 
 # --- describe_per_layer -----------------------------------------------------------------------

@@ -19,7 +19,9 @@ from convs2s.model.search import beam_search, greedy_decode
 from convs2s.run import train as train_mod
 from convs2s.run import translate_cli as translate
 from convs2s.run import translator
-from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, MAX_VOCAB_SIZE
+from convs2s.run.prepare import MAX_MODEL_PARAMETERS, build_model, check_model_size
+from convs2s.run.presets import PRESETS
+from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, MAX_SENTENCES, MAX_VOCAB_SIZE
 
 HUGE = "x" * 100_000
 
@@ -105,6 +107,57 @@ def test_a_vocab_size_over_the_bound_is_refused_before_the_data_loads(monkeypatc
         assert f"at most {MAX_VOCAB_SIZE:,}" in err
     with pytest.raises(ValueError, match="vocab_size=2147483648 is too large"):
         convs2s.data.subword.SubwordSettings(vocab_size=2**31)
+
+
+def test_the_size_flags_together_are_bounded_by_the_parameters_before_the_data_loads(
+        tmp_path, monkeypatch, capsys):
+    """--layers 64 --emb-dim 4096 --hid-dim 4096 is within each flag's bound, but together they
+    ask for 15 billion parameters: one line naming the limit, exit 2, before any data is read or
+    the run's folder made (it loaded the data for 26 s, then died in the allocator). train()
+    refuses it alike, and the model is counted again with the vocabularies once they are made."""
+    def no_data(*args, **kwargs):
+        raise AssertionError("the data was loaded before the model's size was checked")
+
+    monkeypatch.setattr(train_mod, "load_multi30k", no_data)
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tmp_path / "no such folder"))
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        train_mod.main(["--preset", "quick", "--out", str(out), "--layers", "64", "--emb-dim",
+                        "4096", "--hid-dim", "4096"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert f"at most {MAX_MODEL_PARAMETERS:,} (convs2s.run.prepare.MAX_MODEL_PARAMETERS)" in err
+    assert "64 + 64 layers" in err and not out.exists()
+    huge = PRESETS["quick"].replace(enc_layers=64, dec_layers=64, emb_dim=4096, hid_dim=4096)
+    with pytest.raises(ValueError, match=r"^The model is too large: .* at most 1,000,000,000 "):
+        train_mod.train(huge, out, progress=False)
+    assert not out.exists()
+    # each preset is well within it; the vocabularies count once known (a word model's)
+    assert all(check_model_size(p) < MAX_MODEL_PARAMETERS // 20 for p in PRESETS.values())
+    wide = PRESETS["quick"].replace(emb_dim=4096)
+    words = Vocab(SPECIALS + [f"w{i}" for i in range(150_000)], SPECIALS)
+    assert check_model_size(wide) < MAX_MODEL_PARAMETERS
+    with pytest.raises(ValueError, match=r"make 1,\d{3},\d{3},\d{3} parameters"):
+        build_model(wide, words, words)
+
+
+def test_translate_refuses_more_sentences_than_the_limit_at_once(shipped, no_search,
+                                                                 monkeypatch):
+    """translate([...] * 10**6) was tokenized and decoded for hours: at most MAX_SENTENCES a
+    call, refused before any sentence is tokenized."""
+    def no_tokens(sentence):
+        raise AssertionError("a sentence was tokenized before the list's length was checked")
+
+    monkeypatch.setattr(shipped, "source_tokens", no_tokens)
+    monkeypatch.setattr(shipped, "_tokens", no_tokens)
+    for too_many in (["Ein Hund."] * (MAX_SENTENCES + 1), ("a",) * 10**6):
+        with pytest.raises(ValueError) as e:
+            shipped.translate(too_many)
+        message = str(e.value)
+        assert message.startswith(f"translate() takes at most {MAX_SENTENCES:,} sentences a "
+                                  f"call, not {len(too_many):,}") and "\n" not in message
+        assert "python -m convs2s.translate" in message
+    assert MAX_SENTENCES == 100_000
 
 
 @pytest.mark.parametrize("argv", [

@@ -35,11 +35,17 @@ PAGE = "06_inference_beam_search_bleu.html"
 DIRECTIONS = list(translator.MODELS)
 #: Text that exercises the tokenizer's normalization: runs of spaces, leading and trailing
 #: ones, a non-breaking space, decomposed umlauts (NFD), an emoji the model never saw, a tab,
-#: sentencepiece's own "▁", digits and punctuation.
+#: sentencepiece's own "▁", digits and punctuation; then text that is not quite plain, which the
+#: page (plainText) and the package (convs2s.data.plain_text) make plain before its pieces are
+#: cut (test_site_translator_refuses.py compares those), here cut as it is: a byte order mark,
+#: zero-width and other spaces, a soft hyphen, terminal colours, NUL, bidirectional controls.
 ODD_TEXT = ["  Ein   Hund  ", "Ein\u00a0Hund", "Ma\u0308dchen fu\u0308ttern", "Ein 😀 Hund.",
             "Ein\tHund", "▁Ein ▁▁Hund", "Um 12:30 Uhr, 3,5 km!", "x", " ", "",
             "Große Straße; „Zitat“ – (Klammer) [eckig] {geschweift} 100 %",
-            "  A   dog  ", "A\u00a0dog", "A 😀 dog.", "At 12:30, 3.5 km!"]
+            "  A   dog  ", "A\u00a0dog", "A 😀 dog.", "At 12:30, 3.5 km!",
+            "\ufeffEin Hund.", "Ein Hu\u200bnd\u202fläuft\u2009durch den Schnee\u00ad.",
+            "\x1b[1;31mEin Hund\x1b[0m läuft \x1b]8;;https://example.org\x07Schnee\x1b]8;;\x07.",
+            "Ein Hund lä\x00uft.\x00", "\u202eEin Hund läuft.\u202c", "\u2068A dog\u2069\r\n"]
 #: A sentence to type, per direction (invented, caption-like).
 TYPED = {"de-en": "Zwei Kinder spielen am Strand mit einem roten Ball und lachen laut.",
          "en-de": "Two children are playing with a red ball on the beach and laughing."}

@@ -1,7 +1,8 @@
 """What the website's translator refuses (tools/site/static/translator.js ``checkSource``): what
 the package's ``Translator.source_tokens`` refuses, with the package's messages, and a sentence
 too long for the model before any piece is made (a 2-million-character paste does not block the
-page).
+page); what it translates, it cuts into the package's pieces, also for text that is not quite
+plain (tabs, non-breaking spaces, a byte order mark, terminal colours: made plain text first).
 
 The page's function runs in Node.js (no browser needed) on each shipped model's tokenizer, as
 the site writes it (its message names the model's source language, as the package's does); the
@@ -23,8 +24,25 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "site" / "static" / "translator.js"
 LONG_PASTE = "Ein Hund läuft über die Wiese. " * 65_000  # about 2 million characters
 REFUSED = ["\x00", "\u200b\u200b", "\ufeff", "😀🐶", "שלום עולם", "مرحبا", "😀.", ".",
-           "Ein \ud800 Hund.", "\udcff", "", "   ", "Hund " * 300, "🐶" * 30 + " " + "🐱" * 12]
-TRANSLATED = ["Ein Hund läuft.", "Ein Hund 🐶.", "Ein\u200bHund.", "x", "12 Hunde"]
+           "Ein \ud800 Hund.", "\udcff", "", "   ", "Hund " * 300, "🐶" * 30 + " " + "🐱" * 12,
+           "\x1b[31m\x1b[0m", "\x1b]0;title\x07 \u200b"]
+TRANSLATED = ["Ein Hund läuft.", "Ein Hund 🐶.", "Ein\u200bHund.", "x", "12 Hunde",
+              "\x1b[Hund \x1b]Hund \x9b1mHund"]
+#: The page makes a typed sentence plain text as the package does (plainText,
+#: convs2s.data.plain_text): each of these gives the pieces of PLAIN on both sides.
+PLAIN = "Ein Hund läuft durch den Schnee."
+NOT_QUITE_PLAIN = [
+    "Ein\tHund\tläuft\tdurch\tden\tSchnee.",
+    "Ein\u00a0Hund läuft\u202fdurch den\u2009Schnee.",
+    "  Ein   Hund läuft \n durch den Schnee.\r\n",
+    "\ufeffEin Hund läuft durch den Schnee.",
+    "Ein Hu\u200bnd läuft \u200bdurch den Schnee.",
+    "Ein Hund läuft durch den Schnee\u00ad.",
+    "\x1b[1;31mEin Hund\x1b[0m läuft durch den \x1b]8;;https://example.org\x07Schnee\x1b]8;;\x07.",
+    "Ein Hund lä\x00uft durch den Schnee.\x00",
+    "\u202eEin Hund läuft durch den Schnee.\u202c",
+    "\u2068Ein Hund\u2069 läuft\u2060 durch den Schnee.",
+]
 
 # Loads translator.js as the page does (a window and a document that hold no widget), then
 # answers each line of stdin (JSON: [text, count the merges?]) with checkSource's result, and
@@ -91,7 +109,7 @@ def _package_check(package, text: str) -> dict:
 
 def test_the_page_refuses_what_the_package_refuses_with_the_packages_messages(package,
                                                                               page_check):
-    texts = REFUSED + TRANSLATED
+    texts = REFUSED + TRANSLATED + [PLAIN] + NOT_QUITE_PLAIN
     page = page_check(texts)
     expected = [_package_check(package, t) for t in texts]
     got = [{"message": p["message"], "pieces": p["pieces"]} for p in page]
@@ -99,6 +117,8 @@ def test_the_page_refuses_what_the_package_refuses_with_the_packages_messages(pa
     assert wrong == [], wrong[:3]
     assert all(e["message"] for e in expected[:len(REFUSED)])  # the premise: all refused
     assert not any(e["message"] for e in expected[len(REFUSED):])
+    plain = len(REFUSED) + len(TRANSLATED)  # PLAIN's, then NOT_QUITE_PLAIN's
+    assert [g["pieces"] for g in got[plain + 1:]] == [got[plain]["pieces"]] * len(NOT_QUITE_PLAIN)
     # "Nothing to translate ... Give a <the model's source language> sentence."
     language = {"de": "German", "en": "English"}[package.src_lang]
     assert any(g["message"].endswith(f"Give a {language} sentence.") for g in got)

@@ -41,7 +41,7 @@ __all__ = ["SITES", "WIDGETS", "Control", "Widget", "build", "css_class", "decla
 #: ``static/translator.js`` ("translator").
 SITES = ("live", "flipbook", "translator")
 #: A control's kinds, and the ipywidgets class :func:`build` makes of each.
-KINDS = {"slider": "IntSlider", "dropdown": "Dropdown", "text": "Text"}
+WIDGET_KINDS = {"slider": "IntSlider", "dropdown": "Dropdown", "text": "Text"}
 #: The fields of a control a notebook may set when it builds the widget.
 SETTABLE = ("value", "min", "max", "step", "options")
 
@@ -64,9 +64,9 @@ class Control:
     options: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if self.kind not in KINDS:
+        if self.kind not in WIDGET_KINDS:
             raise ValueError(f"control {self.name!r}: kind={self.kind!r} must be one of "
-                             f"{', '.join(KINDS)}")
+                             f"{', '.join(WIDGET_KINDS)}")
         if not self.label.strip():
             raise ValueError(f"control {self.name!r} needs a label")
         if self.kind == "slider":

@@ -3,7 +3,7 @@
 - :func:`attention_with_weights`: a :class:`convs2s.model.attention.Attention` holding exactly the
   weights you give it (no weight normalisation), so a worked example on 2-dimensional vectors
   can be checked against the package's attention.
-- :func:`scaled_context_variance`: *measures* (with random values, not with a formula) the
+- :func:`measured_context_variance`: *measures* (with random values, not with a formula) the
   variance of the √m-scaled context for given attention weights: how far the length scaling
   over-corrects when attention is not uniform.
 - :func:`describe_per_layer`: a sentence about a per-layer measurement (e.g. attention entropy)
@@ -20,7 +20,7 @@ from torch import Tensor
 
 from convs2s.model.attention import Attention
 
-__all__ = ["attention_with_weights", "scaled_context_variance", "describe_per_layer"]
+__all__ = ["attention_with_weights", "measured_context_variance", "describe_per_layer"]
 
 
 def _matrix(value, name: str) -> Tensor:
@@ -58,7 +58,7 @@ def attention_with_weights(W_d, b_d, W_out, b_out) -> Attention:
     return att.eval()
 
 
-def scaled_context_variance(attention: Tensor, *, draws: int = 512, seed: int = 0) -> Tensor:
+def measured_context_variance(attention: Tensor, *, draws: int = 512, seed: int = 0) -> Tensor:
     """Measured variance of ``√m · Σ_j a_ij v_j`` for independent values ``v_j`` of variance 1.
 
     ``attention`` is ``[..., rows, m]``: rows of weights over the ``m`` real source tokens

@@ -53,7 +53,7 @@ from convs2s.data.multi30k import (
     load_pairs,
     multi30k_files,
 )
-from convs2s.data.tokenizers import Tokenizer, detokenize, make_tokenizer, nfc
+from convs2s.data.tokenizers import Tokenizer, detokenize, make_tokenizer, nfc, plain_text
 from convs2s.data.vocab import Vocab
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "make_tokenizer",
     "detokenize",
     "nfc",
+    "plain_text",
     "Tokenizer",
     "Vocab",
     "TranslationDataset",

@@ -64,7 +64,7 @@ SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")
 
 LIBRARY = "sentencepiece"
 MODEL_TYPES = ("bpe", "unigram")
-KINDS = ("word", "subword")
+TOKENIZER_KINDS = ("word", "subword")
 #: The largest cached model file read: a model of MAX_VOCAB_SIZE pieces takes some tens of MB
 #: (8,000 pieces: about 250 kB).
 MAX_MODEL_BYTES = 128 << 20
@@ -439,8 +439,9 @@ class TextPipeline:
                  lower: bool = True, settings: SubwordSettings | None = None,
                  src_model: SubwordTokenizer | None = None,
                  trg_model: SubwordTokenizer | None = None):
-        if kind not in KINDS:
-            raise ValueError(f"tokenizer kind must be one of {', '.join(KINDS)}, not {kind!r}.")
+        if kind not in TOKENIZER_KINDS:
+            raise ValueError(f"tokenizer kind must be one of {', '.join(TOKENIZER_KINDS)}, "
+                             f"not {kind!r}.")
         check_direction(src_lang, trg_lang)
         self.kind, self.src_lang, self.trg_lang = kind, src_lang, trg_lang
         if kind == "word":
@@ -546,8 +547,9 @@ class TextPipeline:
             if lang not in LANGUAGES:
                 raise ValueError(f"its {side} {lang!r} is not one of {', '.join(LANGUAGES)}.")
         tok = data.get("tokenizer", {"kind": "word", "lower": old.get("lower", True)})
-        if not isinstance(tok, dict) or tok.get("kind") not in KINDS:
-            raise ValueError(f"its tokenizer entry is not one of the kinds {', '.join(KINDS)}.")
+        if not isinstance(tok, dict) or tok.get("kind") not in TOKENIZER_KINDS:
+            raise ValueError("its tokenizer entry is not one of the kinds "
+                             f"{', '.join(TOKENIZER_KINDS)}.")
         if tok["kind"] == "word":
             return cls.word(src, trg, lower=bool(tok.get("lower", True)))
         if tok.get("library") != LIBRARY:

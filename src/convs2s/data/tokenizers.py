@@ -1,5 +1,6 @@
 """Word-level tokenizers: spaCy's rule-based tokenizer per language (``spacy.blank``), NFC
-normalisation, and :func:`detokenize` (the cased subword pipeline is :mod:`convs2s.data.subword`).
+normalisation, a user's sentence made plain text (:func:`plain_text`), and :func:`detokenize` (the
+cased subword pipeline is :mod:`convs2s.data.subword`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,43 @@ def nfc(text: str) -> str:
     files (into plain spaces) or "…" (into "..."). Already-NFC text comes back unchanged.
     """
     return unicodedata.normalize("NFC", text)
+
+
+#: Terminal escape sequences (ECMA-48), as text copied from a terminal or a log carries them:
+#: CSI (colours, cursor moves: ESC [ 31 m, or the one-character C1 CSI), OSC (a window title, a
+#: hyperlink) and DCS/SOS/PM/APC strings up to their terminator (BEL or ST; an unterminated one
+#: loses its ESC and introducer only, never the text after it), and any other ESC with its
+#: intermediate and final bytes. tools/site/static/translator.js (``ESCAPES``) has the same.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+                      r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+                      r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)|\x1b[ -/]*[0-~]")
+#: Unicode categories dropped from a user's sentence: controls (C0 and C1: NUL, ESC, DEL; the
+#: whitespace ones, tab and newline, become spaces first) and formats (byte order mark,
+#: zero-width space and joiners, soft hyphen, bidirectional overrides and isolates).
+_DROPPED = ("Cc", "Cf")
+
+
+def plain_text(text: str) -> str:
+    """A user's sentence as the plain text a model was trained on, before it is tokenized:
+    terminal escape sequences removed, every run of Unicode whitespace (tabs, newlines,
+    non-breaking and other spaces) one space, no space at either end, control and format
+    characters (Unicode categories Cc and Cf: NUL, a byte order mark, a zero-width space, a soft
+    hyphen, a right-to-left override) dropped, then NFC (:func:`nfc`).
+
+    Plain text (NFC, single spaces, none of these characters: every Multi30k test sentence)
+    comes back unchanged, so its tokens are those training saw. Text pasted from a web page, a
+    word processor or a terminal reads the same to a person but not to a tokenizer: a subword
+    model never saw a tab or a zero-width space, and made ``<unk>`` pieces of them, which
+    changed the translation. What the commands and :class:`convs2s.run.translator.Translator`
+    translate goes through here (training text does not: the models were trained on the corpus
+    as it is); the website's translator does the same (``plainText`` in
+    tools/site/static/translator.js). May return ``""`` (nothing but such characters).
+    """
+    if not text.isprintable():  # a control, format or separator character other than " "
+        text = _ESCAPES.sub("", text)
+        text = "".join(" " if c.isspace() else "" if unicodedata.category(c) in _DROPPED else c
+                       for c in text)
+    return nfc(" ".join(text.split()))
 
 
 @functools.cache

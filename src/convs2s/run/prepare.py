@@ -3,18 +3,30 @@ datasets, the model and its optimizer, and the fingerprint a checkpoint keeps of
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
 import torch
 
 from convs2s.data import TranslationDataset, Vocab, load_multi30k
-from convs2s.data.subword import TextPipeline
+from convs2s.data.subword import SPECIALS, TextPipeline
 from convs2s.model.convs2s import ConvS2S
+from convs2s.run.checkpoint_guard import MAX_MODEL_ELEMENTS
 from convs2s.run.presets import Preset
 
-__all__ = ["build_model", "fingerprint", "make_optimizer", "make_pipeline", "prepare_data",
-           "select_pairs"]
+__all__ = ["MAX_MODEL_PARAMETERS", "build_model", "check_model_size", "fingerprint",
+           "make_optimizer", "make_pipeline", "model_parameters", "prepare_data", "select_pairs"]
+
+#: The most parameters a training run's model may have. Far above every preset (the largest,
+#: ``gpu``, has 41 million with 8,000-token vocabularies), the classic tutorial's model (about
+#: 40 million) and the paper's WMT'14 models (15 + 15 layers up to thousands of channels wide,
+#: with 40,000-token vocabularies: a few hundred million by fairseq's ``fconv_wmt_*``), and
+#: exactly what a checkpoint may hold (:data:`convs2s.run.checkpoint_guard.MAX_MODEL_ELEMENTS`),
+#: so that every model trained can be loaded again. The command line's size flags are bounded
+#: one by one (``--layers`` 64, ``--emb-dim``/``--hid-dim`` 4,096); together they could ask for
+#: 15 billion.
+MAX_MODEL_PARAMETERS = MAX_MODEL_ELEMENTS
 
 
 def make_optimizer(model: torch.nn.Module, preset: Preset) -> torch.optim.Optimizer:
@@ -84,6 +96,45 @@ def fingerprint(pairs: list) -> dict:
     return {"pairs": len(pairs), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
 
+def model_parameters(preset: Preset, src_vocab_size: int, trg_vocab_size: int) -> int:
+    """The parameters of the preset's model for vocabularies of these sizes, counted on
+    PyTorch's ``meta`` device (shapes only: no memory, a fraction of a second even for
+    billions)."""
+    config = dataclasses.replace(preset.model, src_vocab_size=src_vocab_size,
+                                 trg_vocab_size=trg_vocab_size, src_pad_idx=1, trg_pad_idx=1)
+    with torch.device("meta"):
+        return sum(p.numel() for p in ConvS2S(config).parameters())
+
+
+def check_model_size(preset: Preset, src_vocab: Vocab | None = None,
+                     trg_vocab: Vocab | None = None) -> int:
+    """``ValueError`` (one line naming the limit) if the preset's model has more than
+    :data:`MAX_MODEL_PARAMETERS` parameters; returns their number.
+
+    Without the vocabularies (before the data is read) a subword model is counted with
+    ``vocab_size`` tokens a side and a word model with the specials alone, so the count then is
+    what the configuration itself asks for (the embeddings add to it); with them, exactly."""
+    if src_vocab is not None and trg_vocab is not None:
+        sizes, how = (len(src_vocab), len(trg_vocab)), ""
+    elif preset.tokenizer == "subword":  # at most vocab_size pieces a side
+        sizes, how = (preset.vocab_size, preset.vocab_size), "up to "
+    else:
+        sizes, how = (len(SPECIALS), len(SPECIALS)), "at least "
+    n = model_parameters(preset, *sizes)
+    if n > MAX_MODEL_PARAMETERS:
+        m = preset.model
+        raise ValueError(
+            f"The model is too large: {m.enc_layers} + {m.dec_layers} layers, emb_dim "
+            f"{m.emb_dim} and hid_dim {m.hid_dim} make {how}{n:,} parameters, and training "
+            f"takes at most {MAX_MODEL_PARAMETERS:,} (convs2s.run.prepare.MAX_MODEL_PARAMETERS). "
+            "Use fewer layers (--layers; enc_layers, dec_layers) or narrower ones (--emb-dim, "
+            "--hid-dim; emb_dim, hid_dim).")
+    return n
+
+
 def build_model(preset: Preset, src_vocab: Vocab, trg_vocab: Vocab) -> ConvS2S:
-    """The preset's model for these vocabularies (their sizes and padding ids)."""
+    """The preset's model for these vocabularies (their sizes and padding ids); ``ValueError``
+    first if it would have more than :data:`MAX_MODEL_PARAMETERS` parameters
+    (:func:`check_model_size`)."""
+    check_model_size(preset, src_vocab, trg_vocab)
     return ConvS2S(preset.model.with_vocabularies(src_vocab, trg_vocab))

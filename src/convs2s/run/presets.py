@@ -15,7 +15,7 @@ import numbers
 from dataclasses import dataclass
 
 from convs2s.data import check_direction
-from convs2s.data.subword import KINDS, MODEL_TYPES, SubwordSettings
+from convs2s.data.subword import MODEL_TYPES, TOKENIZER_KINDS, SubwordSettings
 from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig
 from convs2s.system.compiling import check_mode
 
@@ -105,8 +105,8 @@ class Preset:
             raise ValueError(f"A preset's model leaves {', '.join(given)} to the vocabularies: "
                              "set them to None (the run fills them from its data).")
         check_direction(self.src_lang, self.trg_lang)
-        if self.tokenizer not in KINDS:
-            raise ValueError(f"tokenizer must be one of {', '.join(KINDS)}, not "
+        if self.tokenizer not in TOKENIZER_KINDS:
+            raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, not "
                              f"{self.tokenizer!r}.")
         if self.tokenizer == "subword":
             self.subword_settings()  # checks vocab_size, joint_vocab, subword_model

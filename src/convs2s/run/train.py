@@ -35,14 +35,21 @@ import torch
 from torch.fx.experimental import _config as fx_config
 
 from convs2s.data import LANGUAGES, DataError, Vocab, load_multi30k, make_loader
-from convs2s.data.subword import KINDS
+from convs2s.data.subword import TOKENIZER_KINDS
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.loss import evaluate_loss, next_token_loss, rdrop_loss, sequence_loss
 from convs2s.run import final_choices, run_folder
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
-from convs2s.run.prepare import build_model, fingerprint, make_optimizer, prepare_data, select_pairs
+from convs2s.run.prepare import (
+    build_model,
+    check_model_size,
+    fingerprint,
+    make_optimizer,
+    prepare_data,
+    select_pairs,
+)
 from convs2s.run.presets import MAX_RDROP, PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
 from convs2s.system import environment
@@ -652,6 +659,7 @@ def train(
     preset = get_preset(preset) if isinstance(preset, str) else preset
     if not str(out_dir).strip():  # Path("") is the current folder
         raise ValueError("out_dir (--out) is empty: name the folder for the run's checkpoints.")
+    check_model_size(preset)  # before the data loads: a 15-billion one died in the allocator
     folder = Path(out_dir)
     dist = Distributed(environment.check_device(device) if device is not None else None)
     trainer = None
@@ -740,7 +748,8 @@ def _device(text: str) -> torch.device:
 
 
 #: The largest model sizes the command takes (the paper's largest WMT model has 15 + 15
-#: layers up to 2,048 channels wide); the package's own checks have no upper bound.
+#: layers up to 2,048 channels wide); the package's own checks have no upper bound. Together
+#: they are bounded by the model's parameters (convs2s.run.prepare.MAX_MODEL_PARAMETERS).
 MAX_LAYERS, MAX_WIDTH = 64, 4096
 
 
@@ -763,8 +772,9 @@ def main(argv: list[str] | None = None) -> int:
                         "preset's, de)")
     parser.add_argument("--trg", choices=LANGUAGES, help="target language (default: the "
                         "preset's, en)")
-    parser.add_argument("--tokenizer", choices=KINDS, help="word: lower-cased spaCy words; "
-                        "subword: cased sentencepiece pieces (default: the preset's)")
+    parser.add_argument("--tokenizer", choices=TOKENIZER_KINDS,
+                        help="word: lower-cased spaCy words; subword: cased sentencepiece "
+                        "pieces (default: the preset's)")
     parser.add_argument("--vocab-size", type=bounded_int_arg(MAX_VOCAB_SIZE),
                         help="subword pieces per vocabulary (default: the preset's, 8000)")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
@@ -817,6 +827,7 @@ def main(argv: list[str] | None = None) -> int:
                  if v is not None}
     try:
         preset = PRESETS[args.preset].replace(**overrides)
+        check_model_size(preset)  # the size flags together, before the data loads
     except ValueError as e:
         parser.error(str(e))
     try:

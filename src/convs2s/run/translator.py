@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from convs2s.data import LANGUAGE_NAMES, Vocab, check_length
+from convs2s.data import LANGUAGE_NAMES, Vocab, check_length, plain_text
 from convs2s.data.subword import TextPipeline
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.search import (
@@ -36,7 +36,7 @@ from convs2s.model.search import (
 )
 from convs2s.run.checkpoint import Checkpoint
 from convs2s.run.checkpoint_guard import check_parts, check_pipeline
-from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, check_size
+from convs2s.system.arguments import MAX_BATCH_SIZE, MAX_BEAM_SIZE, MAX_SENTENCES, check_size
 from convs2s.system.environment import check_device
 
 __all__ = ["Translation", "Translator", "check_sizes"]
@@ -134,15 +134,24 @@ class Translator:
             raise ValueError("Nothing to translate: the sentence holds only invisible or control "
                              "characters (such as NUL, a zero-width space or a byte order "
                              "mark).")
+        sentence = plain_text(sentence)  # tabs, NBSPs, a BOM, ANSI colours: what training saw
+        if not sentence:
+            name = LANGUAGE_NAMES.get(self.src_lang, self.src_lang)
+            raise ValueError("Nothing to translate: the sentence holds only terminal escape "
+                             "sequences (such as colour codes) and invisible or control "
+                             f"characters. Give a {name} sentence.")
         tokens = self.src_tokenizer(sentence)
         check_length(tokens, self.max_positions, what="source sentence")
         return tokens
 
     def source_tokens(self, sentence: str) -> list[str]:
-        """The tokens of ``sentence`` to translate it by: ``ValueError`` (one line) for what
-        cannot be translated (empty, too long, not valid Unicode, only invisible characters),
-        and for a sentence none of whose words the model knows (emoji, a script it never saw):
-        its output would be a confident guess, so the unknown pieces are named instead."""
+        """The tokens of ``sentence`` to translate it by, made plain text first
+        (:func:`convs2s.data.plain_text`: tabs and non-breaking spaces one space; a byte order
+        mark, zero-width spaces, soft hyphens, bidirectional overrides, NUL and terminal escape
+        sequences dropped): ``ValueError`` (one line) for what cannot be translated (empty, too
+        long, not valid Unicode, only invisible characters or escape sequences), and for a
+        sentence none of whose words the model knows (emoji, a script it never saw): its output
+        would be a confident guess, so the unknown pieces are named instead."""
         tokens = self._tokens(sentence)
         words = [t for t in tokens if any(c.isalnum() for c in t)]
         if not any(t in self.src_vocab for t in words):
@@ -256,14 +265,23 @@ class Translator:
 
     def translate(self, sentences: str | Sequence[str], *, beam_size: int = 5,
                   max_len: int | None = None, length_penalty: float | None = None):
-        """Translate one sentence (-> str) or a list of sentences (-> list of str).
+        """Translate one sentence (-> str) or a list of at most :data:`MAX_SENTENCES` sentences
+        (-> list of str).
 
-        ``ValueError`` (one line) for a sentence :meth:`source_tokens` refuses, or a size out
-        of its bounds (:func:`check_sizes`; ``max_len``: 1 to the model's ``max_positions``)."""
+        ``ValueError`` (one line) for a sentence :meth:`source_tokens` refuses, a longer list
+        (translate it in parts, or a file with ``python -m convs2s.translate``, which streams),
+        or a size out of its bounds (:func:`check_sizes`; ``max_len``: 1 to the model's
+        ``max_positions``)."""
         single = isinstance(sentences, str)
         if not single and not isinstance(sentences, (list, tuple)):
             raise TypeError(f"translate() takes a str or a list of str, not "
                             f"{type(sentences).__name__}.")
+        if not single and len(sentences) > MAX_SENTENCES:  # before any is tokenized
+            raise ValueError(
+                f"translate() takes at most {MAX_SENTENCES:,} sentences a call, not "
+                f"{len(sentences):,} (they and their translations are held in memory "
+                "together): translate the list in parts, or write it to a file for python -m "
+                "convs2s.translate, which streams.")
         batch = [sentences] if single else list(sentences)
         tokens = self.translate_token_lists([self.source_tokens(s) for s in batch],
                                             beam_size=beam_size, max_len=max_len,

@@ -27,15 +27,19 @@ import numbers
 import operator
 import re
 
-__all__ = ["MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "MAX_VOCAB_SIZE",
-           "OneLineParser", "WrongType", "bounded_int_arg", "brief", "check_bool",
-           "check_choice", "check_fraction", "check_size", "check_token_id", "check_whole", "cut",
-           "shown", "whole_number_arg"]
+__all__ = ["MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "MAX_SENTENCES",
+           "MAX_VOCAB_SIZE", "OneLineParser", "WrongType", "bounded_int_arg", "brief",
+           "check_bool", "check_choice", "check_fraction", "check_size", "check_token_id",
+           "check_whole", "cut", "shown", "whole_number_arg"]
 
 #: The largest beam (beam search keeps this many hypotheses per sentence and step).
 MAX_BEAM_SIZE = 1000
 #: The most sentences translated together (held in memory together).
 MAX_BATCH_SIZE = 10_000
+#: The most sentences one call of ``Translator.translate`` takes (they, their tokens and their
+#: translations are held in memory until it returns; a file of any length streams through
+#: ``python -m convs2s.translate``).
+MAX_SENTENCES = 100_000
 #: The longest input line read (1 MiB): far more than any sentence a model with a few hundred
 #: positions can take, and a bound on the memory one line can use.
 MAX_LINE_BYTES = 1 << 20

@@ -1,4 +1,5 @@
-// Mirrors convs2s.data.subword.SubwordTokenizer and convs2s.model.search.greedy_decode/beam_search.
+// Mirrors convs2s.data.subword.SubwordTokenizer, convs2s.data.plain_text and
+// convs2s.model.search.greedy_decode/beam_search.
 /* Notebook 06's translator in the reader's browser: the course's shipped models, one per
    direction (German → English, the one notebook 06 studies, and English → German), each
    exported to ONNX by tools/site/translator.py (the encoder, and one step of the package's
@@ -23,7 +24,9 @@
    piece; a run of pieces the model does not know becomes one piece. tests/site_and_tools/
    test_site_translator.py compares its pieces with sentencepiece's for every validation
    sentence, and the page's translations with the package's; what the page refuses
-   (checkSource) is what the package refuses (test_site_translator_refuses.py). */
+   (checkSource) is what the package refuses (test_site_translator_refuses.py), and a typed
+   sentence is made plain text first as the package makes it (plainText: tabs, non-breaking
+   spaces, a byte order mark, zero-width spaces, terminal colours), with the same pieces. */
 (() => {
   const SPACE = "\u2581";  // sentencepiece's "▁"
   const UNK_SURFACE = " \u2047 ";  // how sentencepiece decodes <unk>
@@ -118,6 +121,26 @@
     return pieces;
   }
 
+  /* A reader's sentence as plain text, before its pieces are made: the package's
+     convs2s.data.plain_text (Translator.source_tokens does it). Terminal escape sequences
+     removed (ESCAPES: the package's _ESCAPES), every run of whitespace (Python's str.isspace:
+     tabs, newlines, non-breaking spaces) one space, no space at either end, control and format
+     characters (\p{Cc}, \p{Cf}: NUL, a byte order mark, a zero-width space, a soft hyphen, a
+     right-to-left override) dropped, then NFC. Plain text comes back unchanged. (The browser's
+     Unicode may be newer than Python's: Unicode 15 made seven Egyptian hieroglyph controls Cf.) */
+  const ESCAPES = new RegExp([
+    /\x1b\[[0-?]*[ -\/]*[@-~]/, /\x9b[0-?]*[ -\/]*[@-~]/,  // CSI (ESC [ 31 m), C1 CSI
+    /\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)/,  // OSC up to BEL or ST
+    /\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)/,  // DCS, SOS, PM, APC up to ST
+    /\x1b[ -\/]*[0-~]/,  // any other escape
+  ].map((r) => r.source).join("|"), "g");
+  const SPACES = /[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/g;
+  const DROPPED = /[\p{Cc}\p{Cf}]/gu;
+  function plainText(text) {
+    const spaced = text.replace(ESCAPES, "").replace(SPACES, " ").replace(DROPPED, "");
+    return spaced.split(" ").filter((w) => w.length > 0).join(" ").normalize("NFC");
+  }
+
   /* What the package (Translator.source_tokens) refuses, with its messages, in its order:
      {message, pieces, unknown}; message "" for a sentence to translate. A sentence too long
      for the model is refused before the pieces are made when its length alone shows it (every
@@ -146,11 +169,17 @@
       return refused("Nothing to translate: the sentence holds only invisible or control " +
                      "characters (such as NUL, a zero-width space or a byte order mark).");
     }
-    const symbols = Array.from(normalize(sentence)).length;
+    const text = plainText(sentence);
+    if (!text) {
+      return refused("Nothing to translate: the sentence holds only terminal escape sequences " +
+                     "(such as colour codes) and invisible or control characters. " +
+                     `Give a ${tok.source_name || "German"} sentence.`);
+    }
+    const symbols = Array.from(normalize(text)).length;
     if (Math.ceil(symbols / tok.longest) > tok.max_positions) {
       return tooLong(`more than ${tok.max_positions} positions long (${symbols} characters)`);
     }
-    const pieces = encodePieces(sentence, tok);
+    const pieces = encodePieces(text, tok);
     if (pieces.length > tok.max_positions) {
       return tooLong(`${pieces.length} positions long (${pieces.length} tokens)`);
     }
@@ -778,7 +807,8 @@
     show();
   }
 
-  window.convs2sTranslator = {normalize, encodePieces, checkSource, decodePieces, encodeIds,
+  window.convs2sTranslator = {normalize, plainText, encodePieces, checkSource, decodePieces,
+                              encodeIds,
                               loadManifest, loadTokenizer, loadModel, translate,
                               hasWebAssembly};
   const start = () => document.querySelectorAll(".convs2s-translator").forEach(mount);
