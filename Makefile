@@ -139,7 +139,7 @@ NBGRADER := PATH="$(abspath $(VENV))/bin:$$PATH" $(abspath $(VENV))/bin/nbgrader
 # versions, solutions in) -> nbgrader generate_assignment -> coursework/release
 # (+ coursework/gradebook.db, and grading.json: what autograde grades against). --clean removes
 # only what an earlier run wrote there. The class's numbers for every predict and derive
-# exercise (tools/variants.py) come from a random secret kept in coursework/variant-secret
+# exercise (each hidden-test file's VERSIONS) come from a random secret kept in coursework/variant-secret
 # (made the first time), or from VARIANT=<name> if you give one. GRADE_PRACTICE=1 gives the
 # implement and debug exercises (public solutions) their points.
 student: $(INSTRUCTOR_STAMP)

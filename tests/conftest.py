@@ -30,11 +30,11 @@ def _fresh_hint_counts():
     core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
         core._wrong_tries.clear()
-        core._graded, core._class_version = False, False
+        core._graded, core._class_version, core._recorded = False, False, frozenset()
     yield
     core = sys.modules.get("convs2s.course.checks._core")
     if core is not None:
-        core._graded, core._class_version = False, False
+        core._graded, core._class_version, core._recorded = False, False, frozenset()
 
 
 @pytest.fixture(scope="session", autouse=True)

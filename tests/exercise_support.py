@@ -25,17 +25,18 @@ def hidden(notebook: str, variant: str | None = None) -> SimpleNamespace:
     the verdict line) when the answer does not pass. Each runs its cases in this process
     (:func:`grader.in_this_process`: the same data coding and judgement as the sandbox's
     grading), with this copy's values: the public version's, or those of the class
-    ``variant`` (tools/variants.py)."""
-    from convs2s.course.checks import grader
-    from tools import coursework, variants
+    ``variant`` (drawn from the file's VERSIONS: :mod:`convs2s.course.checks.class_variants`)."""
+    from convs2s.course.checks import class_variants, grader
+    from tools import coursework
 
-    tests = grader.load_hidden(ROOT / "coursework" / "hidden" / f"{notebook}.py")
+    tests = coursework.read_hidden(ROOT / "coursework" / "hidden" / f"{notebook}.py")
+    versions = tests.versions  # the file's VERSIONS
     exercises = coursework.read_notebook(notebook_path(notebook)).exercises
     names = {ex.id: ex.answer_names for ex in exercises}
 
     def grading(exercise, test):
         def run(*answers):
-            version = variants.variant(exercise, variant)
+            version = class_variants.variant(exercise, variant, versions)
             cases = test(dict(version.params) if version else {})
             verdict = grader.in_this_process(exercise, cases,
                                              dict(zip(names[exercise], answers, strict=True)))

@@ -7,14 +7,19 @@ nbgrader's *source* format (instructor version: solutions in) to
 autograde judges each exercise against (this class's values, answer names, points).
 
 Every exercise is written once, in its notebook (the format is in ``tools/README.md``): cells
-with ``metadata["convs2s"] = {"exercise": <id>, "role": <role>, ...}``. Nothing here repeats
+with ``metadata["convs2s"] = {"exercise": <id>, "role": <role>, ...}``. Nothing here restates
 them. Hidden tests live in ``coursework/hidden/NN.py``, one function ``<id>(variant)`` per
 autograded exercise returning its cases (:mod:`convs2s.course.checks.testing`); this module
 imports the file, checks that each test fits its exercise and runs, and writes nothing of it
 into any cell: autograde (``coursework/sandbox_grading.py``) reads it there. A class's own
-version of every predict and derive exercise is drawn from a secret (``variant-secret`` beside
-``--out``, made at random the first time) or from ``--variant NAME``; ``--public`` keeps the
-notebooks' numbers.
+version of every predict and derive exercise is drawn from the versions its hidden-test file
+declares (``VERSIONS``: :mod:`convs2s.course.checks.class_variants`), with a secret
+(``variant-secret`` beside ``--out``, made at random the first time) or ``--variant NAME``;
+``--public`` keeps the notebooks' numbers. ``--check-hidden`` writes nothing: it holds the hidden
+tests against the course's solutions and handed-out cells, then runs the sample answers each
+hidden-test file declares (``SAMPLES``: :class:`convs2s.course.checks.testing.Samples`) through
+the visible check and sandboxed grading, and stops at the first on which they disagree with the
+sample (:func:`run_samples`, which the course's tests run too).
 
 An assignment holds a read-only header and setup cell (the notebook's ``exercise-setup`` cell),
 then per exercise:
@@ -50,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import inspect
 import io
 import json
@@ -59,14 +65,16 @@ import secrets
 import sys
 import textwrap
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from convs2s.course.checks import answer_rules, grader, testing
+from convs2s.course.checks import answer_rules, class_variants, grader, testing
+from convs2s.system import sandbox
+from convs2s.system.arguments import cut, dangling_link_problem
 from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
 from convs2s.system.signals import run_command
-from tools import variants
 from tools.notebook_format import NotebookFormatError, check_notebook
 
 SCHEMA_VERSION = 3
@@ -110,8 +118,9 @@ class CleanRefused(OutRefused):
 
 
 @dataclass(frozen=True)
-class Exercise:
-    """One exercise, as its notebook writes it.
+class ExerciseCells:
+    """One exercise, as its notebook writes it (its cells; what the learner's package declares
+    of it is ``convs2s.course.checks.EXERCISES[id]``, a ``convs2s.course.checks.Exercise``).
 
     Attributes:
         id: the name of its check, ``convs2s.course.checks.<id>``.
@@ -149,7 +158,7 @@ class NotebookExercises:
     path: Path
     title: str
     setup: str
-    exercises: tuple[Exercise, ...]
+    exercises: tuple[ExerciseCells, ...]
 
     @property
     def name(self) -> str:
@@ -298,7 +307,8 @@ def read_notebook(path: str | Path) -> NotebookExercises:
     return NotebookExercises(path, notebook_title(cells) or path.stem, setup, tuple(exercises))
 
 
-def _read_exercise(path: Path, ex_id: str, parts: dict[str, tuple[int, dict]]) -> Exercise:
+def _read_exercise(path: Path, ex_id: str,
+                   parts: dict[str, tuple[int, dict]]) -> ExerciseCells:
     if "task" not in parts:
         raise CourseworkError(f"{path.name}: exercise {ex_id} has no task cell")
     task_index, task_cell = parts["task"]
@@ -341,35 +351,91 @@ def _read_exercise(path: Path, ex_id: str, parts: dict[str, tuple[int, dict]]) -
     sol_where = _where(path, sol_cell, sol_index)
     answer = cell_source(parts["answer"][1]).strip("\n")
     if kind == "explain":
-        return Exercise(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, "",
-                        _model_answer(cell_source(sol_cell), sol_where))
+        return ExerciseCells(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer,
+                             "", _model_answer(cell_source(sol_cell), sol_where))
     check_index, check_cell = parts["check"]
     check, names = _check_call(cell_source(check_cell), ex_id,
                                _where(path, check_cell, check_index))
     _parse(answer, _where(path, parts["answer"][1], parts["answer"][0]))
     solution = _strip_solution(cell_source(sol_cell), ex_id, sol_where)
-    return Exercise(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, check,
-                    solution, names)
+    return ExerciseCells(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, check,
+                         solution, names)
 
 # --------------------------------------------------------------------------------------------
 # Hidden tests: coursework/hidden/NN.py, the instructor's code, run outside any sandbox
 # --------------------------------------------------------------------------------------------
 
 
-def read_hidden(path: str | Path) -> dict[str, Callable]:
-    """The hidden tests of one notebook's exercises, by exercise id (an empty dict when the file
-    is absent): each ``f(variant) -> list[Case]`` (:mod:`convs2s.course.checks.testing`)."""
+class HiddenTests(dict):
+    """One notebook's hidden tests by exercise id (:func:`read_hidden`); ``versions``: the
+    class's own versions its file declares (``VERSIONS``: :class:`class_variants.Versions` by
+    exercise id, for its predict and derive exercises; empty when it declares none); and
+    ``samples``: its sample answers (``SAMPLES``: :class:`testing.Samples` by exercise id, run
+    through the visible check and grading by ``--check-hidden``; empty when it declares none)."""
+
+    def __init__(self, tests: dict[str, Callable] | None = None,
+                 versions: dict[str, class_variants.Versions] | None = None,
+                 samples: dict[str, testing.Samples] | None = None) -> None:
+        super().__init__(tests or {})
+        self.versions: dict[str, class_variants.Versions] = dict(versions or {})
+        self.samples: dict[str, testing.Samples] = dict(samples or {})
+
+
+def versions_of(hidden: dict[str, Callable]) -> dict[str, class_variants.Versions]:
+    """The versions ``hidden`` (:func:`read_hidden`) declares; none for a plain dict of tests."""
+    return hidden.versions if isinstance(hidden, HiddenTests) else {}
+
+
+def samples_of(hidden: dict[str, Callable]) -> dict[str, testing.Samples]:
+    """The sample answers ``hidden`` (:func:`read_hidden`) declares; none for a plain dict."""
+    return hidden.samples if isinstance(hidden, HiddenTests) else {}
+
+
+def read_hidden(path: str | Path) -> HiddenTests:
+    """The hidden tests of one notebook's exercises, by exercise id (none when the file is
+    absent): each ``f(variant) -> list[Case]`` (:mod:`convs2s.course.checks.testing`), read as
+    grading reads them (``grader.load_hidden``); and what the file declares besides: its
+    ``VERSIONS`` (``.versions``) and its ``SAMPLES`` (``.samples``), each refused in one line
+    when it is not a dict of what it holds."""
     path = Path(path)
     if not path.exists():
-        return {}
+        return HiddenTests()
     if path.is_dir():
         raise CourseworkError(f"{path}: a folder, not a hidden-test file")
     try:
-        return grader.load_hidden(path)
+        tests = grader.load_hidden(path)
+        declared = _hidden_module(path).__dict__
     except SyntaxError as e:
         raise CourseworkError(f"{path}: line {e.lineno}: not valid Python ({e.msg})") from None
     except Exception as e:  # noqa: BLE001 - the instructor's file: say what failed, in one line
         raise CourseworkError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
+    versions, samples = (_declared(declared, name, kind, path) for name, kind in (
+        ("VERSIONS", class_variants.Versions), ("SAMPLES", testing.Samples)))
+    return HiddenTests(tests, versions, samples)
+
+
+def _declared(declared: dict, name: str, kind: type, path: Path) -> dict:
+    """The dict ``name`` of a hidden-test file (empty when it has none): exercise ids to
+    ``kind``s, or one line saying it is not."""
+    found = declared.get(name, {})
+    if not isinstance(found, dict) or not all(
+            isinstance(k, str) and isinstance(v, kind) for k, v in found.items()):
+        raise CourseworkError(f"{path}: {name} must be a dict from exercise id to "
+                              f"{kind.__module__}.{kind.__qualname__}")
+    return found
+
+
+def _hidden_module(path: Path):
+    """The hidden-test file ``path``, imported (the instructor's code, trusted), for what it
+    declares besides its tests (``VERSIONS``, ``SAMPLES``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"convs2s_hidden_versions_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def hidden_cases(test: Callable, ex_id: str, variant: dict, hidden_path: Path) -> list:
@@ -387,9 +453,23 @@ def hidden_cases(test: Callable, ex_id: str, variant: dict, hidden_path: Path) -
 
 
 def _check_hidden(nb: NotebookExercises, hidden: dict[str, Callable], hidden_path: Path) -> None:
-    """Every autograded exercise has its hidden test, taking one argument (the variant), and no
-    hidden test names something that is not an autograded exercise."""
+    """Every autograded exercise has its hidden test, taking one argument (the variant), no
+    hidden test names something that is not an autograded exercise, the file's ``VERSIONS``
+    name only its predict and derive exercises, and its ``SAMPLES`` only its autograded ones."""
     ids = {ex.id for ex in nb.exercises}
+    kinds = {ex.id: ex.kind for ex in nb.exercises}
+    for name in versions_of(hidden):
+        if kinds.get(name) not in ("predict", "derive"):
+            what = f"of kind {kinds[name]}" if name in kinds else \
+                f"not an exercise of {nb.path.name}"
+            raise CourseworkError(f"{hidden_path}: VERSIONS names {name}, {what}: a class's own "
+                                  "version is for a predict or derive exercise")
+    for name in samples_of(hidden):
+        if name not in kinds or kinds[name] == "explain":
+            what = "an explain exercise (graded by hand)" if name in kinds else \
+                f"not an exercise of {nb.path.name} (its exercises: {', '.join(sorted(ids))})"
+            raise CourseworkError(f"{hidden_path}: SAMPLES names {name}, {what}: samples are "
+                                  "answers to an autograded exercise")
     for name in hidden:
         if name not in ids:
             raise CourseworkError(f"{hidden_path}: {name} is not an exercise of {nb.path.name} "
@@ -517,7 +597,7 @@ def _reindent(text: str, indent: str) -> list[str]:
             textwrap.dedent(text).splitlines()]
 
 
-def solution_cell_source(ex: Exercise) -> str:
+def solution_cell_source(ex: ExerciseCells) -> str:
     """The nbgrader answer cell of a code exercise (instructor version).
 
     A stub made only of function stubs (and imports) keeps each function's signature and
@@ -585,18 +665,19 @@ def solution_cell_source(ex: Exercise) -> str:
     return "\n".join(out).rstrip()
 
 
-#: Exercises graded on a form only, because their answer depends on the machine: practice.
-MACHINE_DEPENDENT = frozenset({"speed_crossover"})
-
-
-def is_practice(ex: Exercise) -> bool:
+def is_practice(ex: ExerciseCells) -> bool:
     """Whether ``ex`` is practice in a class copy (0 points unless the instructor grades it):
-    an implement or debug exercise, whose solution the public course notebook shows, or one
-    whose answer depends on the machine."""
-    return ex.kind in ("implement", "debug") or ex.id in MACHINE_DEPENDENT
+    an implement or debug exercise, whose solution the public course notebook shows, or a
+    predict exercise graded on its form only (its declaration names no ``accept``: its answer
+    depends on the machine)."""
+    from convs2s.course.checks import EXERCISES
+
+    declared = EXERCISES.get(ex.id)
+    return ex.kind in ("implement", "debug") or (
+        ex.kind == "predict" and declared is not None and declared.accept is None)
 
 
-def grade_cell_source(ex: Exercise, graded: bool = True) -> str:
+def grade_cell_source(ex: ExerciseCells, graded: bool = True) -> str:
     """The exercise's test cell: the notebook's visible check, asserted. Nothing hidden is in
     it: grading takes the hidden test from the instructor's folder (``hidden/NN.py``) and this
     class's values from ``grading.json``."""
@@ -634,18 +715,21 @@ def _with_checks_import(setup: str) -> str:
     return setup.strip("\n") + "\n\nfrom convs2s.course import checks"
 
 
-def _graded_setup(setup: str, class_version: bool) -> str:
+def _graded_setup(nb: NotebookExercises, class_version: bool) -> str:
     """The assignment's setup cell: the notebook's, with ``checks`` imported, then
-    ``checks.graded_copy()``: in a graded copy a predict check (and in a class's version a
-    derive check) only records the answer, no check shows the value it grades, and
-    ``checks.hint`` and ``checks.show_me`` are off (:mod:`convs2s.course.checks`). The copy
-    never names the class's variant."""
-    call = "checks.graded_copy(class_version=True)" if class_version else "checks.graded_copy()"
-    return (_with_checks_import(setup) + "\n\n# a graded copy: checks record or say held / did "
-            f"not hold, one hint per wrong try\n{call}")
+    ``checks.graded_copy(...)`` naming the exercises whose check only records the answer (the
+    predict ones, and in a class's version the derive ones too: their kinds are the notebook's);
+    no check shows the value it grades, and ``checks.hint`` and ``checks.show_me`` are off
+    (:mod:`convs2s.course.checks`). The copy never names the class's variant."""
+    recorded = [ex.id for ex in nb.exercises
+                if ex.kind == "predict" or (ex.kind == "derive" and class_version)]
+    args = ", ".join([*(["class_version=True"] if class_version else []),
+                      *([f"records={recorded!r}"] if recorded else [])])
+    return (_with_checks_import(nb.setup) + "\n\n# a graded copy: checks record or say held / "
+            f"did not hold, one hint per wrong try\nchecks.graded_copy({args})")
 
 
-def _task_markdown(ex: Exercise, class_version: bool, practice: bool) -> str:
+def _task_markdown(ex: ExerciseCells, class_version: bool, practice: bool) -> str:
     lines = ex.task.splitlines()
     if practice:
         how = "practice, 0 points: the course notebook shows its solution"
@@ -721,15 +805,16 @@ def _header(nb: NotebookExercises, repo_url: str, class_version: bool,
     ])
 
 
-def _versioned(ex: Exercise, version: variants.Variant | None, where: str) -> Exercise:
+def _versioned(ex: ExerciseCells, version: class_variants.Variant | None,
+               where: str) -> ExerciseCells:
     """``ex`` as this copy asks it: a class's variant changes its task, answer and solution."""
     if version is None or version.public:
         return ex
-    task = variants.apply_text(ex.task, version.replace, f"{where}: the task of {ex.id}")
+    task = class_variants.apply_text(ex.task, version.replace, f"{where}: the task of {ex.id}")
     if version.note:
         task = f"{task}\n\n{version.note}"
-    answer = variants.apply_text(ex.answer, version.answer_replace,
-                                 f"{where}: the answer cell of {ex.id}")
+    answer = class_variants.apply_text(ex.answer, version.answer_replace,
+                                       f"{where}: the answer cell of {ex.id}")
     return replace(ex, task=task, answer=answer, solution=version.solution or ex.solution)
 
 
@@ -738,10 +823,12 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, Callable],
                      grade_practice: bool = False,
                      hidden_path: Path = Path("hidden")) -> tuple[dict, dict]:
     """The nbgrader source notebook (instructor version, a notebook JSON dict) of ``nb``, in the
-    class's version drawn from ``variant`` (a secret or a name: ``tools/variants.py``) or the
-    public one (None), and its entry of ``grading.json``: per autograded exercise, this class's
-    values, its answer names and its points. Practice exercises (:func:`is_practice`) have a
-    test cell worth nothing unless ``grade_practice``."""
+    class's version drawn from ``variant`` (a secret or a name) or the public one (None), and
+    its entry of ``grading.json``: per autograded exercise, this class's values, its answer
+    names and its points. ``hidden`` is the notebook's hidden tests as :func:`read_hidden` reads
+    them, with the versions its file declares (``VERSIONS``; a plain dict of tests declares
+    none). Practice exercises (:func:`is_practice`) have a test cell worth nothing unless
+    ``grade_practice``."""
     prefix = f"cw{nb.number}"
     class_version = variant is not None
     graded = {ex.id: not ex.manual and (grade_practice or not is_practice(ex))
@@ -749,12 +836,12 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, Callable],
     cells = [
         _cell("markdown", _header(nb, repo_url, class_version, graded), f"{prefix}-header",
               _nbgrader("header", locked=True)),
-        _cell("code", _graded_setup(nb.setup, class_version), f"{prefix}-setup",
+        _cell("code", _graded_setup(nb, class_version), f"{prefix}-setup",
               _nbgrader("setup", locked=True)),
     ]
     exercises = {}
     for n, ex in enumerate(nb.exercises, start=1):
-        version = variants.variant(ex.id, variant)
+        version = class_variants.variant(ex.id, variant, versions_of(hidden))
         ex = _versioned(ex, version, nb.path.name)
         cid = f"{prefix}-{n}"
         practice = not ex.manual and not graded[ex.id]
@@ -800,7 +887,7 @@ class BuiltAssignment:
 
     name: str
     path: Path
-    exercises: tuple[Exercise, ...]
+    exercises: tuple[ExerciseCells, ...]
     notebook: dict = field(repr=False)
     grading: dict = field(repr=False, default_factory=dict)  # its entry of grading.json
 
@@ -883,6 +970,9 @@ def check_out(out_dir: str | Path, notebooks_dir: str | Path, *, clean: bool = F
     current folder and anything holding it.
     """
     out = Path(out_dir)
+    dangling = dangling_link_problem(out, "--out")
+    if dangling is not None:  # resolving it would make the folder at the link's target
+        raise OutRefused(dangling)
     try:
         resolved = out.resolve()
     except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, a NUL byte
@@ -1113,14 +1203,12 @@ def check_hidden(notebooks_dir: str | Path, hidden_dir: str | Path,
 
     The solutions are the course's, trusted: they run in this process
     (:func:`grader.in_this_process`), never a student's code."""
-    import contextlib
-
     out = []
     for nb, hidden, hidden_path in _with_hidden_tests(notebooks_dir, hidden_dir, only):
         for ex in nb.exercises:
             if ex.manual:
                 continue
-            version = variants.variant(ex.id, variant)
+            version = class_variants.variant(ex.id, variant, versions_of(hidden))
             ex = _versioned(ex, version, nb.path.name)
             cases = hidden_cases(hidden[ex.id], ex.id, version.params if version else {},
                                  hidden_path)
@@ -1144,6 +1232,206 @@ def check_hidden(notebooks_dir: str | Path, hidden_dir: str | Path,
                                                 "the answer cell as handed out passes"))
             out.append((ex.id, line, ok))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Sample answers (a hidden-test file's SAMPLES): the visible check and grading agree on each
+# --------------------------------------------------------------------------------------------
+
+#: The groups of :class:`testing.Samples`: ``right`` ones both verdicts accept, ``wrong`` and
+#: ``shortcut`` ones both refuse (a shortcut one for calling what its exercise declares).
+SAMPLE_GROUPS = ("right", "wrong", "shortcut")
+#: Sandboxes graded at a time (each is a process of its own; one per core, at most 4).
+SAMPLE_WORKERS = max(1, min(4, len(os.sched_getaffinity(0))))
+#: What a refusal for calling a declared shortcut says (the check's and the sandbox's alike).
+SHORTCUT_SAID = "it called "
+
+
+@dataclass(frozen=True)
+class SampleSetup:
+    """One autograded exercise's samples (None where its file declares none) and what both
+    verdicts need: the check runs as in the course notebook, grading as in the public graded
+    copy, on the hidden test's cases for the public version (a sample answers the notebook's own
+    numbers, whatever a class's version asks)."""
+
+    exercise: str
+    samples: testing.Samples | None
+    hidden_path: Path
+    answer_names: tuple[str, ...]
+    check_setup: str  # the notebook's exercise-setup cell, with ``checks`` imported
+    grading_setup: str  # the public graded copy's setup cell (:func:`_graded_setup`)
+    cases: list = field(repr=False)  # the hidden test's, public version
+
+    def answers(self) -> list[tuple[str, int, str]]:
+        """(group, index in it, the answer cell's text) of every sample, group by group."""
+        if self.samples is None:
+            return []
+        return [(group, i, answer) for group in SAMPLE_GROUPS
+                for i, answer in enumerate(getattr(self.samples, group))]
+
+
+@dataclass(frozen=True)
+class SampleVerdicts:
+    """What the visible check and grading said of one sample (``grading`` None: not run)."""
+
+    setup: SampleSetup = field(repr=False)
+    group: str
+    index: int
+    answer: str
+    check: bool  # the check said ✓
+    check_said: str  # its refusal, or its last line (one line)
+    grading: grader.Verdict | None
+
+    @property
+    def where(self) -> str:
+        return f"SAMPLES[{self.setup.exercise!r}].{self.group}[{self.index}]"
+
+    @property
+    def problem(self) -> str | None:
+        """One line when a verdict disagrees with the sample's group (None when both agree):
+        a right sample refused by either, or breaking a static rule of ``answer_rules`` that
+        grading does not flag for the instructor; a wrong or shortcut one accepted by either;
+        a shortcut one refused for something else than calling a declared shortcut."""
+        graded = self.grading
+        if self.group == "right":
+            if not self.check or (graded is not None and not graded.passed):
+                what = "is refused"
+            elif graded is not None and not graded.flagged and self._breaks_a_rule():
+                what = "breaks a static rule of answer_rules, and grading does not flag it"
+            else:
+                return None
+        elif self.check or (graded is not None and graded.passed):
+            what = "is accepted"
+        elif self.group == "shortcut" and (SHORTCUT_SAID not in self.check_said or (
+                graded is not None and SHORTCUT_SAID not in graded.line)):
+            what = "is refused, but not for calling a shortcut its exercise declares"
+        else:
+            return None
+        said = (f"the check said {'✓' if self.check else '✗'} ({self.check_said}), grading "
+                f"said {graded.line if graded is not None else 'nothing (not run)'}")
+        return (f"{self.setup.exercise}: {self.where} in {self.setup.hidden_path} {what}: "
+                f"{said}; the sample: {_one_line(self.answer)}")
+
+    def _breaks_a_rule(self) -> bool:
+        from convs2s.course.checks import EXERCISES
+
+        declared = EXERCISES.get(self.setup.exercise)
+        return bool(answer_rules.problems(self.answer, declared.forbidden_names if declared
+                                          else frozenset()))
+
+
+def _one_line(text: str, width: int = 120) -> str:
+    line = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
+def sample_setups(notebooks_dir: str | Path, hidden_dir: str | Path,
+                  only: set[str] | None = None) -> Iterator[SampleSetup]:
+    """A :class:`SampleSetup` for every autograded exercise of the course notebooks (those
+    numbered or named in ``only``) in notebook order, its samples read from its hidden-test
+    file (checked against its notebook, as a build checks it)."""
+    for nb, hidden, hidden_path in _with_hidden_tests(notebooks_dir, hidden_dir, only):
+        check_setup = _with_checks_import(nb.setup)
+        grading_setup = _graded_setup(nb, class_version=False)
+        for ex in nb.exercises:
+            if ex.manual:
+                continue
+            version = class_variants.variant(ex.id, None, versions_of(hidden))
+            cases = hidden_cases(hidden[ex.id], ex.id, version.params if version else {},
+                                 hidden_path)
+            yield SampleSetup(ex.id, samples_of(hidden).get(ex.id), hidden_path,
+                              ex.answer_names, check_setup, grading_setup, cases)
+
+
+@contextlib.contextmanager
+def fresh_checks_session() -> Iterator[None]:
+    """The checks' session state as a new notebook kernel has it (not a graded copy, no wrong
+    tries yet), restored afterwards."""
+    from convs2s.course.checks import _core
+
+    saved = (_core._graded, _core._class_version, _core._recorded, dict(_core._wrong_tries))
+    _core._graded, _core._class_version, _core._recorded = False, False, frozenset()
+    _core._wrong_tries.clear()
+    try:
+        yield
+    finally:
+        _core._graded, _core._class_version, _core._recorded = saved[:3]
+        _core._wrong_tries.clear()
+        _core._wrong_tries.update(saved[3])
+
+
+def define_answer(setup: SampleSetup, answer: str) -> tuple:
+    """The values of ``answer``'s answer names, its cell run in this process as the course
+    notebook runs it (the instructor's samples, trusted): the exercise-setup cell, then the
+    answer cell (``answer_rules.define``, which keeps its text as IPython does, for the check's
+    static read)."""
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(setup.check_setup, "<setup cell>", "exec"), namespace)  # noqa: S102
+    answer_rules.define(answer, namespace, f" {setup.exercise}")
+    return tuple(namespace.get(n) for n in setup.answer_names)
+
+
+def sample_check(setup: SampleSetup, answer: str) -> tuple[bool, str]:
+    """The visible check on ``answer`` as the course notebook runs it (:func:`define_answer`,
+    then ``checks.<exercise>(<answer names>)``) in a fresh session: (whether it said ✓, what it
+    said: its refusal, or its last line)."""
+    from convs2s.course import checks
+
+    printed = io.StringIO()
+    with fresh_checks_session(), contextlib.redirect_stdout(printed):
+        try:
+            passed = getattr(checks, setup.exercise)(*define_answer(setup, answer)) is True
+        except Exception as e:  # noqa: BLE001 - a wrong answer raises: that is its verdict
+            return False, " ".join(str(e).split())[:300] or type(e).__name__
+    lines = [line for line in printed.getvalue().splitlines() if line.strip()]
+    return passed, (lines[-1].strip()[:300] if lines else "nothing")
+
+
+def run_samples(setup: SampleSetup, *, grade: bool = True,
+                workers: int = SAMPLE_WORKERS) -> list[SampleVerdicts]:
+    """Every sample of ``setup`` through the visible check (:func:`sample_check`, here, one by
+    one) and, with ``grade``, through grading as ``nbgrader autograde`` does it
+    (``grader.grade``: the graded copy's setup cell and the answer cell in the sandbox, on the
+    hidden test's calls, judged here), ``workers`` sandboxes at a time while the checks run.
+    Raises ``sandbox.SandboxUnavailable`` where ``grade`` and no sandbox starts."""
+    answers = setup.answers()
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        graded = [pool.submit(grader.grade, setup.exercise, setup=setup.grading_setup,
+                              answer=answer, answer_names=setup.answer_names, cases=setup.cases)
+                  if grade else None for _, _, answer in answers]
+        checked = [sample_check(setup, answer) for _, _, answer in answers]
+        verdicts = [future.result() if future is not None else None for future in graded]
+    finally:  # interrupted: no sandbox starts after this (those running end within their limit)
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [SampleVerdicts(setup, group, index, answer, check, said, verdict)
+            for (group, index, answer), (check, said), verdict
+            in zip(answers, checked, verdicts, strict=True)]
+
+
+def _check_samples(notebooks_dir: str | Path, hidden_dir: str | Path,
+                   only: set[str] | None) -> int:
+    """``--check-hidden``'s second half: every sample through the visible check and sandboxed
+    grading (the check only, said in one line, where no sandbox starts), one line per exercise;
+    stops at the first disagreement with one line (2)."""
+    why = sandbox.unavailable()
+    if why is not None:
+        print(f"… no sandbox starts here, so the samples run through the visible checks only, "
+              f"not through grading: {why}", flush=True)
+    for setup in sample_setups(notebooks_dir, hidden_dir, only):
+        if setup.samples is None:
+            print(f"… {setup.exercise}: no samples (SAMPLES[{setup.exercise!r}] = Samples(...) "
+                  f"in {setup.hidden_path})", flush=True)
+            continue
+        problem = next((v.problem for v in run_samples(setup, grade=why is None)
+                        if v.problem is not None), None)
+        if problem is not None:
+            print(f"✗ {problem}", flush=True)
+            return 2
+        counts = ", ".join(f"{len(getattr(setup.samples, g))} {g}" for g in SAMPLE_GROUPS)
+        print(f"✓ {setup.exercise}: {counts} samples agree"
+              f"{'' if why is None else ' (the visible check only)'}", flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1174,32 +1462,39 @@ def main(argv: list[str] | None = None) -> int:
                               "public notebooks answer them)")
     parser.add_argument("--grade-practice", action="store_true",
                         help="give the implement and debug exercises (whose solutions the "
-                             "public notebooks show) and speed_crossover their points; default: "
-                             "practice, 0 points")
+                             "public notebooks show) and the predict exercises graded on their "
+                             "form only their points; default: practice, 0 points")
     parser.add_argument("--check-hidden", action="store_true",
                         help="write nothing: hold --hidden against the course (each autograded "
                              "exercise has a test; the course's solution passes it, the handed-"
-                             "out cell fails it), for this version's numbers")
+                             "out cell fails it), for this version's numbers; then run every "
+                             "sample answer of its SAMPLES through the visible check and "
+                             "sandboxed grading (the public version) and stop at the first "
+                             "that disagrees")
     parser.add_argument("--grading", default=None, metavar="FILE",
                         help="where to write what autograding grades against (default: "
                              "grading.json beside --out)")
     args = parser.parse_args(argv)
     if not Path(args.notebooks).is_dir():
-        print(f"error: no notebooks folder {args.notebooks} (run from the repository root or "
-              "pass --notebooks)", file=sys.stderr)
+        print(cut(f"error: no notebooks folder {args.notebooks} (run from the repository root "
+                  "or pass --notebooks)"), file=sys.stderr)
         return 2
     try:
         if args.check_hidden:
-            variant = variants.check_name(args.variant) if args.variant is not None else None
+            variant = (class_variants.check_name(args.variant) if args.variant is not None
+                       else None)
             results = check_hidden(args.notebooks, args.hidden, variant,
                                    set(args.only) if args.only else None)
             for _ex, line, ok in results:
-                print(f"{'✓' if ok else '✗'} {line}")
-            return 0 if results and all(ok for *_, ok in results) else 2
+                print(f"{'✓' if ok else '✗'} {line}", flush=True)
+            if not results or not all(ok for *_, ok in results):
+                return 2
+            return _check_samples(args.notebooks, args.hidden,
+                                  set(args.only) if args.only else None)
         if args.public:
             variant = None
         elif args.variant is not None:
-            variant = variants.check_name(args.variant)
+            variant = class_variants.check_name(args.variant)
         else:
             check_out(Path(args.out), args.notebooks, clean=args.clean)  # before any secret
             variant = class_secret(Path(args.out).resolve().parent, args.out)
@@ -1207,11 +1502,9 @@ def main(argv: list[str] | None = None) -> int:
                                   clean_first=args.clean,
                                   only=set(args.only) if args.only else None, variant=variant,
                                   grade_practice=args.grade_practice, grading_file=args.grading)
-    except (CourseworkError, variants.VariantError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # e.g. a hidden-test path that is a folder
-        print(f"error: {e}", file=sys.stderr)
+    except (CourseworkError, class_variants.VariantError, sandbox.SandboxUnavailable,
+            OSError) as e:  # OSError: e.g. a hidden-test path that is a folder
+        print(f"error: {cut(str(e))}", file=sys.stderr)  # a huge --out is not echoed whole
         return 2
     for b in built:
         kinds = ", ".join(f"{ex.kind} {ex.id}" for ex in b.exercises)

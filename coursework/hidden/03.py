@@ -8,11 +8,15 @@ model there; the same model is built here for the expected loss). The ``explain`
 (``incremental_same_as_full``) is graded by hand and has none.
 """
 
+from textwrap import dedent
+
 import torch
 import torch.nn.functional as F
 
+from convs2s.course.checks.class_variants import NOTE, Variant, Versions
 from convs2s.course.checks.testing import (
     Case,
+    Samples,
     as_int,
     as_number,
     as_tensor,
@@ -108,3 +112,127 @@ def cache_floats(variant):
                           call("cache_floats", layers, k, hid, steps),
                           lambda got, e=expected: assert_equal(as_int(got), e)))
     return cases
+
+
+# --------------------------------------------------------------------------------------------
+# A class's own versions (convs2s.course.checks.class_variants)
+# --------------------------------------------------------------------------------------------
+
+
+def _cache_floats_version(choice: int | None) -> Variant:
+    """derive: the thing counted changes; the hidden test computes with ``beam``."""
+    if choice is None:
+        return Variant({"beam": 1}, public=True)
+    beam = choice
+    return Variant({"beam": beam}, note=(
+        f"{NOTE}count the floats for one sentence decoded with **a beam of {beam} "
+        "hypotheses** (each hypothesis keeps a cache of its own)."), answer_replace=(
+        ("cache per sentence after", f"cache per sentence (a beam of {beam} hypotheses) after"),),
+        solution=(
+        "def cache_floats(n_layers, kernel_size, hid_dim, steps):\n"
+        f"    return {beam} * n_layers * (kernel_size - 1) * hid_dim"))
+
+
+VERSIONS = {
+    "cache_floats": Versions(tuple(range(2, 22)), _cache_floats_version),  # hypotheses in a beam
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Sample answers, each the text of an answer cell: right ones both the check and grading
+# accept, wrong ones and ones that take a shortcut both refuse (--check-hidden runs them)
+# --------------------------------------------------------------------------------------------
+
+SAMPLES = {
+    "causal_conv1d": Samples(right=[
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            k = weight.size(-1)
+            return F.conv1d(x, weight, bias, padding=k - 1)[..., : x.size(-1)]
+        """),
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            k = weight.shape[2]
+            zeros = x.new_zeros(x.shape[0], x.shape[1], k - 1)
+            return F.conv1d(torch.cat([zeros, x], dim=2), weight, bias)
+        """),
+    ], wrong=[
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            k = weight.size(-1)
+            return F.conv1d(x, weight, bias, padding=k - 1)[..., k - 1:]
+        """),
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            k = weight.size(-1)
+            return F.conv1d(x, weight, bias, padding=(k - 1) // 2)
+        """),
+    ], shortcut=[
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            return F.conv1d(F.pad(x, (weight.size(-1) - 1, 0)), weight, bias)
+        """),
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            return F.conv1d(torch._C._nn.pad(x, (weight.size(-1) - 1, 0)), weight, bias)
+        """),
+        dedent("""\
+        def causal_conv1d(x, weight, bias):
+            return F.conv1d(torch.constant_pad_nd(x, (weight.size(-1) - 1, 0)), weight, bias)
+        """),
+    ]),
+    "teacher_forcing_loss": Samples(right=[
+        dedent("""\
+        def teacher_forcing_loss(model, src, trg, pad_idx):
+            logits, _ = model(src, trg[:, :-1])
+            gold = trg[:, 1:]
+            keep = gold != pad_idx
+            losses = F.cross_entropy(logits.transpose(1, 2), gold, reduction="none")
+            return losses[keep].mean()
+        """),
+    ], wrong=[
+        dedent("""\
+        def teacher_forcing_loss(model, src, trg, pad_idx):
+            logits, _ = model(src, trg[:, :-1])
+            return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg[:, 1:].reshape(-1))
+        """),
+        dedent("""\
+        def teacher_forcing_loss(model, src, trg, pad_idx):
+            logits, _ = model(src, trg[:, 1:])
+            return F.cross_entropy(logits.reshape(-1, logits.size(-1)), trg[:, 1:].reshape(-1),
+                                   ignore_index=pad_idx)
+        """),
+    ]),
+    "cache_floats": Samples(right=[
+        dedent("""\
+        def cache_floats(n_layers, kernel_size, hid_dim, steps):
+            return n_layers * (kernel_size - 1) * hid_dim
+        """),
+        dedent("""\
+        def cache_floats(n_layers, kernel_size, hid_dim, steps):
+            per_layer = 0
+            for _column in range(kernel_size - 1):
+                per_layer += hid_dim
+            return per_layer * n_layers
+        """),
+    ], wrong=[
+        dedent("""\
+        def cache_floats(n_layers, kernel_size, hid_dim, steps):
+            return n_layers * kernel_size * hid_dim
+        """),
+        dedent("""\
+        def cache_floats(n_layers, kernel_size, hid_dim, steps):
+            return n_layers * (kernel_size - 1) * hid_dim * steps
+        """),
+    ], shortcut=[
+        dedent("""\
+        def cache_floats(n_layers, kernel_size, hid_dim, steps):
+            return torch.nn.Linear(1, 1) and n_layers * (kernel_size - 1) * hid_dim
+        """),
+        dedent("""\
+        def cache_floats(n_layers, kernel_size, hid_dim, steps):
+            conv = torch.nn.Conv1d(hid_dim, 2 * hid_dim, kernel_size)  # one decoder layer
+            return n_layers * conv.in_channels * (conv.kernel_size[0] - 1)
+        """),
+    ]),
+}

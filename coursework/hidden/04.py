@@ -6,12 +6,16 @@ it (a Python float, a 0-dim or one-element tensor). The ``explain`` exercise
 """
 
 import math
+from fractions import Fraction
+from textwrap import dedent
 
 import torch
 
-from convs2s.course.checks import nb04
+from convs2s.course.checks import EXERCISES, nb04
+from convs2s.course.checks.class_variants import NOTE, Variant, Versions, ordinal, tex
 from convs2s.course.checks.testing import (
     Case,
+    Samples,
     as_int,
     as_number,
     as_tensor,
@@ -61,7 +65,7 @@ def _zero_after(n_real):
 
 
 def scaled_context_variance(variant):
-    return predicted("predicted_variance", nb04.accept_scaled_context_variance, variant)
+    return predicted("predicted_variance", "scaled_context_variance", variant)
 
 
 def attention_macs(variant):
@@ -91,3 +95,170 @@ def _close(got, expected, atol=1e-5, rtol=1e-4):
     tolerances of ``assert_close``."""
     if not abs(as_number(got) - expected) <= atol + rtol * abs(expected):
         raise AssertionError("not the mean entropy")
+
+
+# --------------------------------------------------------------------------------------------
+# A class's own versions (convs2s.course.checks.class_variants)
+# --------------------------------------------------------------------------------------------
+
+
+def _scaled_variance(m: int, first: Fraction) -> Fraction:
+    """m · Σ a² for the weights (first, rest, ..., rest) over m tokens."""
+    rest = (1 - first) / (m - 1)
+    return m * (first**2 + (m - 1) * rest**2)
+
+
+def _scaled_context_variance_version(choice: tuple | None) -> Variant:
+    """predict: new numbers; the expected value measured with the package, as the check does."""
+    m, first = (nb04.PREDICT_M, Fraction(1, 2)) if choice is None else choice
+    rest = (1 - first) / (m - 1)
+    weights = [float(first)] + [float(rest)] * (m - 1)
+    measured = EXERCISES["scaled_context_variance"].measure(
+        torch.tensor(weights, dtype=torch.float64))
+    params = {"m": m, "weights": weights, "expected": measured}
+    if choice is None:
+        return Variant(params, public=True)
+    exact = _scaled_variance(m, first)
+    return Variant(params, replace=(
+        ("$m = 8$ real source tokens", f"$m = {m}$ real source tokens"),
+        ("$a = (\\tfrac12, \\tfrac1{14}, \\dots, \\tfrac1{14})$",
+         f"$a = ({tex(first)}, {tex(rest)}, \\dots, {tex(rest)})$"),
+        ("(half the weight on one token, the other half\nspread evenly over the other 7)",
+         f"({first} of the weight on one token, the other {1 - first}\nspread evenly over the "
+         f"other {m - 1})"),
+    ), solution=(
+        "# For independent values of variance 1, Var(Σ_j a_j v_j) = Σ_j a_j²; multiplying by √m\n"
+        f"# multiplies a variance by m: m · Σ_j a_j² = {m} · (({first})² + {m - 1} · ({rest})²)"
+        f" = {exact}.\n"
+        f"m = {m}\n"
+        f"weights = [{first.numerator} / {first.denominator}] + [{rest.numerator} / "
+        f"{rest.denominator}] * {m - 1}\n"
+        "predicted_variance = m * sum(w**2 for w in weights)"))
+
+
+def _attention_macs_version(choice: int | None) -> Variant:
+    """derive: the thing counted changes; the hidden test computes with ``every``."""
+    if choice is None:
+        return Variant({"every": 1}, public=True)
+    every = choice
+    return Variant({"every": every}, note=(
+        f"{NOTE}only **every {ordinal(every)} layer** attends (layers {every}, {2 * every}, "
+        f"{3 * every}, …; the other layers have no attention, and a decoder of fewer than "
+        f"{every} layers has none)."), answer_replace=(
+        ("of all layers' attention", f"of the attending layers' attention (every "
+                                     f"{ordinal(every)} layer)"),),
+        solution=(
+        "def attention_macs(n_layers, trg_len, src_len, emb_dim):\n"
+        f"    return (n_layers // {every}) * 2 * trg_len * src_len * emb_dim"))
+
+
+VERSIONS = {
+    # (m, the first token's weight): m·Σa² from 1.02 to 12.97, each > 8 % from the others and
+    # from the public 16/7
+    "scaled_context_variance": Versions(tuple((m, Fraction(a, b)) for m, (a, b) in (
+        (5, (1, 4)), (5, (1, 3)), (5, (2, 5)), (12, (1, 4)), (14, (1, 4)), (10, (1, 3)),
+        (6, (1, 2)), (5, (3, 5)), (9, (1, 2)), (10, (1, 2)), (11, (1, 2)), (9, (3, 5)),
+        (14, (1, 2)), (9, (2, 3)), (12, (3, 5)), (6, (9, 10)), (12, (2, 3)), (16, (3, 5)),
+        (10, (4, 5)), (11, (4, 5)), (12, (4, 5)), (15, (3, 4)), (15, (4, 5)), (15, (5, 6)),
+        (14, (9, 10)), (16, (9, 10)))), _scaled_context_variance_version,
+        public_answers=(16 / 7,)),  # the public solution: 8 · (1/4 + 7/196)
+    # every n-th layer attends
+    "attention_macs": Versions(tuple(range(2, 22)), _attention_macs_version),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Sample answers, each the text of an answer cell: right ones both the check and grading
+# accept, wrong ones and ones that take a shortcut both refuse (--check-hidden runs them)
+# --------------------------------------------------------------------------------------------
+
+SAMPLES = {
+    "masked_softmax": Samples(right=[
+        dedent("""\
+        def masked_softmax(energy, src_mask):
+            e = energy.masked_fill(~src_mask.unsqueeze(1), float("-inf"))
+            return torch.softmax(e, dim=-1)
+        """),
+        dedent("""\
+        def masked_softmax(energy, src_mask):
+            e = energy.masked_fill(~src_mask[:, None, :], float("-inf"))
+            e = (e - e.amax(dim=-1, keepdim=True)).exp()  # [batch, trg_len, src_len]
+            return e / e.sum(dim=-1, keepdim=True)
+        """),
+    ], wrong=[
+        dedent("""\
+        def masked_softmax(energy, src_mask):
+            m = src_mask[:, None, :]
+            e = torch.exp(energy - energy.masked_fill(~m, -1e30).amax(-1, keepdim=True))
+            e = e * m
+            return e / e.sum(-1, keepdim=True)
+        """),
+        dedent("""\
+        def masked_softmax(energy, src_mask):
+            return torch.softmax(energy.masked_fill(~src_mask[:, None, :], -1e4), -1)
+        """),
+        "def masked_softmax(energy, src_mask):\n    return torch.softmax(energy, -1)",
+    ]),
+    "scaled_context_variance": Samples(right=[
+        "predicted_variance = 16 / 7",
+        "predicted_variance = 2.25",
+        "m = 8\nw = [0.5] + [1 / 14] * 7\npredicted_variance = m * sum(x * x for x in w)",
+        "import numpy as np\npredicted_variance = np.float64(16 / 7)",
+        "predicted_variance = torch.tensor([16 / 7])",
+    ], wrong=[
+        "predicted_variance = 8",
+        "predicted_variance = 1",
+        "predicted_variance = 2.5",
+    ]),
+    "attention_macs": Samples(right=[
+        dedent("""\
+        def attention_macs(n_layers, trg_len, src_len, emb_dim):
+            return 2 * n_layers * trg_len * src_len * emb_dim
+        """),
+        dedent("""\
+        def attention_macs(n_layers, trg_len, src_len, emb_dim):
+            per_layer = trg_len * src_len * emb_dim
+            return per_layer * 2 * n_layers
+        """),
+    ], wrong=[
+        dedent("""\
+        def attention_macs(n_layers, trg_len, src_len, emb_dim):
+            return n_layers * trg_len * src_len * emb_dim
+        """),
+    ]),
+    "row_entropy": Samples(right=[
+        dedent("""\
+        def row_entropy(a):
+            logs = torch.where(a > 0, a.log(), torch.zeros_like(a))
+            return -(a * logs).sum(-1).mean()
+        """),
+        "def row_entropy(a):\n    return -(a * torch.log(a + 1e-30)).sum(dim=-1).mean()",
+        "def row_entropy(a):\n    return -torch.xlogy(a, a).sum(-1).mean()",
+        dedent("""\
+        def row_entropy(a):
+            total = 0.0
+            for row in a.tolist():
+                total -= sum(p * math.log(p) for p in row if p > 0)
+            return total / len(a)  # a Python float
+        """),
+        "def row_entropy(a):\n    return (-torch.xlogy(a, a).sum(-1).mean()).item()",
+        dedent("""\
+        def row_entropy(a):
+            return torch.tensor(float(-torch.xlogy(a, a).sum(-1).mean()))  # 0-dim
+        """),
+        dedent("""\
+        def row_entropy(a):
+            return -torch.xlogy(a, a).sum(-1).mean().reshape(1)  # one element
+        """),
+    ], wrong=[
+        "def row_entropy(a):\n    return -(a * a.log()).sum(-1).mean()",
+        "def row_entropy(a):\n    return -(a * torch.log2(a + 1e-30)).sum(-1).mean()",
+    ], shortcut=[
+        dedent("""\
+        from convs2s.course.attention_maps import attention_entropy
+
+        def row_entropy(a):
+            return attention_entropy(a)
+        """),
+    ]),
+}

@@ -6,12 +6,15 @@ graded by hand and has none.
 
 import math
 from collections import Counter
+from textwrap import dedent
 
 import torch
 import torch.nn.functional as F
 
+from convs2s.course.checks.class_variants import NOTE, Variant, Versions
 from convs2s.course.checks.testing import (
     Case,
+    Samples,
     as_items,
     as_tensor,
     assert_close,
@@ -109,3 +112,130 @@ def _itos(lists, min_freq, specials):
     kept = sorted((t for t, n in counts.items() if n >= min_freq and t not in specials),
                   key=lambda t: (-counts[t], t))
     return specials + kept
+
+
+# --------------------------------------------------------------------------------------------
+# A class's own versions (convs2s.course.checks.class_variants)
+# --------------------------------------------------------------------------------------------
+
+
+def _perplexity_from_loss_version(choice: int | None) -> Variant:
+    """derive: the thing counted changes; the hidden test computes with ``base``."""
+    if choice is None:
+        return Variant({"base": 0}, public=True)
+    base = choice
+    return Variant({"base": base}, note=(
+        f"{NOTE}`unit` may also be `\"base{base}\"`: a loss computed with base-{base} "
+        "logarithms."), answer_replace=(
+        ('("nats" or "bits")', f'("nats", "bits" or "base{base}")'),),
+        solution=(
+        "def perplexity_from_loss(loss, unit=\"nats\"):\n"
+        "    if unit == \"nats\":\n"
+        "        return math.exp(loss)\n"
+        "    if unit == \"bits\":\n"
+        "        return 2.0 ** loss\n"
+        f"    if unit == \"base{base}\":\n"
+        f"        return float({base}) ** loss\n"
+        "    raise ValueError(f\"unknown unit {unit!r}\")"))
+
+
+VERSIONS = {
+    # a third unit, "base<b>"
+    "perplexity_from_loss": Versions(tuple(range(3, 31)), _perplexity_from_loss_version),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Sample answers, each the text of an answer cell: right ones both the check and grading
+# accept, wrong ones and ones that take a shortcut both refuse (--check-hidden runs them)
+# --------------------------------------------------------------------------------------------
+
+SAMPLES = {
+    "build_itos": Samples(right=[
+        dedent("""\
+        def build_itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+            counts = Counter()
+            for tokens in token_lists:
+                counts.update(tokens)
+            words = sorted((w for w in counts if counts[w] >= min_freq and w not in specials),
+                           key=lambda w: (-counts[w], w))
+            return [*specials, *words]
+        """),
+        dedent("""\
+        def build_itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+            seen = {}
+            for tokens in token_lists:
+                for t in tokens:
+                    seen[t] = seen.get(t, 0) + 1
+            itos = list(specials)
+            ordered = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))
+            itos += [t for t, n in ordered if n >= min_freq and t not in itos]
+            return itos
+        """),
+    ], wrong=[
+        dedent("""\
+        def build_itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+            counts = Counter(t for tokens in token_lists for t in tokens)
+            return list(specials) + sorted(t for t in counts if counts[t] >= min_freq)
+        """),
+        dedent("""\
+        def build_itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+            exec("from convs2s.data import Vocab")
+            return list(specials)
+        """),
+    ], shortcut=[
+        dedent("""\
+        from convs2s.data import Vocab
+
+        def build_itos(token_lists, min_freq, specials=("<unk>", "<pad>", "<bos>", "<eos>")):
+            return Vocab.build(token_lists, min_freq=min_freq, specials=specials).itos
+        """),
+    ]),
+    "token_loss": Samples(right=[
+        dedent("""\
+        def token_loss(logits, trg_out, pad_idx):
+            criterion = torch.nn.CrossEntropyLoss(ignore_index=pad_idx)
+            return criterion(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1))
+        """),
+        dedent("""\
+        import torch.nn.functional as F
+
+        def token_loss(logits, trg_out, pad_idx):
+            each = F.cross_entropy(logits.flatten(0, 1), trg_out.flatten(), reduction="none")
+            real = (trg_out.flatten() != pad_idx).float()
+            return (each * real).sum() / real.sum()
+        """),
+    ], wrong=[
+        dedent("""\
+        def token_loss(logits, trg_out, pad_idx):
+            criterion = torch.nn.CrossEntropyLoss()
+            return criterion(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1))
+        """),
+        dedent("""\
+        def token_loss(logits, trg_out, pad_idx):
+            each = F.cross_entropy(logits.flatten(0, 1), trg_out.flatten(), reduction="none")
+            return each.sum() / trg_out.numel()
+        """),
+    ]),
+    "perplexity_from_loss": Samples(right=[
+        dedent("""\
+        def perplexity_from_loss(loss, unit="nats"):
+            if unit == "nats":
+                return math.exp(loss)
+            if unit == "bits":
+                return 2 ** loss
+            raise ValueError(unit)
+        """),
+        dedent("""\
+        def perplexity_from_loss(loss, unit="nats"):
+            base = {"nats": math.e, "bits": 2.0}[unit]
+            return base ** loss
+        """),
+    ], wrong=[
+        "def perplexity_from_loss(loss, unit='nats'):\n    return math.exp(loss)",
+        dedent("""\
+        def perplexity_from_loss(loss, unit='nats'):
+            return math.exp(loss) if unit == 'nats' else math.exp(loss * 2)
+        """),
+    ]),
+}

@@ -21,7 +21,7 @@ from convs2s.course.checks import nb02
 
 @pytest.fixture(scope="module")
 def measured_variance():
-    return nb02.measured_unscaled_variance()
+    return nb02.measured_variance()
 
 
 def test_the_measured_variance_grows_at_least_like_2_to_the_10(measured_variance):

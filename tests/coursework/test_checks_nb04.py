@@ -137,3 +137,22 @@ def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
         "row_entropy": "implement"}
     assert_exercises_run_from_the_setup_cell(notebook_path("04"), kinds)
     capsys.readouterr()
+
+
+def test_masked_softmax_hints_follow_from_what_the_answer_got_wrong(capsys):
+    """Softmax, then the padding zeroed: the hint says where the mask must act (not "which
+    dimension"); a softmax over the target dimension: the hint asks which dimension sums to 1."""
+    def softmax_then_zero(energy, mask):
+        return torch.softmax(energy, dim=-1) * mask[:, None, :]
+
+    def over_the_targets(energy, mask):
+        return torch.softmax(energy.masked_fill(~mask[:, None, :], -1e9), dim=1) \
+            * mask[:, None, :]
+
+    for answer, hint in ((softmax_then_zero, nb04.ZEROED_AFTER),
+                         (over_the_targets, nb04.ROW_SUMS)):
+        with pytest.raises(AssertionError):
+            checks.masked_softmax(answer)
+        out = capsys.readouterr().out
+        assert hint.nudge in out, out
+        assert out.count("the row sums") == 1, out  # said once, not "row sums: the row sums"

@@ -1,8 +1,10 @@
-"""A class's own version of the graded copy (``make student``, tools/variants.py): neither the
-public solutions nor the public stored outputs answer it, and two classes rarely share one.
+"""A class's own version of the graded copy (``make student``,
+``convs2s.course.checks.class_variants``): neither the public solutions nor the public stored
+outputs answer it, and two classes rarely share one.
 
-Every predict and derive exercise draws its version uniformly from an explicit list
-(``variants.CHOICES``) of at least 20 choices. For every exercise the tests here build every
+Every predict and derive exercise draws its version uniformly from an explicit list of at least
+20 choices, declared beside its hidden test (``coursework/hidden/NN.py``'s ``VERSIONS``, loaded
+here as the course builder loads it). For every exercise the tests here build every
 choice and compute, exactly, the probability that two classes with independent secrets draw
 versions whose answers are interchangeable: one's right answer (its measured value or its
 instructor's solution) passes the other's hidden test, with the hidden test's own acceptance.
@@ -18,9 +20,11 @@ way; two exercises of one copy are graded for real, in the sandbox (``grader.gra
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import math
+import re
 import secrets
 import subprocess
 import sys
@@ -29,10 +33,12 @@ from pathlib import Path
 
 import pytest
 
-from convs2s.course.checks import _core, grader, testing
-from tools import coursework, variants
+from convs2s.course import checks
+from convs2s.course.checks import _core, class_variants, grader, testing
+from tools import coursework
 
 ROOT = Path(__file__).resolve().parents[2]
+HIDDEN = ROOT / "coursework" / "hidden"
 #: Two names whose variants differ from each other and from the public version in every
 #: exercise (test_the_two_names_differ_in_every_exercise checks it).
 NAMES = ("class-a", "class-b")
@@ -47,9 +53,29 @@ PRACTICE_PREDICT = {"speed_crossover"}
 SHARED = 0.05
 #: What the answer cells run after (the setup cells' imports the solutions use).
 SETUP = "import math\n\nimport torch"
-EXERCISES = sorted(variants.BUILDERS)
-PREDICT = sorted(e for e in EXERCISES if variants._accepts(e) is not None)
+
+
+def _declared_versions() -> dict[str, class_variants.Versions]:
+    """Every hidden-test file's ``VERSIONS``, as the course builder reads them."""
+    found: dict[str, class_variants.Versions] = {}
+    for path in sorted(HIDDEN.glob("[0-9][0-9].py")):
+        versions = coursework.read_hidden(path).versions
+        assert not set(versions) & set(found), f"{path.name}: an exercise declared twice"
+        found.update(versions)
+    return found
+
+
+#: Every exercise's versions (its hidden-test file's VERSIONS), by exercise id.
+VERSIONS = _declared_versions()
+EXERCISES = sorted(VERSIONS)
+#: The predict exercises: those whose check module declares an acceptance.
+PREDICT = sorted(e for e in EXERCISES if checks.EXERCISES[e].accept is not None)
 DERIVE = sorted(set(EXERCISES) - set(PREDICT))
+
+
+def _helper(number: str, name: str):
+    """A helper of the hidden-test file ``NN.py`` (``_moved_outputs``, ...)."""
+    return getattr(coursework._hidden_module(HIDDEN / f"{number}.py"), name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -58,7 +84,7 @@ DERIVE = sorted(set(EXERCISES) - set(PREDICT))
 
 
 @functools.cache
-def _notebook_exercises() -> dict[str, tuple[str, coursework.Exercise]]:
+def _notebook_exercises() -> dict[str, tuple[str, coursework.ExerciseCells]]:
     """exercise -> (its notebook's number, the exercise as the notebook writes it)."""
     found = {}
     for path in coursework.course_notebooks(ROOT / "notebooks"):
@@ -71,7 +97,7 @@ def _notebook_exercises() -> dict[str, tuple[str, coursework.Exercise]]:
 @functools.cache
 def _hidden_test(exercise: str):
     number, _ = _notebook_exercises()[exercise]
-    return coursework.read_hidden(ROOT / "coursework" / "hidden" / f"{number}.py")[exercise]
+    return coursework.read_hidden(HIDDEN / f"{number}.py")[exercise]
 
 
 def _cases(exercise: str, params: dict) -> list[testing.Case]:
@@ -84,7 +110,7 @@ def _defined(exercise: str, code: str, setup: str = SETUP) -> dict:
     try:
         exec(compile(f"{setup}\n{code}", f"<{exercise}>", "exec"), namespace)  # noqa: S102
     finally:  # a built copy's setup cell calls checks.graded_copy()
-        _core._graded, _core._class_version = False, False
+        _core._graded, _core._class_version, _core._recorded = False, False, frozenset()
     return {n: namespace.get(n) for n in _notebook_exercises()[exercise][1].answer_names}
 
 
@@ -114,14 +140,23 @@ def _solution_value(exercise: str, solution: str):
 
 
 @functools.cache
-def _versions(exercise: str) -> tuple[variants.Variant, ...]:
+def _versions(exercise: str) -> tuple[class_variants.Variant, ...]:
     """Every choice's version, built (a predict exercise's measured with the package)."""
-    return tuple(variants.build(exercise, choice) for choice in variants.CHOICES[exercise])
+    return tuple(class_variants.build(exercise, choice, VERSIONS)
+                 for choice in VERSIONS[exercise].choices)
 
 
 @functools.cache
-def _public(exercise: str) -> variants.Variant:
-    return variants.build(exercise, None)
+def _public(exercise: str) -> class_variants.Variant:
+    return class_variants.build(exercise, None, VERSIONS)
+
+
+def _answers_public(exercise: str, version: class_variants.Variant) -> bool:
+    """Whether the public solution or measurement passes ``version`` (the exercise's declared
+    acceptance, as :func:`class_variants.variant` judges it)."""
+    return class_variants.answers_public(version, _public(exercise),
+                                         VERSIONS[exercise].public_answers,
+                                         checks.EXERCISES[exercise].accept)
 
 
 @functools.cache
@@ -177,7 +212,7 @@ def shared_probability(exercise: str) -> Fraction:
     give interchangeable versions: Σ over interchangeable pairs of groups of p_g · p_h (Σ p_g²
     where each group is interchangeable with itself only)."""
     sizes = [len(g) for g in _groups(exercise)]
-    n = len(variants.CHOICES[exercise])
+    n = len(VERSIONS[exercise].choices)
     return sum((Fraction(sizes[g] * sizes[h], n * n) for g, h in _interchangeable(exercise)),
                Fraction(0))
 
@@ -190,29 +225,73 @@ def shared_probability(exercise: str) -> Fraction:
 def test_every_predict_and_derive_exercise_has_a_variant_and_the_others_are_practice():
     exercises = _notebook_exercises()
     autograded = {e for e, (_, ex) in exercises.items() if not ex.manual}
-    assert sorted(variants.BUILDERS) == sorted(autograded - PRACTICE - PRACTICE_PREDICT)
+    assert sorted(VERSIONS) == sorted(autograded - PRACTICE - PRACTICE_PREDICT)
     kinds = {e: ex.kind for e, (_, ex) in exercises.items()}
-    assert set(variants.BUILDERS) == {e for e, k in kinds.items()
-                                      if k in ("predict", "derive")} - PRACTICE_PREDICT
+    assert set(VERSIONS) == {e for e, k in kinds.items()
+                             if k in ("predict", "derive")} - PRACTICE_PREDICT
     assert all(kinds[e] == "predict" for e in PRACTICE_PREDICT)
-    assert set(PREDICT) == {e for e in variants.BUILDERS if kinds[e] == "predict"}
+    assert set(PREDICT) == {e for e in VERSIONS if kinds[e] == "predict"}
+    # a predict exercise's acceptance is the one its check module declares (and only theirs)
+    assert {e for e, declared in checks.EXERCISES.items()
+            if declared.accept is not None} == set(PREDICT)
     readme = (ROOT / "coursework" / "README.md").read_text(encoding="utf-8")
     for exercise in PRACTICE | PRACTICE_PREDICT:
         assert f"`{exercise}`" in readme
     assert "are practice, 0 points, in a class copy" in readme
 
 
+def test_each_exercises_versions_are_declared_beside_its_hidden_test_only():
+    """An exercise's versions are in the hidden-test file of its own notebook, which the grader
+    loads where ``tools`` is not importable (it imports no ``tools``), and nowhere else: the
+    machinery (class_variants) and the tools name no exercise."""
+    exercises = _notebook_exercises()
+    for path in sorted(HIDDEN.glob("[0-9][0-9].py")):
+        for exercise in coursework.read_hidden(path).versions:
+            assert exercises[exercise][0] == path.stem, (path.name, exercise)
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add((node.module or "").split(".")[0] if not node.level else ".")
+        assert imported - sys.stdlib_module_names <= {"convs2s", "torch", "numpy"}, \
+            (path.name, imported)  # what the grader's machine has: never tools
+    elsewhere = [ROOT / "src" / "convs2s" / "course" / "checks" / "class_variants.py",
+                 *sorted((ROOT / "tools").rglob("*.py"))]
+    for path in elsewhere:
+        words = set(re.findall(r"\w+", path.read_text(encoding="utf-8")))
+        assert not words & set(VERSIONS), (path, sorted(words & set(VERSIONS)))
+
+
+def test_versions_that_do_not_fit_their_notebook_are_refused_in_one_line(tmp_path):
+    source = (HIDDEN / "01.py").read_text(encoding="utf-8")
+    for n, (tail, said) in enumerate((
+            ("VERSIONS = {'my_receptive_field': (2, 3)}", "VERSIONS must be a dict"),
+            ("VERSIONS = {**VERSIONS, 'my_glu': VERSIONS['my_receptive_field']}",
+             "VERSIONS names my_glu, of kind implement"),
+            ("VERSIONS = {**VERSIONS, 'rerank': VERSIONS['my_receptive_field']}",
+             "VERSIONS names rerank, not an exercise of 01_"))):
+        hidden = tmp_path / f"hidden{n}"
+        hidden.mkdir()
+        (hidden / "01.py").write_text(f"{source}\n{tail}\n", encoding="utf-8")
+        with pytest.raises(coursework.CourseworkError) as info:
+            coursework.write_assignments(tmp_path / "out", ROOT / "notebooks", hidden,
+                                         only={"01"}, variant="class-a")
+        assert said in str(info.value) and "\n" not in str(info.value)
+        assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_each_exercise_draws_uniformly_from_at_least_20_distinct_choices(exercise):
-    choices = variants.CHOICES[exercise]
+    choices = VERSIONS[exercise].choices
     assert type(choices) is tuple and len(choices) >= 20
     assert len(set(choices)) == len(choices), "a choice listed twice is drawn twice as often"
     for n in range(5):
         name = f"class-{n}"
-        assert variants.draw(exercise, name) == \
-            variants._rng(name, exercise).choice(choices)  # random.Random.choice: uniform
-    with pytest.raises(variants.VariantError):
-        variants.build(exercise, "not a choice")
+        assert class_variants.draw(exercise, name, VERSIONS) == \
+            class_variants._rng(name, exercise).choice(choices)  # random.Random.choice: uniform
+    with pytest.raises(class_variants.VariantError):
+        class_variants.build(exercise, "not a choice", VERSIONS)
 
 
 def test_the_derive_exercises_change_what_the_hidden_tests_read():
@@ -239,7 +318,7 @@ def test_the_derive_exercises_change_what_the_hidden_tests_read():
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_two_classes_share_an_answer_with_probability_at_most_five_percent(exercise):
     p = shared_probability(exercise)
-    choices, groups = variants.CHOICES[exercise], _groups(exercise)
+    choices, groups = VERSIONS[exercise].choices, _groups(exercise)
     shared = sorted({tuple(sorted((choices[groups[g][0]], choices[groups[h][0]]), key=repr))
                      for g, h in _interchangeable(exercise) if g != h}, key=repr)
     assert p <= SHARED, (f"{exercise}: two classes share the answer with probability "
@@ -249,7 +328,7 @@ def test_two_classes_share_an_answer_with_probability_at_most_five_percent(exerc
 
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_every_choices_own_solution_passes_its_own_hidden_test(exercise):
-    for choice, version in zip(variants.CHOICES[exercise], _versions(exercise), strict=True):
+    for choice, version in zip(VERSIONS[exercise].choices, _versions(exercise), strict=True):
         assert not version.public and version.solution
         if exercise in PREDICT:  # the solution's formula against the measurement
             value = _solution_value(exercise, version.solution)
@@ -264,27 +343,27 @@ def test_no_choice_is_answered_by_the_public_solution_or_measurement(exercise):
     public = _public(exercise)
     solution = _notebook_exercises()[exercise][1].solution
     assert not _failures(exercise, solution, public.params), "the public solution, public copy"
-    for choice, version in zip(variants.CHOICES[exercise], _versions(exercise), strict=True):
+    for choice, version in zip(VERSIONS[exercise].choices, _versions(exercise), strict=True):
         assert version.params != public.params
         assert _failures(exercise, solution, version.params), choice
         if exercise in PREDICT:
-            assert not variants._answers_public(exercise, version, public), choice
-            for value in (public.params["expected"], *variants.PUBLIC_ANSWERS.get(exercise, [])):
+            assert not _answers_public(exercise, version), choice
+            for value in (public.params["expected"], *VERSIONS[exercise].public_answers):
                 assert not _value_passes(exercise, value, version.params), choice
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_every_choice_rewrites_the_task_where_the_notebook_says_it(exercise):
     _, ex = _notebook_exercises()[exercise]
-    for choice, version in zip(variants.CHOICES[exercise], _versions(exercise), strict=True):
-        task = variants.apply_text(ex.task, version.replace, f"{exercise} {choice}")
-        variants.apply_text(ex.answer, version.answer_replace, f"{exercise} {choice}")
+    for choice, version in zip(VERSIONS[exercise].choices, _versions(exercise), strict=True):
+        task = class_variants.apply_text(ex.task, version.replace, f"{exercise} {choice}")
+        class_variants.apply_text(ex.answer, version.answer_replace, f"{exercise} {choice}")
         assert (task + version.note) != ex.task, choice
         if exercise in DERIVE:
-            assert version.note.startswith(variants.NOTE) and not version.replace
+            assert version.note.startswith(class_variants.NOTE) and not version.replace
             # the answer cell's docstring says what this version counts, not the notebook's
             assert version.answer_replace, exercise
-            answer = variants.apply_text(ex.answer, version.answer_replace, exercise)
+            answer = class_variants.apply_text(ex.answer, version.answer_replace, exercise)
             assert answer != ex.answer
         else:
             assert version.replace and not version.note
@@ -294,53 +373,64 @@ def test_every_choice_rewrites_the_task_where_the_notebook_says_it(exercise):
 def test_the_predict_formulas_are_what_the_package_measures():
     """The formulas the choices were picked with (and the solutions write) are the measured
     values, for every choice."""
-    for (k, layers, length, changed), v in zip(variants.CHOICES["same_padding_moves"],
+    moved_outputs = _helper("01", "_moved_outputs")
+    for (k, layers, length, changed), v in zip(VERSIONS["same_padding_moves"].choices,
                                                _versions("same_padding_moves"), strict=True):
-        assert v.params["expected"] == variants.moved_outputs(k, layers, length, changed)
-    for (kept, parts), v in zip(variants.CHOICES["brevity_prediction"],
+        assert v.params["expected"] == moved_outputs(k, layers, length, changed)
+    brevity_bleu = _helper("06", "_brevity_bleu")
+    for (kept, parts), v in zip(VERSIONS["brevity_prediction"].choices,
                                 _versions("brevity_prediction"), strict=True):
-        assert math.isclose(v.params["expected"], variants.brevity_bleu(kept, parts),
-                            rel_tol=1e-9)
-    for (m, first), v in zip(variants.CHOICES["scaled_context_variance"],
+        assert math.isclose(v.params["expected"], brevity_bleu(kept, parts), rel_tol=1e-9)
+    scaled_variance = _helper("04", "_scaled_variance")
+    for (m, first), v in zip(VERSIONS["scaled_context_variance"].choices,
                              _versions("scaled_context_variance"), strict=True):
-        assert math.isclose(v.params["expected"], variants.scaled_variance(m, first),
-                            rel_tol=0.01)
-    for (d, k), v in zip(variants.CHOICES["attention_vs_conv"], _versions("attention_vs_conv"),
+        assert math.isclose(v.params["expected"], scaled_variance(m, first), rel_tol=0.01)
+    for (d, k), v in zip(VERSIONS["attention_vs_conv"].choices, _versions("attention_vs_conv"),
                          strict=True):
         assert v.params["expected"] == d * k
-    for (lengths, layers), v in zip(variants.CHOICES["training_steps"],
+    for (lengths, layers), v in zip(VERSIONS["training_steps"].choices,
                                     _versions("training_steps"), strict=True):
         assert v.params["expected"] == {"GRU + attention": [2 * n for n in lengths],
                                         "ConvS2S": [2 * layers] * 3}
-    for (scale, blocks), v in zip(variants.CHOICES["residual_variance"],
+    for (scale, blocks), v in zip(VERSIONS["residual_variance"].choices,
                                   _versions("residual_variance"), strict=True):
         predicted = float((2 * scale**2) ** blocks)  # within 2x: the factor 5 holds with room
         assert abs(math.log(predicted / v.params["expected"])) < math.log(2), (scale, blocks)
 
 
-def test_the_residual_variance_at_another_scale_is_measured_as_the_check_measures_it():
-    from convs2s.course.checks import nb02
+def test_the_residual_variance_at_scale_1_is_what_the_notebooks_stack_measures():
+    """The declared measure (any scale, for a class's version) equals, at scale 1, the
+    notebook's own residual stack without the √0.5 (normalisation.residual_stack_activations)."""
+    import torch
 
-    for blocks in (3, 10):
-        assert variants.measured_variance(blocks, Fraction(1)) == \
-            nb02.measured_unscaled_variance(blocks)
+    from convs2s.course import normalisation
+    from convs2s.course.checks import EXERCISES, nb02
+
+    enc = nb02._tiny_encoder(3, seed=0, emb_dim=32, hid_dim=64, vocab=100)
+    tokens = torch.randint(4, 100, (16, 20), generator=nb02._gen(0))
+    with torch.no_grad():
+        e = enc.tok_embedding(tokens) + enc.pos_embedding(torch.arange(20))
+        x0 = enc.emb2hid(e).transpose(1, 2)
+        out = normalisation.residual_stack_activations(enc.blocks, x0, scale=False)[-1]
+    assert EXERCISES["residual_variance"].measure(3, 1.0, seeds=1) == float(out.var() / x0.var())
 
 
 def test_two_classes_drawn_at_random_rarely_share_an_answer():
     """200 random secrets: the share of pairs of classes with interchangeable versions, for
     every exercise, is near its exact probability (the derive exercises and brevity_prediction
-    through ``variants.variant`` itself, the others through the choice it draws)."""
+    through ``class_variants.variant`` itself, the others through the choice it draws)."""
     names = [secrets.token_hex(16) for _ in range(200)]
     for exercise in EXERCISES:
-        index = {choice: i for i, choice in enumerate(variants.CHOICES[exercise])}
+        index = {choice: i for i, choice in enumerate(VERSIONS[exercise].choices)}
         group = {i: g for g, members in enumerate(_groups(exercise)) for i in members}
         if exercise in DERIVE or exercise == "brevity_prediction":
             params = {json.dumps(v.params, sort_keys=True): i
                       for i, v in enumerate(_versions(exercise))}
-            drawn = [params[json.dumps(variants.variant(exercise, name).params, sort_keys=True)]
+            drawn = [params[json.dumps(class_variants.variant(exercise, name, VERSIONS).params,
+                                       sort_keys=True)]
                      for name in names]
         else:
-            drawn = [index[variants.draw(exercise, name)] for name in names]
+            drawn = [index[class_variants.draw(exercise, name, VERSIONS)] for name in names]
         pairs = _interchangeable(exercise)
         shared = sum((group[a], group[b]) in pairs
                      for n, a in enumerate(drawn) for b in drawn[n + 1:])
@@ -352,15 +442,15 @@ def test_two_classes_drawn_at_random_rarely_share_an_answer():
 def test_a_predict_variant_is_the_choice_its_name_draws():
     for exercise in PREDICT:
         for name in ("ml-2027", "x"):
-            assert variants.variant(exercise, name) == variants.build(
-                exercise, variants.draw(exercise, name))
+            assert class_variants.variant(exercise, name, VERSIONS) == class_variants.build(
+                exercise, class_variants.draw(exercise, name, VERSIONS), VERSIONS)
 
 
 def test_the_two_names_differ_in_every_exercise():
     for exercise in EXERCISES:
-        index = {choice: i for i, choice in enumerate(variants.CHOICES[exercise])}
+        index = {choice: i for i, choice in enumerate(VERSIONS[exercise].choices)}
         group = {i: g for g, members in enumerate(_groups(exercise)) for i in members}
-        a, b = (group[index[variants.draw(exercise, name)]] for name in NAMES)
+        a, b = (group[index[class_variants.draw(exercise, name, VERSIONS)]] for name in NAMES)
         assert (a, b) not in _interchangeable(exercise), exercise
 
 
@@ -450,17 +540,16 @@ def test_the_same_name_gives_the_same_copy(tmp_path, copies):
 
 
 def test_a_variant_copy_says_so_and_its_checks_only_record(copies):
-    from convs2s.course import checks
-
     setup = copies[NAMES[0]]["my_receptive_field"]["setup"]
-    assert "checks.graded_copy(class_version=True)" in setup and NAMES[0] not in setup
+    assert "checks.graded_copy(class_version=True, records=[" in setup
+    assert "'my_receptive_field'" in setup and NAMES[0] not in setup
     namespace: dict = {}
     try:
         exec(setup, namespace)  # noqa: S102 - the built setup cell
         assert checks.my_receptive_field(lambda k, n: 1 + n * (k - 1)) is True  # recorded only
         assert checks.my_receptive_field(lambda k, n: 0) is True
     finally:
-        _core._graded, _core._class_version = False, False
+        _core._graded, _core._class_version, _core._recorded = False, False, frozenset()
 
 
 def test_the_cli_builds_a_variant_and_refuses_an_unusable_name(tmp_path):

@@ -189,6 +189,20 @@ def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path):
     _refused(proc, "which is a file, not a folder")
 
 
+def test_a_dangling_out_symlink_is_refused_and_its_target_not_made(tmp_path):
+    write_fixture(tmp_path)
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere" / "x")
+    _refused(_cli(tmp_path, "--out", "link", "--public"), "symbolic link", "does not exist")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_huge_out_is_not_echoed_whole(tmp_path):
+    write_fixture(tmp_path)
+    proc = _cli(tmp_path, "--out", "a" * 3000 + "/x", "--public")
+    _refused(proc)
+    assert len(proc.stderr) < 400 and "3,00" in proc.stderr, proc.stderr
+
+
 def test_the_out_error_comes_before_any_work(tmp_path):
     """A wrong --out is reported even when the notebooks would fail later: it is checked
     first, before a notebook is read."""

@@ -165,8 +165,8 @@ def hint_strings_in_source(source: str) -> list[str]:
 
 def all_hints() -> list[tuple[str, str]]:
     """(where, text) of every hint: registered hints, and the literals in the check modules."""
-    hints = [(f"checks.HINTS[{name!r}].{part}", getattr(h, part))
-             for name, h in _core.HINTS.items() for part in ("nudge", "closer")]
+    hints = [(f"checks.EXERCISES[{name!r}].hint.{part}", getattr(ex.hint, part))
+             for name, ex in _core.EXERCISES.items() for part in ("nudge", "closer")]
     for path in CHECK_MODULES:
         hints += [(path.name, text)
                   for text in hint_strings_in_source(path.read_text(encoding="utf-8"))]
@@ -214,9 +214,9 @@ def test_no_hint_holds_a_solutions_code():
 
 
 def test_every_check_has_a_two_step_hint():
-    missing = [name for name in checks.EXERCISES if not isinstance(
-        _core.HINTS.get(name), _core.Hint)]
-    assert not missing, f"checks without a registered two-step Hint: {missing}"
+    missing = [name for name, ex in checks.EXERCISES.items()
+               if not isinstance(ex.hint, _core.Hint)]
+    assert not missing, f"exercises declared without a two-step Hint: {missing}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,7 +321,13 @@ FIX_WORDS = {
 
 
 def _module_hints(module) -> list[tuple[str, Hint]]:
-    return [(name, value) for name, value in vars(module).items() if isinstance(value, Hint)]
+    """The module's Hint constants and the hints its exercises declare."""
+    hints = [(name, value) for name, value in vars(module).items() if isinstance(value, Hint)]
+    for ex in _core.EXERCISES.values():
+        if ex.check.__module__ == module.__name__:
+            hints += [(f"{ex.id}.hint", ex.hint)]
+            hints += [(f"{ex.id}.shortcut_hint", ex.shortcut_hint)] if ex.shortcut_hint else []
+    return hints
 
 
 @pytest.mark.parametrize("module_name", sorted(FIX_WORDS))
@@ -337,13 +343,14 @@ def test_no_hint_states_its_exercises_fix_in_words(module_name):
     assert not stated, "hints that state a fix:\n" + "\n".join(stated)
 
 
-def test_every_registered_and_shortcut_hint_is_checked_for_fix_words():
+def test_every_declared_and_shortcut_hint_is_checked_for_fix_words():
     import importlib
 
     checked = {id(h) for m in FIX_WORDS
                for _, h in _module_hints(importlib.import_module(f"convs2s.course.checks.{m}"))}
-    for hint in [*_core.HINTS.values(), *_core.SHORTCUT_HINTS.values()]:
-        assert id(hint) in checked
+    for ex in _core.EXERCISES.values():
+        for hint in (ex.hint, ex.shortcut_hint):
+            assert hint is None or id(hint) in checked, ex.id
 
 
 #: Words that state a fix in a docstring, beyond each module's FIX_WORDS.

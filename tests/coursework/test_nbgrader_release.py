@@ -34,8 +34,8 @@ from pathlib import Path
 import pytest
 from sandbox_support import needs_sandbox  # autograde grades in the sandbox
 
-from convs2s.course.checks import grader, testing
-from tools import coursework, variants
+from convs2s.course.checks import class_variants, grader, testing
+from tools import coursework
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -89,7 +89,7 @@ def _mean(mean):
     return _run("fix_mean", lambda: [mean([1, 2, 3]) == 2.0], "divide by len(xs)")
 
 
-def _graded_copy(class_version=False):
+def _graded_copy(class_version=False, records=()):
     print("graded copy")
 
 
@@ -1081,7 +1081,8 @@ def test_the_course_builds_with_a_test_cell_for_each_autograded_exercise(course)
             f"{ex.id}_tests": [f"assert {ex.check}"] for ex in autograded}, nb.name
         entry = grading[nb.name]
         assert entry["notebook"] == nb.number
-        public = {ex.id: variants.variant(ex.id, None) for ex in autograded}
+        versions = coursework.read_hidden(HIDDEN / f"{nb.number}.py").versions
+        public = {ex.id: class_variants.variant(ex.id, None, versions) for ex in autograded}
         assert entry["exercises"] == {ex.id: {
             "variant": json.loads(json.dumps(public[ex.id].params)) if public[ex.id] else {},
             "answer_names": list(ex.answer_names), "points": ex.points, "kind": ex.kind}
@@ -1196,7 +1197,8 @@ def test_tampering_scores_nothing_and_right_answers_of_any_name_score_full(class
     assert sorted(values) == ["my_glu", "my_receptive_field", "same_padding_moves"]
     moved = values["same_padding_moves"]["variant"]["expected"]
     convs = values["my_receptive_field"]["variant"]["convs_per_layer"]
-    public_moved = variants.variant("same_padding_moves", None).params["expected"]
+    public_moved = class_variants.variant("same_padding_moves", None, coursework.read_hidden(
+        HIDDEN / "01.py").versions).params["expected"]
     assert sorted(moved) != sorted(public_moved) and convs != 1  # the public answers fail
     source = (class_course / "source" / name / f"{name}.ipynb").read_text(encoding="utf-8")
     assert CLASS not in source and CLASS not in (class_course / "release" / name /

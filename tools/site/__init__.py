@@ -30,8 +30,8 @@ What a site copy changes, and why (the notebooks themselves are never written):
   JupyterLab or Colab;
 - an exercise's check cell loses its stored output (in a committed notebook: "not implemented
   yet" and ``False``) and is followed by a line on where to run it and the exercise's hints,
-  each folded, the nudge before the closer hint (the package's ``checks.HINTS``, what the check
-  prints after a wrong try); its solution follows, folded as above;
+  each folded, the nudge before the closer hint (the hints the package's exercises declare,
+  what the check prints after a wrong try); its solution follows, folded as above;
 - every PNG figure, in an output or from ``images/``, becomes a 256-colour palette image where
   that is smaller (``tools/site/png.py``: the same to the eye, a quarter of the bytes);
 - every figure gets alt text from what the build knows of it (:func:`figure_alt`: what draws
@@ -649,9 +649,9 @@ def check_role(cell: dict) -> str | None:
 
 def course_hints() -> dict[str, tuple[str, str]]:
     """{exercise: (nudge, closer hint)}: what the package's checks print, and checks.hint()."""
-    from convs2s.course.checks import HINTS
+    from convs2s.course.checks import EXERCISES
 
-    return {name: (h.nudge, h.closer) for name, h in HINTS.items()}
+    return {name: (ex.hint.nudge, ex.hint.closer) for name, ex in EXERCISES.items()}
 
 
 def _check_help(exercise: str, hints: dict[str, tuple[str, str]], lesson: Lesson,
@@ -979,6 +979,11 @@ def _read_bytes(path: Path) -> bytes:
 
 def _out_problem(out: Path) -> str | None:
     """Why the site cannot be written to ``out`` (one line), or None. Creates nothing."""
+    from convs2s.system.arguments import dangling_link_problem
+
+    dangling = dangling_link_problem(out, "--out")
+    if dangling:  # the site would replace the link, or fail to make its folder at the end
+        return dangling
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file, not a folder"
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
@@ -1112,6 +1117,30 @@ def _record_folder_ok(record: Path, out: Path) -> bool:
     return folder.is_dir() or folder in out.resolve().parents
 
 
+def _record_problem(text: str, out: Path) -> str | None:
+    """Why ``--record`` (``text``) cannot be written after the build (one line), or None:
+    checked before the build, which takes minutes. Creates nothing."""
+    from convs2s.system.arguments import dangling_link_problem
+
+    if not text.strip():
+        return "--record is an empty name: give a file, e.g. build/site.json"
+    record = Path(text)
+    if record.is_dir():
+        return (f"--record {record} is a folder: give a file to write, e.g. "
+                f"{record / 'site.json'}")
+    dangling = dangling_link_problem(record, "--record", "remove the link, or give another "
+                                     "file") if record.is_symlink() else \
+        dangling_link_problem(record.parent, "--record's folder")
+    if dangling:
+        return dangling
+    if record.exists() and not record.is_file():
+        return f"--record {record} is not a regular file (a device or a pipe): give a file"
+    if not _record_folder_ok(record, out):
+        return (f"--record {record}: its folder does not exist; give a file in a folder that "
+                "does (or in the folder that holds --out)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.site",
@@ -1124,9 +1153,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the notebooks' digests, Sphinx's warnings) to FILE as JSON: how make "
                         "test's tests read the site it built (tests/shared_site.py)")
     args = parser.parse_args(argv)
-    if args.record and not _record_folder_ok(Path(args.record), Path(args.out)):
-        print(f"error: --record {args.record}: its folder does not exist; give a file in a "
-              "folder that does (or in the folder that holds --out)", file=sys.stderr)
+    problem = _record_problem(args.record, Path(args.out)) if args.record is not None else None
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         result = build(args.out, args.notebooks, Path.cwd())

@@ -63,37 +63,112 @@ class Hint:
             raise ValueError("a Hint needs both a nudge and a closer hint")
 
 
-#: The main hint of every exercise, by exercise name (what ``hint(name)`` prints).
-HINTS: dict[str, Hint] = {}
 #: Wrong tries so far in this session, by check name.
 _wrong_tries: Counter[str] = Counter()
-#: What each predict exercise measures, by exercise name: a function returning the lines that
-#: ``show_me`` (and a right prediction) prints.
-MEASUREMENTS: dict[str, Callable[[], list[str]]] = {}
 #: True in a graded copy (:func:`graded_copy`).
 _graded = False
 #: True in a graded copy of a class's own version (its numbers are not the public ones).
 _class_version = False
-#: The kind of every exercise with a check, by exercise name (:func:`register_kind`).
-KINDS: dict[str, str] = {}
+#: The exercises whose check only records the answer in this graded copy (:func:`graded_copy`).
+_recorded: frozenset[str] = frozenset()
 
 
-def graded_copy(class_version: bool = False) -> None:
+# --------------------------------------------------------------------------------------------
+# One declaration per exercise
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """A function whose call is an exercise's own answer: ``target`` is ``"module:Attr.attr"``,
+    ``label`` what the learner is told it called, ``why`` why it is refused."""
+
+    target: str
+    label: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """Everything about one exercise that the learner's package holds, declared once beside its
+    check with :func:`exercise`. Its kind and points are the notebook's (the task cell's
+    metadata); its hidden test, class versions and sample answers are the instructor's
+    (``coursework/hidden/NN.py``): no solution is ever in the package.
+
+    Attributes:
+        id: the exercise's name: its check is ``checks.<id>``, its hidden test ``<id>(variant)``.
+        check: the visible check (see :func:`check`).
+        hint: the nudge and closer hint a wrong answer earns (``checks.hint(id)``).
+        form: how the answer must look where the check only records it (a predict exercise in a
+            graded copy, a derive one in a class's version): raises :class:`WrongForm`.
+        accept: a predict exercise's acceptance, ``accept(prediction, measured)``: the check and
+            the hidden test call the same function, outside the sandbox.
+        measure: a predict exercise's measurement with the notebook's numbers (what ``accept``
+            compares with in the course notebook).
+        show: the lines ``checks.show_me(id)`` (and a prediction that held) prints.
+        shortcuts: what the answer may not call (the check refuses a call; grading removes these
+            from the sandbox before the answer runs).
+        forbidden_names: names whose use in the answer cell the advisory static read flags
+            (:mod:`convs2s.course.checks.answer_rules`).
+        shortcut_hint: what a refused shortcut is told.
+    """
+
+    id: str
+    check: Callable[..., bool]
+    hint: Hint
+    form: Callable[..., object] | None = None
+    accept: Callable[[object, object], None] | None = None
+    measure: Callable[[], object] | None = None
+    show: Callable[[], list[str]] | None = None
+    shortcuts: tuple[Shortcut, ...] = ()
+    forbidden_names: frozenset[str] = frozenset()
+    shortcut_hint: Hint | None = None
+
+
+#: Every exercise with a check, by id, in course order (the check modules declare them).
+EXERCISES: dict[str, Exercise] = {}
+
+
+def exercise(*, hint: Hint, form: Callable[..., object] | None = None,
+             accept: Callable[[object, object], None] | None = None,
+             measure: Callable[[], object] | None = None,
+             show: Callable[[], list[str]] | None = None, shortcuts: tuple[Shortcut, ...] = (),
+             forbidden_names: frozenset[str] | set[str] = frozenset(),
+             shortcut_hint: Hint | None = None) -> Callable[[Callable], Callable[..., bool]]:
+    """Declare an exercise: decorate its check function (named as the exercise) with what the
+    exercise is (:class:`Exercise`); returns the check (:func:`check`)."""
+
+    def declare(fn: Callable) -> Callable[..., bool]:
+        if fn.__name__ in EXERCISES:
+            raise ValueError(f"the exercise {fn.__name__!r} is declared twice")
+        checked = check(fn)
+        EXERCISES[fn.__name__] = Exercise(
+            id=fn.__name__, check=checked, hint=hint, form=form, accept=accept, measure=measure,
+            show=show, shortcuts=tuple(shortcuts), forbidden_names=frozenset(forbidden_names),
+            shortcut_hint=shortcut_hint)
+        return checked
+
+    return declare
+
+
+def graded_copy(class_version: bool = False, records: tuple[str, ...] | list[str] = ()) -> None:
     """Called by the first cell of a graded (nbgrader release) copy: from now on in this session
-    ``show_me`` and ``hint`` are off, a wrong try prints only the nudge, and a *predict* check
-    (and, in a class's own version, a *derive* check) only records the answer: whether it holds
-    is decided when the assignment is autograded, never in the student's kernel. The copy never
-    names the class's variant (a secret of the instructor's)."""
-    global _graded, _class_version
-    if not isinstance(class_version, bool):
-        raise TypeError("graded_copy(class_version=True or False)")
+    ``show_me`` and ``hint`` are off, a wrong try prints only the nudge, and the checks of the
+    exercises in ``records`` only record the answer (whether it holds is decided when the
+    assignment is autograded, never in the student's kernel). The assignment builder passes
+    the predict exercises there, and in a class's own version the derive ones too (the kinds are
+    the notebook's). The copy never names the class's variant (a secret of the instructor's)."""
+    global _graded, _class_version, _recorded
+    if not isinstance(class_version, bool) or isinstance(records, str) \
+            or not all(isinstance(r, str) for r in records):
+        raise TypeError("graded_copy(class_version=True or False, records=[exercise ids])")
     _graded = True
     _class_version = class_version
-    record = "predict and derive" if class_version else "predict"
-    print(f"graded copy{' (your class’s own version)' if class_version else ''}: a {record} "
-          "check records your answer (autograding decides whether it holds); other checks say "
-          "whether your answer held, never the value they grade; a wrong try prints one hint; "
-          "checks.hint and checks.show_me are off")
+    _recorded = frozenset(records)
+    print(f"graded copy{' (your class’s own version)' if class_version else ''}: a check that "
+          "only records your answer says so (autograding decides whether it holds); other "
+          "checks say whether your answer held, never the value they grade; a wrong try prints "
+          "one hint; checks.hint and checks.show_me are off")
 
 
 def is_graded() -> bool:
@@ -101,21 +176,9 @@ def is_graded() -> bool:
     return _graded
 
 
-def register_kind(exercise: str, kind: str) -> None:
-    """Declare the kind of ``exercise`` (predict, derive, debug, implement)."""
-    KINDS[exercise] = kind
-
-
 def records_only(exercise: str) -> bool:
-    """Whether ``exercise``'s check only records the answer here: a predict check in a graded
-    copy, a derive check in a class's variant (its numbers are not the public ones)."""
-    kind = KINDS.get(exercise)
-    return _graded and (kind == "predict" or (kind == "derive" and _class_version))
-
-
-def register_measurement(exercise: str, lines: Callable[[], list[str]]) -> None:
-    """Declare what predict exercise ``exercise`` measures: ``lines()`` describes it."""
-    MEASUREMENTS[exercise] = lines
+    """Whether ``exercise``'s check only records the answer here (:func:`graded_copy`)."""
+    return _graded and exercise in _recorded
 
 
 def _on_request(exercise: str | Callable, table: dict, off: str, known: str):
@@ -135,13 +198,14 @@ def _on_request(exercise: str | Callable, table: dict, off: str, known: str):
 
 
 def _known_example(table: dict) -> str:
-    return f'"{next(iter(table))}"' if table else '"my_glu"'
+    return f'"{next(iter(table))}"' if table else '"<exercise>"'
 
 
 def show_me(exercise: str | Callable) -> None:
     """Print the measurement a predict exercise compares with (a self-learner's "show me"; off in
-    a graded copy): ``checks.show_me("same_padding_moves")``. Ask after you have predicted."""
-    found = _on_request(exercise, MEASUREMENTS, "show_me", "predict exercise with a measurement")
+    a graded copy): ``checks.show_me("<exercise>")``. Ask after you have predicted."""
+    shown = {name: ex.show for name, ex in EXERCISES.items() if ex.show is not None}
+    found = _on_request(exercise, shown, "show_me", "predict exercise with a measurement")
     if found is None:
         return
     name, lines = found
@@ -150,16 +214,11 @@ def show_me(exercise: str | Callable) -> None:
         print(f"  {line}")
 
 
-def register_hint(exercise: str, hint: Hint) -> Hint:
-    """Declare the main hint of ``exercise`` at import, so that ``hint(exercise)`` works before
-    any try; returns ``hint`` for the check's cases to use."""
-    HINTS[exercise] = hint
-    return hint
-
-
 def hint(exercise: str | Callable) -> None:
-    """Print both hints of ``exercise`` (a name or the check itself): ``checks.hint("my_glu")``."""
-    found = _on_request(exercise, HINTS, "checks.hint", "exercise with hints")
+    """Print both hints of ``exercise`` (a name or the check itself):
+    ``checks.hint("<exercise>")``."""
+    hints = {name: ex.hint for name, ex in EXERCISES.items()}
+    found = _on_request(exercise, hints, "checks.hint", "exercise with hints")
     if found is not None:
         name, h = found
         print(f"hint for {name}: {h.nudge}\ncloser hint: {h.closer}")
@@ -180,6 +239,16 @@ def _hint_lines(name: str, hint: Hint | str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
+class CheckFailed(AssertionError):
+    """A check that did not pass: its line and hint are already printed. In Jupyter the cell
+    fails with this one line, not a traceback through the checks' code (IPython shows what
+    ``_render_traceback_`` returns instead of the traceback)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: the check did not pass (what failed and a hint are "
+                "printed above)"]
+
+
 class NotAnswered(Exception):
     """Raised inside a check when the learner has not answered yet; :func:`check` returns False."""
 
@@ -196,8 +265,8 @@ def check(fn: Callable) -> Callable[..., bool]:
     Before anything runs, the cell that defined each function answer is read
     (:func:`answer_rules.problems`, when the session still holds its text): what it flags is
     said in one line, as grading lists it for the instructor; it fails nothing. Where the check
-    only records (:func:`records_only`), it checks the answer's form (:data:`FORMS`) and says it
-    was recorded.
+    only records (:func:`records_only`), it checks the answer's form (:attr:`Exercise.form`) and
+    says it was recorded.
     """
 
     @functools.wraps(fn)
@@ -213,7 +282,7 @@ def check(fn: Callable) -> Callable[..., bool]:
             if records_only(name):
                 run = _Run(name)
                 with run.case("the answer's form", FORM_HINT):
-                    FORMS[name](*answers)
+                    EXERCISES[name].form(*answers)
                 print(f"… {name}: answer recorded — autograding decides whether it holds (a "
                       "graded copy's check does not say)")
                 return True
@@ -223,7 +292,7 @@ def check(fn: Callable) -> Callable[..., bool]:
         except SystemExit:  # raised by the learner's code outside a case
             line = f"{name}: {_EXITED}"
             print(f"✗ {line}")
-            raise AssertionError(line) from None
+            raise CheckFailed(line) from None
         return True
 
     return wrapper
@@ -236,25 +305,20 @@ def _note_flagged(name: str, answers: tuple) -> None:
 
     for answer in answers:
         source = answer_rules.source_of(answer) if callable(answer) else None
-        found = answer_rules.problems(source, name) if source else []
+        declared = EXERCISES.get(name)
+        forbidden = declared.forbidden_names if declared else frozenset()
+        found = answer_rules.problems(source, forbidden) if source else []
         if found:
             print(f"note: {name}: the answer's cell {found[0]} (not an error: your instructor "
                   "sees what this read flags; the rules are in "
                   "convs2s.course.checks.answer_rules.RULES)")
 
 
-#: How each exercise's answer must look where its check only records it, by exercise name:
-#: ``FORMS[name](*answers)`` raises AssertionError (one line) for an answer of the wrong form.
-FORMS: dict[str, Callable[..., None]] = {}
+#: What an answer of the wrong form is told where its check only records it.
 FORM_HINT = Hint(nudge="give the answer in the form the task asks for (the comment in the answer "
                        "cell says which)",
                  closer="print type(...) of your answer and compare it with the form the task "
                         "names")
-
-
-def register_form(exercise: str, form: Callable[..., None]) -> None:
-    """Declare how ``exercise``'s answer must look where its check only records it."""
-    FORMS[exercise] = form
 
 
 def form_calls(kind: str, *calls: tuple) -> Callable[..., None]:
@@ -297,8 +361,12 @@ class _Run:
         raise NotAnswered(what)
 
     @contextlib.contextmanager
-    def case(self, what: str, hint: Hint | str) -> Iterator[None]:
-        """One visible test: a failure prints ``✗``, ``what`` went wrong and ``hint``."""
+    def case(self, what: str, hint: Hint | str | None = None) -> Iterator[None]:
+        """One visible test: a failure prints ``✗``, ``what`` went wrong and ``hint`` (by
+        default the exercise's own)."""
+        declared = EXERCISES.get(self.name)
+        if hint is None:
+            hint = declared.hint if declared else SHORTCUT_HINT
         try:
             yield
         except NotImplementedError:
@@ -309,9 +377,10 @@ class _Run:
         except SystemExit:
             line = f"{self.name}: {what}: {_EXITED}"
             print(f"✗ {line}")
-            raise AssertionError(line) from None
+            raise CheckFailed(line) from None
         except ShortcutRefused as e:
-            self._fail(f"{what}: {e}", SHORTCUT_HINTS.get(self.name, SHORTCUT_HINT), cause=None)
+            self._fail(f"{what}: {e}", (declared and declared.shortcut_hint) or SHORTCUT_HINT,
+                       cause=None)
         except AssertionError as e:
             detail = f": {e}" if str(e) else ""
             self._fail(f"{what}{detail}", hint, cause=None)
@@ -328,12 +397,20 @@ class _Run:
         if isinstance(hint, Hint) and len(lines) == 1 and not _graded:
             print(f"  (wrong again? the next try adds a closer hint; or run "
                   f"checks.hint(\"{self.name}\"))")
-        raise AssertionError(f"{self.name}: {what} — {' — '.join(lines)}") from cause
+        raise CheckFailed(f"{self.name}: {what} — {' — '.join(lines)}") from cause
+
+    def predicted(self, what: str, prediction) -> None:
+        """A whole predict check: ``what`` was predicted; the exercise's ``accept`` compares the
+        prediction with its ``measure()``; a prediction that held is shown the measurement."""
+        declared = _exercise(self.name)
+        with self.case(what):
+            declared.accept(prediction, declared.measure())
+        self.held()
 
     def held(self) -> None:
         """The end of a predict check whose prediction held: the measurement, then done."""
         print("  your prediction held; the measurement:")
-        for line in MEASUREMENTS[self.name]():
+        for line in EXERCISES[self.name].show():
             print(f"    {line}")
         self.done()
 
@@ -520,7 +597,7 @@ def _assert_close(actual, expected: Tensor, *, name: str = "the result", ref: st
                              f"{int((~ok).sum())} of {ok.numel()} values off)")
 
 
-_KINDS = {bool: "True or False (a bool)", int: "a whole number (an int)", float: "a float",
+_TYPE_WORDS = {bool: "True or False (a bool)", int: "a whole number (an int)", float: "a float",
           str: "a str", list: "a list", tuple: "a tuple", type(None): "None"}
 
 
@@ -528,7 +605,7 @@ def _kind_problem(actual, expected, name: str) -> str | None:
     """Why ``actual`` is not the same kind of value as ``expected`` (exact types, the items of a
     list or tuple too), or None. Then ``actual`` holds only plain Python values."""
     if type(actual) is not type(expected):
-        kind = _KINDS.get(type(expected), f"a {type(expected).__name__}")
+        kind = _TYPE_WORDS.get(type(expected), f"a {type(expected).__name__}")
         return str(_wrong_kind(name, kind, _type_name(actual)))
     if isinstance(expected, list | tuple):
         item_name = f"each item of {name}"
@@ -570,59 +647,13 @@ def _assert_raises(error: type[BaseException], fn: Callable, *args) -> None:
 # Shortcuts refused: the package's (or PyTorch's) own answer to a derive / implement exercise
 # --------------------------------------------------------------------------------------------
 
-_MODULE_BUILDING = ("torch.nn:Module.__init__", "a module's constructor (nn.Module)",
-                    "count from the shapes you derive, without building a module")
-#: By exercise: (``"module:attribute"``, what the learner is told it called, why it is refused).
-#: Both the check and the hidden test run the learner's code inside :func:`refusing`.
-SHORTCUTS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "my_glu": (("torch.nn.functional:glu", "F.glu", "the exercise is to compute it yourself"),
-               ("torch._C._nn:glu", "torch._C._nn.glu", "the exercise is to compute it yourself")),
-    "my_receptive_field": (
-        ("convs2s.course.receptive_field:receptive_field", "receptive_field.receptive_field",
-         "the exercise is to derive the formula"),
-        ("convs2s.course.dependency:dependency_map", "dependency.dependency_map",
-         "the exercise is to derive the field, not to measure it"),
-        ("convs2s.course.dependency:measure_dependency", "dependency.measure_dependency",
-         "the exercise is to derive the field, not to measure it"),
-    ),
-    "block_parameters": (
-        _MODULE_BUILDING,
-        ("convs2s.model.convs2s:count_parameters", "count_parameters",
-         "count from the shapes you derive"),
-    ),
-    "causal_conv1d": tuple(
-        (target, label, "the exercise is to let F.conv1d pad both sides itself")
-        for target, label in (("torch.nn.functional:pad", "F.pad"),
-                              ("torch._C._nn:pad", "torch._C._nn.pad"),
-                              ("torch:constant_pad_nd", "torch.constant_pad_nd"))),
-    "cache_floats": (_MODULE_BUILDING,),
-    "row_entropy": (("convs2s.course.attention_maps:attention_entropy",
-                     "attention_maps.attention_entropy",
-                     "the exercise is to compute it yourself"),),
-    "build_itos": (("convs2s.data.vocab:Vocab.build", "Vocab.build",
-                    "the exercise is to build the list yourself"),),
-    "path_length": tuple(
-        (f"convs2s.course.receptive_field:{name}", f"receptive_field.{name}",
-         "the exercise is to derive the path lengths")
-        for name in ("conv_path_length", "rnn_path_length", "path_lengths")),
-    "baseline_parameters": (
-        _MODULE_BUILDING,
-        ("convs2s.course.baselines:rnn_parameter_count", "baselines.rnn_parameter_count",
-         "the exercise is to count them yourself"),
-        ("convs2s.model.convs2s:count_parameters", "count_parameters",
-         "count from the shapes you derive"),
-    ),
-    "separable_params": (
-        _MODULE_BUILDING,
-        *((f"convs2s.model.variants:{name}", f"variants.{name}",
-           "the exercise is to count them yourself")
-          for name in ("separable_conv1d_parameters", "conv1d_parameters", "conv_costs")),
-    ),
-}
+#: The shortcut of a counting exercise: building the module and counting its parameters.
+MODULE_BUILDING = Shortcut("torch.nn:Module.__init__", "a module's constructor (nn.Module)",
+                           "count from the shapes you derive, without building a module")
 
 
 class ShortcutRefused(AssertionError):
-    """The learner's code called what its exercise asks it to write (:data:`SHORTCUTS`)."""
+    """The learner's code called what its exercise asks it to write (:attr:`Exercise.shortcuts`)."""
 
 
 def _resolve(target: str):
@@ -641,11 +672,12 @@ def _watched(exercise: str) -> tuple[dict, dict]:
     """The code objects (Python functions) and the objects (built-in functions) of
     ``exercise``'s shortcuts, each with the line its call is refused with."""
     codes, builtins = {}, {}
-    for target, label, why in SHORTCUTS.get(exercise, ()):
-        owner, attr = _resolve(target)
+    declared = EXERCISES.get(exercise)
+    for shortcut in declared.shortcuts if declared else ():
+        owner, attr = _resolve(shortcut.target)
         raw = vars(owner).get(attr) if isinstance(owner, type) else getattr(owner, attr)
         func = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
-        message = f"it called {label}; {why}"
+        message = f"it called {shortcut.label}; {shortcut.why}"
         code = getattr(func, "__code__", None)
         if code is not None:
             codes[code] = message
@@ -692,7 +724,7 @@ def guarded(exercise: str, fn):
     """``fn`` (the learner's function), run inside :func:`refusing` at every call; anything
     else unchanged. Every check guards its answers so; a hidden test calls
     ``guarded("<exercise>", <the learner's function>)`` before it calls it."""
-    if exercise not in SHORTCUTS or not callable(fn):
+    if exercise not in EXERCISES or not EXERCISES[exercise].shortcuts or not callable(fn):
         return fn
 
     @functools.wraps(fn)
@@ -703,14 +735,20 @@ def guarded(exercise: str, fn):
     return run_refusing
 
 
-#: What a refused shortcut is told, unless its exercise registers its own (:data:`SHORTCUT_HINTS`).
+#: What a refused shortcut is told, unless its exercise declares its own (``shortcut_hint``).
 SHORTCUT_HINT = Hint(
     nudge="your function called what the exercise asks you to work out (the package's own "
           "answer, or PyTorch's); the check refuses it, and so does grading",
     closer="start again from the quantities the exercise names and write each step yourself; "
            "the package's function is there to compare with afterwards, in a cell of your own")
-#: A shortcut hint of an exercise's own, by exercise name.
-SHORTCUT_HINTS: dict[str, Hint] = {}
+
+
+def _exercise(name: str) -> Exercise:
+    """The declaration of exercise ``name`` (KeyError names the exercise)."""
+    try:
+        return EXERCISES[name]
+    except KeyError:
+        raise KeyError(f"no exercise is declared as {name!r}") from None
 
 
 

@@ -5,8 +5,8 @@ cell imports. So an answer may import only a few plain modules (:data:`MODULES`)
 into a module's private parts (``torch._C``, ``F.glu.__code__``), may not run code it builds
 from text or from a file (``exec``, ``eval``, ``open``, ``getattr``, ``importlib``), and may not
 change anything it did not make itself (``F.glu = ...``, ``nn.Module.__init__ = ...``). Each
-exercise may also name functions its answer must not call (:data:`FORBIDDEN_NAMES`, the static
-half of :data:`convs2s.course.checks._core.SHORTCUTS`).
+exercise may also name functions its answer must not call (its declaration's
+``forbidden_names``, the static half of its ``shortcuts``: :class:`convs2s.course.checks.Exercise`).
 
 :func:`problems` reads source text and never runs it. It is advisory: the
 grader (:mod:`convs2s.course.checks.grader`) lists what it flags in the answer cell for the
@@ -48,21 +48,6 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_back", "f_locals",
     "f_globals", "f_builtins", "f_code", "tb_frame", "tb_next", "co_code", "co_consts",
 })
-#: By exercise: attribute or imported names whose use is the package's (or PyTorch's) own
-#: answer to it.
-FORBIDDEN_NAMES: dict[str, frozenset[str]] = {
-    "my_glu": frozenset({"glu", "GLU"}),
-    "causal_conv1d": frozenset({"pad", "ConstantPad1d", "ZeroPad1d", "Conv1d"}),
-    "row_entropy": frozenset({"entropy", "Categorical"}),
-    "masked_softmax": frozenset({"scaled_dot_product_attention", "MultiheadAttention"}),
-    "lightweight_conv": frozenset({"Conv1d"}),
-    "block_parameters": frozenset({"Conv1d", "weight_norm", "parametrizations", "Module"}),
-    "cache_floats": frozenset({"Module"}),
-    "baseline_parameters": frozenset({"GRU", "GRUCell", "Linear", "Embedding", "Module",
-                                      "parameters"}),
-    "separable_params": frozenset({"Conv1d", "Module", "parameters"}),
-}
-
 #: The rules as a graded copy states them (one paragraph of its header).
 RULES = (
     "Each answer is graded on its own, from its cell's code, in a sandbox: the setup cell, "
@@ -127,10 +112,11 @@ SETUP_MODULES = {"torch": "torch", "F": "torch.nn.functional", "math": "math",
                  "Counter": "collections.Counter", "checks": "convs2s.course.checks"}
 
 
-def problems(source: str, exercise: str = "", *,
+def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
              setup_modules: dict[str, str] | None = None) -> list[str]:
     """What ``source`` (an answer cell) does that :data:`RULES` forbid, one line each; [] when
-    nothing. A cell that is not valid Python is one problem too."""
+    nothing. ``forbidden``: the names its exercise declares (``forbidden_names``). A cell that
+    is not valid Python is one problem too."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -139,7 +125,6 @@ def problems(source: str, exercise: str = "", *,
         return [f"the answer cell could not be read ({type(e).__name__})"]
     tree.body = [node for node in tree.body if not _is_check_call(node)]
     modules = _imported(tree, SETUP_MODULES if setup_modules is None else setup_modules)
-    forbidden = FORBIDDEN_NAMES.get(exercise, frozenset())
     found: list[str] = []
 
     def say(node: ast.AST, text: str) -> None:

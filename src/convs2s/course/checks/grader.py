@@ -46,8 +46,9 @@ class Verdict:
 
 def forbidden(exercise: str) -> list[str]:
     """The functions removed from the sandbox before ``exercise``'s answer runs (the same table
-    as the check's refusals: :data:`convs2s.course.checks.SHORTCUTS`)."""
-    return [target for target, _label, _why in _core.SHORTCUTS.get(exercise, ())]
+    as the check's refusals: the exercise's declared ``shortcuts``)."""
+    declared = _core.EXERCISES.get(exercise)
+    return [shortcut.target for shortcut in declared.shortcuts] if declared else []
 
 
 def _results(outcome: sandbox.Outcome, count: int) -> list[dict] | str:
@@ -110,7 +111,9 @@ def grade(exercise: str, *, setup: str, answer: str, answer_names: Sequence[str]
     if len(answer) > MAX_ANSWER:
         return Verdict(False, f"✗ {exercise}: the answer cell is over {MAX_ANSWER:,} characters "
                        "long: write the answer, not data")
-    flagged = tuple(answer_rules.problems(answer, exercise))
+    declared = _core.EXERCISES.get(exercise)
+    flagged = tuple(answer_rules.problems(answer, declared.forbidden_names if declared else
+                                          frozenset()))
     if not cases:
         return Verdict(False, f"{exercise}: the hidden test has no cases", flagged)
     job = {"exercise": exercise, "setup": setup, "answer": answer,
@@ -142,11 +145,11 @@ def in_this_process(exercise: str, cases: Sequence[testing.Case], answers: dict)
 
     names = list(answers)
     for n, case in enumerate(cases, start=1):
-        with _core.refusing(exercise):
-            try:
+        try:
+            with _core.refusing(exercise):  # a call to a shortcut fails when the block ends
                 result = _make(json.loads(json.dumps(case.call.to_data())), dict(answers), names)
-            except _core.ShortcutRefused as e:
-                result = {"raised": "ShortcutRefused", "message": str(e)}
+        except _core.ShortcutRefused as e:
+            result = {"raised": "ShortcutRefused", "message": str(e)}
         result = json.loads(json.dumps(result))  # what the sandbox's line would carry
         why = _judge(case, result)
         if why is not None:

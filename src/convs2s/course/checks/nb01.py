@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from convs2s.course.checks._core import (
-    SHORTCUT_HINTS,
     Hint,
+    Shortcut,
     _answer,
     _assert_close,
     _assert_equal,
@@ -20,49 +20,42 @@ from convs2s.course.checks._core import (
     _assert_raises,
     _gen,
     _Run,
-    check,
+    exercise,
     form_calls,
-    register_form,
-    register_hint,
-    register_kind,
-    register_measurement,
 )
 
 __all__ = ["my_glu", "same_padding_moves", "my_receptive_field"]
 
-register_kind("my_glu", "implement")
-register_kind("same_padding_moves", "predict")
-register_form("same_padding_moves", lambda moved: [
-    _assert_int(p, "each position") for p in _answer(
-        moved, "items", "the prediction", expected="a list of output positions, e.g. [2, 3, 4]")])
-register_kind("my_receptive_field", "derive")
-register_form("my_receptive_field", form_calls("int", (3, 2)))
-
-MY_GLU = register_hint("my_glu", Hint(
+MY_GLU = Hint(
     nudge="which half of h is the content A and which is the gate B, and what happens to the "
           "gate before it meets A? Compare your output with F.glu on a tiny tensor whose "
           "values you can read",
     closer="print the shapes of the two pieces you cut, for dim=1 and for dim=-1: is each half of "
            "h's size along dim? Then, for one position, which piece is squashed between 0 and 1, "
-           "and what is it multiplied with?"))
+           "and what is it multiplied with?")
 ODD_SIZE = Hint(
     nudge="what should happen when the size of h along dim cannot be cut into two equal halves?",
     closer="which sizes can be cut into two equal halves, and what does the exercise ask your "
            "function to do with the others?")
-WITHOUT_F_GLU = SHORTCUT_HINTS["my_glu"] = Hint(
+WITHOUT_F_GLU = Hint(
     nudge="the exercise is to build the GLU yourself: your function may not call F.glu",
     closer="which element-wise operations does the GLU's formula use, and which of them does torch"
            " offer as functions of their own?")
 
 
-@check
+@exercise(hint=MY_GLU,
+          shortcuts=(Shortcut("torch.nn.functional:glu", "F.glu",
+                              "the exercise is to compute it yourself"),
+                     Shortcut("torch._C._nn:glu", "torch._C._nn.glu",
+                              "the exercise is to compute it yourself")),
+          forbidden_names={"glu", "GLU"}, shortcut_hint=WITHOUT_F_GLU)
 def my_glu(fn: Callable) -> None:
     """Exercise "GLU by hand": ``fn(h, dim)`` equals ``F.glu(h, dim)`` without calling it."""
     run = _Run("my_glu")
     g = _gen(0)
     for shape, dim in [((2, 8, 5), 1), ((3, 4), -1), ((2, 3, 6), 2), ((6,), 0), ((4, 2, 3), -3)]:
         h = torch.randn(shape, generator=g)
-        with run.case(f"my_glu(h of shape {list(shape)}, dim={dim})", MY_GLU):
+        with run.case(f"my_glu(h of shape {list(shape)}, dim={dim})"):
             _assert_close(fn(h, dim), F.glu(h, dim=dim), ref=f"F.glu(h, dim={dim})")
     with run.case("my_glu(h of shape [2, 5], dim=1) (size 5 is odd)", ODD_SIZE):
         _assert_raises(ValueError, fn, torch.randn(2, 5, generator=g), 1)
@@ -76,13 +69,6 @@ def my_glu(fn: Callable) -> None:
 # The stack of the "predict" exercise: L "same"-padded blocks of width k over n positions.
 SAME_K, SAME_LAYERS, SAME_LENGTH, SAME_CHANGED = 3, 3, 10, 8
 
-SAME_PADDING_MOVES = register_hint("same_padding_moves", Hint(
-    nudge="start with one block: which outputs read input 8 through their window? Then ask the "
-          "same of the next block, whose inputs are those outputs",
-    closer="how far does one 'same' block of width 3 reach to each side of input 8? The second "
-           "block reads the first one's outputs: how far from input 8 can it reach? And which "
-           "positions does a sentence of 10 tokens have?"))
-
 
 def _measured_moves(changed: int = SAME_CHANGED, k: int = SAME_K, layers: int = SAME_LAYERS,
                     length: int = SAME_LENGTH) -> list[int]:
@@ -92,18 +78,6 @@ def _measured_moves(changed: int = SAME_CHANGED, k: int = SAME_K, layers: int = 
 
     dep = dependency.dependency_map(k, layers, "same", length=length)  # [out, in]
     return dep[:, changed].nonzero().flatten().tolist()
-
-
-@check
-def same_padding_moves(prediction) -> None:
-    """Exercise "which outputs move?" (predict): vs the outputs a real stack moves."""
-    run = _Run("same_padding_moves")
-    hint = SAME_PADDING_MOVES
-    measured = _measured_moves()
-    with run.case(f"your prediction for input {SAME_CHANGED} of {SAME_LENGTH} "
-                  f"(k={SAME_K}, {SAME_LAYERS} blocks)", hint):
-        accept_same_padding_moves(prediction, measured)
-    run.held()
 
 
 def accept_same_padding_moves(prediction, measured: list[int]) -> None:
@@ -116,30 +90,50 @@ def accept_same_padding_moves(prediction, measured: list[int]) -> None:
         raise AssertionError(f"your prediction {guess} did not hold")
 
 
-register_measurement("same_padding_moves", lambda: [
-    f"changing input {SAME_CHANGED} of {SAME_LENGTH} moves the outputs {_measured_moves()} of a "
-    f"stack of {SAME_LAYERS} ConvGLUBlocks with 'same' padding (k={SAME_K})"])
+@exercise(
+    hint=Hint(
+        nudge="start with one block: which outputs read input 8 through their window? Then ask "
+              "the same of the next block, whose inputs are those outputs",
+        closer="how far does one 'same' block of width 3 reach to each side of input 8? The "
+               "second block reads the first one's outputs: how far from input 8 can it reach? "
+               "And which positions does a sentence of 10 tokens have?"),
+    form=lambda moved: [_assert_int(p, "each position") for p in _answer(
+        moved, "items", "the prediction", expected="a list of output positions, e.g. [2, 3, 4]")],
+    accept=accept_same_padding_moves,
+    measure=_measured_moves,
+    show=lambda: [f"changing input {SAME_CHANGED} of {SAME_LENGTH} moves the outputs "
+                  f"{_measured_moves()} of a stack of {SAME_LAYERS} ConvGLUBlocks with 'same' "
+                  f"padding (k={SAME_K})"])
+def same_padding_moves(prediction) -> None:
+    """Exercise "which outputs move?" (predict): vs the outputs a real stack moves."""
+    _Run("same_padding_moves").predicted(
+        f"your prediction for input {SAME_CHANGED} of {SAME_LENGTH} (k={SAME_K}, {SAME_LAYERS} "
+        "blocks)", prediction)
 
 
-MY_RECEPTIVE_FIELD = register_hint("my_receptive_field", Hint(
-    nudge="one layer sees k inputs; draw two layers and count the inputs that one output of the "
-          "top layer reaches through the k outputs of the layer below",
-    closer="the k windows of neighbouring outputs overlap in all but one position, so every "
-           "layer after the first widens the field by the same number of new positions: how "
-           "many, and how many layers add them?"))
-
-
-@check
+@exercise(
+    hint=Hint(
+        nudge="one layer sees k inputs; draw two layers and count the inputs that one output of "
+              "the top layer reaches through the k outputs of the layer below",
+        closer="the k windows of neighbouring outputs overlap in all but one position, so every "
+               "layer after the first widens the field by the same number of new positions: how "
+               "many, and how many layers add them?"),
+    form=form_calls("int", (3, 2)),
+    shortcuts=(
+        Shortcut("convs2s.course.receptive_field:receptive_field",
+                 "receptive_field.receptive_field", "the exercise is to derive the formula"),
+        Shortcut("convs2s.course.dependency:dependency_map", "dependency.dependency_map",
+                 "the exercise is to derive the field, not to measure it"),
+        Shortcut("convs2s.course.dependency:measure_dependency", "dependency.measure_dependency",
+                 "the exercise is to derive the field, not to measure it")))
 def my_receptive_field(fn: Callable) -> None:
     """Exercise "the receptive field formula": compared with the measured field."""
     from convs2s.course import dependency
 
     run = _Run("my_receptive_field")
-    hint = MY_RECEPTIVE_FIELD
     for k, n_layers in [(3, 1), (3, 4), (5, 2), (2, 3), (1, 5), (7, 3)]:
         dep = dependency.dependency_map(k, n_layers, "causal", length=40)
         measured = dependency.dependency_summary(dep)["receptive_field"]
-        with run.case(f"my_receptive_field(k={k}, n_layers={n_layers}) vs the measured field",
-                      hint):
+        with run.case(f"my_receptive_field(k={k}, n_layers={n_layers}) vs the measured field"):
             _assert_equal(_assert_int(fn(k, n_layers)), measured)
     run.done()

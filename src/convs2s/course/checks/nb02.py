@@ -14,7 +14,9 @@ from torch import Tensor
 
 from convs2s.course.checks._core import (
     _PAD,
+    MODULE_BUILDING,
     Hint,
+    Shortcut,
     _assert_close,
     _assert_int,
     _assert_tensor,
@@ -22,22 +24,12 @@ from convs2s.course.checks._core import (
     _gen,
     _Run,
     _seeded,
-    check,
+    exercise,
     form_calls,
     form_value,
-    register_form,
-    register_hint,
-    register_kind,
-    register_measurement,
 )
 
 __all__ = ["residual_variance", "mask_source_padding", "block_parameters"]
-
-register_kind("residual_variance", "predict")
-register_form("residual_variance", form_value("number"))
-register_kind("mask_source_padding", "debug")
-register_kind("block_parameters", "derive")
-register_form("block_parameters", form_calls("int", (4, 3)))
 
 # The encoder of the "predict" exercise (the notebook's toy sizes).
 VARIANCE_BLOCKS, VARIANCE_SEEDS = 10, 3
@@ -68,11 +60,12 @@ def _padded_batch(lengths: Sequence[int], seed: int, vocab: int = 60) -> Tensor:
 # --------------------------------------------------------------------------------------------
 
 
-def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
-                               seeds: int = VARIANCE_SEEDS) -> float:
-    """Var(after ``n_blocks`` blocks) / Var(input) of a ``convs2s.Encoder``'s blocks, run
-    without the √0.5 (median over ``seeds`` initialisations; the notebook's toy sizes)."""
-    from convs2s.course import normalisation
+def measured_variance(n_blocks: int = VARIANCE_BLOCKS, scale: float = 1.0,
+                      seeds: int = VARIANCE_SEEDS) -> float:
+    """Var(after ``n_blocks`` blocks) / Var(input) of a ``convs2s.Encoder``'s blocks run as
+    (GLU(conv(x)) + x)·``scale`` (1: without the √0.5, as the exercise asks; median over
+    ``seeds`` initialisations; the notebook's toy sizes)."""
+    from convs2s.course.stacks import pad_sequence, stack_activations
 
     ratios = []
     for seed in range(seeds):
@@ -81,28 +74,12 @@ def measured_unscaled_variance(n_blocks: int = VARIANCE_BLOCKS,
         with torch.no_grad():
             e = enc.tok_embedding(tokens) + enc.pos_embedding(torch.arange(20))
             x0 = enc.emb2hid(e).transpose(1, 2)  # x0 = [batch, hid_dim, src_len]
-            out = normalisation.residual_stack_activations(enc.blocks, x0, scale=False)[-1]
+            layers = [lambda h, b=block: F.glu(  # as normalisation.residual_stack_activations
+                b.conv(pad_sequence(b.dropout(h), b.kernel_size, b.padding)), dim=1)
+                for block in enc.blocks]
+            out = stack_activations(layers, x0, residual_scale=float(scale))[-1]
         ratios.append(float(out.var() / x0.var()))
     return float(torch.tensor(ratios).median())
-
-
-RESIDUAL_VARIANCE = register_hint("residual_variance", Hint(
-    nudge="a block without √0.5 returns GLU(conv(x)) + x: at initialisation, how does the "
-          "variance of the first term compare with that of x, and are the two terms correlated?",
-    closer="if Var(x) = 1 before the first block, about what is the variance of GLU(conv(x)) + x "
-           "after it? The next block starts from that sum: write the same step again, and look for"
-           " the pattern over 10 blocks"))
-
-
-@check
-def residual_variance(prediction) -> None:
-    """Exercise "the variance without √0.5" (predict): within a factor 5 of the measurement."""
-    run = _Run("residual_variance")
-    hint = RESIDUAL_VARIANCE
-    with run.case(f"your prediction of Var(after {VARIANCE_BLOCKS} blocks) / Var(input) "
-                  "without √0.5", hint):
-        accept_residual_variance(prediction, measured_unscaled_variance())
-    run.held()
 
 
 def accept_residual_variance(prediction, measured: float) -> None:
@@ -116,10 +93,26 @@ def accept_residual_variance(prediction, measured: float) -> None:
                              f"{VARIANCE_FACTOR:g}x of the measurement)")
 
 
-register_measurement("residual_variance", lambda: [
-    f"Var(after {VARIANCE_BLOCKS} blocks) / Var(input) without √0.5: "
-    f"{measured_unscaled_variance():.3g} ({VARIANCE_BLOCKS} blocks of a convs2s.Encoder, median "
-    f"of {VARIANCE_SEEDS} initialisations; a prediction within {VARIANCE_FACTOR:g}x holds)"])
+@exercise(
+    hint=Hint(
+        nudge="a block without √0.5 returns GLU(conv(x)) + x: at initialisation, how does the "
+              "variance of the first term compare with that of x, and are the two terms "
+              "correlated?",
+        closer="if Var(x) = 1 before the first block, about what is the variance of "
+               "GLU(conv(x)) + x after it? The next block starts from that sum: write the same "
+               "step again, and look for the pattern over 10 blocks"),
+    form=form_value("number"),
+    accept=accept_residual_variance,
+    measure=measured_variance,
+    show=lambda: [f"Var(after {VARIANCE_BLOCKS} blocks) / Var(input) without √0.5: "
+                  f"{measured_variance():.3g} ({VARIANCE_BLOCKS} blocks of a "
+                  f"convs2s.Encoder, median of {VARIANCE_SEEDS} initialisations; a prediction "
+                  f"within {VARIANCE_FACTOR:g}x holds)"])
+def residual_variance(prediction) -> None:
+    """Exercise "the variance without √0.5" (predict): within a factor 5 of the measurement."""
+    _Run("residual_variance").predicted(
+        f"your prediction of Var(after {VARIANCE_BLOCKS} blocks) / Var(input) without √0.5",
+        prediction)
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,28 +131,27 @@ def planted_conv_stack(e, src_mask, emb2hid, convs, hid2emb):
     return z.masked_fill(~src_mask.unsqueeze(-1), 0.0)  # z = 0 at padding
 
 
-MASK_SOURCE_PADDING = register_hint("mask_source_padding", Hint(
+MASK_SOURCE_PADDING = Hint(
     nudge="encode one sentence alone and the same sentence padded, and compare z at its real "
           "positions: which positions does a 'same' convolution at the last real tokens read, "
           "and what do they hold?",
     closer="print the values at the pad positions just before the second block's convolution: are "
            "they zero? Which inputs of a 'same' convolution at the last real tokens must hold "
            "zeros for the padded sentence to give the unpadded one's outputs, and where in each "
-           "block are those inputs in hand?"))
+           "block are those inputs in hand?")
 
 
-@check
+@exercise(hint=MASK_SOURCE_PADDING)
 def mask_source_padding(fn: Callable) -> None:
     """Exercise "the padding leaks" (debug): z must equal convs2s.Encoder's on padded batches."""
     run = _Run("mask_source_padding")
-    hint = MASK_SOURCE_PADDING
     for seed, lengths in [(0, [7, 4, 2]), (1, [9, 9, 5, 1]), (2, [6, 3])]:
         enc = _tiny_encoder(n_layers=3, seed=seed)
         src = _padded_batch(lengths, seed=seed + 10)  # src = [batch, src_len]
         mask = src != _PAD
         args = (enc.emb2hid, [block.conv for block in enc.blocks], enc.hid2emb)
         what = f"conv_stack(e, src_mask, ...) on a batch of lengths {list(lengths)}"
-        with run.case(what, hint), torch.no_grad():
+        with run.case(what), torch.no_grad():
             e = enc.tok_embedding(src) + enc.pos_embedding(torch.arange(src.size(1)))
             expected = enc(src).conved  # z = [batch, src_len, emb_dim]
             planted = planted_conv_stack(e, mask, *args)
@@ -172,7 +164,7 @@ def mask_source_padding(fn: Callable) -> None:
                                  "compare z at its real positions, fix the cell above, run it, "
                                  "then run this check again")
             _assert_close(z, expected, name="z", ref="convs2s.Encoder's conved")
-    with run.case("a sentence alone vs the same sentence with 4 pads", hint), torch.no_grad():
+    with run.case("a sentence alone vs the same sentence with 4 pads"), torch.no_grad():
         enc = _tiny_encoder(n_layers=4, seed=7)
         alone = _padded_batch([5], seed=20)
         padded = torch.cat([alone, torch.full((1, 4), _PAD)], dim=1)  # [1, 9]
@@ -201,22 +193,25 @@ def counted_block_parameters(hid_dim: int, kernel_size: int, weight_norm: bool =
     return sum(p.numel() for p in block.parameters())
 
 
-BLOCK_PARAMETERS = register_hint("block_parameters", Hint(
+BLOCK_PARAMETERS = Hint(
     nudge="list the tensors a ConvGLUBlock owns (print its named parameters on a small block) "
           "and count each one's numbers",
     closer="write the shape of each tensor the block owns in terms of hid_dim and k: how many "
            "output channels does its convolution have before the GLU halves them, and what does "
-           "weight norm store besides the direction v?"))
+           "weight norm store besides the direction v?")
 
 
-@check
+@exercise(hint=BLOCK_PARAMETERS, form=form_calls("int", (4, 3)),
+          shortcuts=(MODULE_BUILDING,
+                     Shortcut("convs2s.model.convs2s:count_parameters", "count_parameters",
+                              "count from the shapes you derive")),
+          forbidden_names={"Conv1d", "weight_norm", "parametrizations", "Module"})
 def block_parameters(fn: Callable) -> None:
     """Exercise "the parameters of one block" (derive): vs a real ConvGLUBlock's count."""
     run = _Run("block_parameters")
-    hint = BLOCK_PARAMETERS
     for hid_dim, k in [(4, 3), (16, 5), (1, 1), (7, 3), (512, 3)]:
         what = f"block_parameters(hid_dim={hid_dim}, kernel_size={k}) vs a ConvGLUBlock"
-        with run.case(what, hint):
+        with run.case(what):
             got = _assert_int(fn(hid_dim, k))
             counted = counted_block_parameters(hid_dim, k)
             if got != counted:

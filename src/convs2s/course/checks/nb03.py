@@ -9,8 +9,9 @@ import torch.nn.functional as F
 
 from convs2s.course.checks._core import (
     _PAD,
-    SHORTCUT_HINTS,
+    MODULE_BUILDING,
     Hint,
+    Shortcut,
     _assert_close,
     _assert_int,
     _assert_tensor,
@@ -20,28 +21,20 @@ from convs2s.course.checks._core import (
     _Run,
     _seeded,
     _tiny_convs2s,
-    check,
+    exercise,
     form_calls,
-    register_form,
-    register_hint,
-    register_kind,
 )
 
 __all__ = ["causal_conv1d", "teacher_forcing_loss", "cache_floats"]
 
-register_kind("causal_conv1d", "implement")
-register_kind("teacher_forcing_loss", "debug")
-register_kind("cache_floats", "derive")
-register_form("cache_floats", form_calls("int", (2, 3, 4, 5)))
-
-CAUSAL_CONV1D = register_hint("causal_conv1d", Hint(
+CAUSAL_CONV1D = Hint(
     nudge="with k - 1 zeros on both sides, how many outputs does the convolution give, and which "
           "inputs does output t read? Print the output's length for a small example, and "
           "change one late input to see which outputs move",
     closer="for k = 3 and an input of 5 positions, write which inputs each output of the both-"
            "sides-padded convolution reads: which outputs read an input from their future, and do "
-           "they sit at the start or at the end? How many outputs should you return?"))
-WITHOUT_F_PAD = SHORTCUT_HINTS["causal_conv1d"] = Hint(
+           "they sit at the start or at the end? How many outputs should you return?")
+WITHOUT_F_PAD = Hint(
     nudge="the exercise is the paper's recipe: the convolution pads both sides itself, so your "
           "function may not call F.pad",
     closer="F.conv1d has a padding argument of its own: what does it give when it pads both sides,"
@@ -51,14 +44,20 @@ BIAS_NONE = Hint(
     closer="read F.conv1d's signature: what is its bias argument's default?")
 
 
-@check
+@exercise(hint=CAUSAL_CONV1D,
+          shortcuts=tuple(
+              Shortcut(target, label, "the exercise is to let F.conv1d pad both sides itself")
+              for target, label in (("torch.nn.functional:pad", "F.pad"),
+                                    ("torch._C._nn:pad", "torch._C._nn.pad"),
+                                    ("torch:constant_pad_nd", "torch.constant_pad_nd"))),
+          forbidden_names={"pad", "ConstantPad1d", "ZeroPad1d", "Conv1d"},
+          shortcut_hint=WITHOUT_F_PAD)
 def causal_conv1d(fn: Callable) -> None:
     """Exercise "a causal convolution, the paper's way": same length, matches the package,
     causal, and built from F.conv1d's own symmetric padding (F.pad is not called)."""
     from convs2s.model.layers import ConvGLUBlock
 
     run = _Run("causal_conv1d")
-    hint = CAUSAL_CONV1D
     g = _gen(7)
     for k in (1, 3, 4):
         with _seeded(10 + k):
@@ -69,13 +68,13 @@ def causal_conv1d(fn: Callable) -> None:
         def conv(t, blk=blk):
             return fn(t, blk.conv.weight, blk.conv.bias)  # [2, 10, 8]
 
-        with run.case(what, hint), torch.no_grad():
+        with run.case(what), torch.no_grad():
             out = conv(x)
             _assert_tensor(out)
             _assert_close(F.glu(out, dim=1), blk(x), name="GLU of the result",
                           ref='ConvGLUBlock(padding="causal")')
         with torch.no_grad():
-            _check_causal(run, conv, x, what, hint, cut=5)
+            _check_causal(run, conv, x, what, CAUSAL_CONV1D, cut=5)
     with run.case("causal_conv1d(x, weight, bias=None)", BIAS_NONE):
         x = torch.randn(1, 3, 6, generator=g)
         w = torch.randn(4, 3, 2, generator=g)
@@ -111,25 +110,24 @@ def _batch(seed: int, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     return src, trg
 
 
-TEACHER_FORCING_LOSS = register_hint("teacher_forcing_loss", Hint(
+TEACHER_FORCING_LOSS = Hint(
     nudge="write out, for one short sentence, which token the decoder reads at position i and "
           "which token position i is scored against. Can a causal convolution see its own "
           "position?",
     closer="for the sentence <bos> a b <eos>, write the decoder's input and the target position by"
            " position as your code builds them: at position i, has the decoder already read the "
-           "token it is scored against?"))
+           "token it is scored against?")
 
 
-@check
+@exercise(hint=TEACHER_FORCING_LOSS)
 def teacher_forcing_loss(fn: Callable) -> None:
     """Exercise "the cheating decoder" (debug): compared with a correct teacher-forced loss."""
     run = _Run("teacher_forcing_loss")
-    hint = TEACHER_FORCING_LOSS
     for seed, lengths in [(0, [5, 3, 7]), (1, [4, 4]), (2, [9, 1, 6, 2])]:
         model = _tiny_convs2s("causal", layers=2, kernel_size=3, seed=seed)  # eval mode
         src, trg = _batch(seed, lengths)
         what = f"teacher_forcing_loss(a causal model, a batch of {len(lengths)} sentences)"
-        with run.case(what, hint), torch.no_grad():
+        with run.case(what), torch.no_grad():
             value = fn(model, src, trg, _PAD)
             right = _loss(model, src, trg[:, :-1], trg[:, 1:]).item()
             planted = _loss(model, src, trg[:, 1:], trg[:, 1:]).item()
@@ -171,24 +169,24 @@ def _measured_cache_floats(n_layers: int, kernel_size: int, hid_dim: int, steps:
     return sum(t.numel() for t in tensors) // batch
 
 
-CACHE_FLOATS = register_hint("cache_floats", Hint(
+CACHE_FLOATS = Hint(
     nudge="to compute the newest output of one layer, which of that layer's past inputs does "
           "its convolution still need? Does that depend on how many tokens came before?",
     closer="for one layer with k = 3, list the inputs its convolution reads to produce output t: "
            "which of them arrive at step t, and which must have been kept from earlier steps? Does"
-           " that number change as t grows?"))
+           " that number change as t grows?")
 
 
-@check
+@exercise(hint=CACHE_FLOATS, form=form_calls("int", (2, 3, 4, 5)), shortcuts=(MODULE_BUILDING,),
+          forbidden_names={"Module"})
 def cache_floats(fn: Callable) -> None:
     """Exercise "the memory of the incremental cache" (derive): vs a real Decoder's cache."""
     run = _Run("cache_floats")
-    hint = CACHE_FLOATS
     for n_layers, k, hid_dim, steps in [(2, 3, 8, 1), (3, 5, 6, 7), (1, 2, 10, 12),
                                         (4, 3, 4, 20), (2, 1, 8, 3)]:
         what = (f"cache_floats(n_layers={n_layers}, kernel_size={k}, hid_dim={hid_dim}, "
                 f"steps={steps}) vs a Decoder's cache after {steps} tokens")
-        with run.case(what, hint):
+        with run.case(what):
             got = _assert_int(fn(n_layers, k, hid_dim, steps))
             measured = _measured_cache_floats(n_layers, k, hid_dim, steps)
             if got != measured:

@@ -11,6 +11,7 @@ from torch import Tensor
 from convs2s.course.checks._core import (
     _PAD,
     Hint,
+    Shortcut,
     _assert_close,
     _assert_int,
     _assert_tensor,
@@ -20,65 +21,72 @@ from convs2s.course.checks._core import (
     _seeded,
     _shape,
     _tiny_convs2s,
-    check,
+    exercise,
     form_calls,
     form_value,
-    register_form,
-    register_hint,
-    register_kind,
-    register_measurement,
 )
 from convs2s.model.layers import RESIDUAL_SCALE
 
 __all__ = ["masked_softmax", "scaled_context_variance", "attention_macs", "row_entropy"]
 
-register_kind("masked_softmax", "implement")
-register_kind("scaled_context_variance", "predict")
-register_form("scaled_context_variance", form_value("number"))
-register_kind("attention_macs", "derive")
-register_form("attention_macs", form_calls("int", (2, 3, 4, 5)))
-register_kind("row_entropy", "implement")
-
-MASKED_SOFTMAX = register_hint("masked_softmax", Hint(
+MASKED_SOFTMAX = Hint(
     nudge="a softmax gives exp(energy) / Σ exp(energy): which energy makes exp exactly 0? And "
           "a weight set to 0 after the softmax leaves rows that no longer sum to 1",
     closer="for which value of an energy is its weight exactly 0 after the softmax, with the row "
            "still summing to 1? And print the mask's shape beside the energies' shape: do they "
-           "line up?"))
+           "line up?")
 ROW_SUMS = Hint(nudge="each row is one target position's distribution over the source: which "
                       "dimension should sum to 1?",
                 closer="print attention.sum(dim) for each dim: which one gives a row of ones?")
+
+
+#: Rows that do not sum to 1 although the padding's weights are 0: the softmax came first.
+ZEROED_AFTER = Hint(
+    nudge="the padding's weights are 0, but the rows no longer sum to 1: a weight set to 0 after "
+          "the softmax takes its share away from the row. Where must the mask act, before the "
+          "softmax or after it?",
+    closer="for which value of an energy does the softmax itself give a weight of exactly 0, so "
+           "that it shares the whole 1 among the real positions?")
+
+
+def _row_sums_hint(out: Tensor, mask: Tensor) -> Hint:
+    """The hint for rows that do not sum to 1, from what the answer did: a softmax over another
+    dimension (its columns sum to 1) or the padding zeroed after the softmax."""
+    real = mask[:, None, :].expand_as(out)  # [batch, trg_len, src_len]
+    column_sums = out.detach().double().sum(1)  # [batch, src_len]
+    other_dim = bool(torch.allclose(column_sums[mask], torch.ones_like(column_sums[mask]),
+                                    atol=1e-4)) and bool((out[~real] == 0).all())
+    return ROW_SUMS if other_dim else ZEROED_AFTER
 
 
 def _mask_rows(lengths: Sequence[int], width: int) -> Tensor:
     return torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]  # [batch, width]
 
 
-@check
+@exercise(hint=MASKED_SOFTMAX,
+          forbidden_names={"scaled_dot_product_attention", "MultiheadAttention"})
 def masked_softmax(fn: Callable) -> None:
     """Exercise "masked softmax": exact zeros on padding; equals the package's attention."""
     run = _Run("masked_softmax")
-    hint = MASKED_SOFTMAX
     g = _gen(8)
     energy = torch.randn(3, 4, 7, generator=g)  # energy = [batch, trg_len, src_len]
     mask = _mask_rows([7, 3, 1], 7)  # mask = [3, 7]
     what = "masked_softmax(energy of shape [3, 4, 7], src_mask with 7, 3 and 1 real tokens)"
-    with run.case(what, hint):
+    with run.case(what):
         out = fn(energy, mask)
         _assert_tensor(out)
         if _shape(out) != [3, 4, 7]:
             raise AssertionError(f"the result has shape {_shape(out)}, expected [3, 4, 7]")
-    with run.case(f"{what}: weights on padding", hint):
+    with run.case(f"{what}: weights on padding"):
         pads = out[~mask[:, None, :].expand_as(out)]
         if not bool((pads == 0).all()):
             raise AssertionError(f"padding gets weight up to {pads.abs().max():.3g}, not exactly 0")
-    with run.case(f"{what}: row sums", ROW_SUMS):
+    with run.case(what, _row_sums_hint(out, mask)):
         _assert_close(out.sum(-1), torch.ones(3, 4), name="the row sums", ref="1")
-    with run.case(f"{what}: the weights of sentence 1 (3 real tokens)", hint):
+    with run.case(f"{what}: the weights of sentence 1 (3 real tokens)"):
         _assert_close(out[1, :, :3], torch.softmax(energy[1, :, :3], dim=-1),
                       ref="a softmax over its 3 real positions")
-    with run.case("masked_softmax(energies of size 10,000, padding larger than the real ones)",
-                  hint):
+    with run.case("masked_softmax(energies of size 10,000, padding larger than the real ones)"):
         large = energy * 1e4  # large energies: a softmax must neither overflow nor leak
         large[~mask[:, None, :].expand_as(large)] = 3e4
         out = _assert_tensor(fn(large, mask))
@@ -90,7 +98,7 @@ def masked_softmax(fn: Callable) -> None:
     att = toy.decoder.attentions[0]
     src = torch.tensor([[5, 6, 7, _PAD], [8, 9, _PAD, _PAD]])
     h, emb = torch.randn(2, 3, 16, generator=g), torch.randn(2, 3, 16, generator=g)
-    with run.case("masked_softmax(d · z, src_mask) vs convs2s.Attention's weights", hint):
+    with run.case("masked_softmax(d · z, src_mask) vs convs2s.Attention's weights"):
         with torch.no_grad():
             encoded = toy.encode(src)
             d = (att.hid2emb(h) + emb) * RESIDUAL_SCALE  # d = [2, 3, emb_dim]
@@ -99,7 +107,8 @@ def masked_softmax(fn: Callable) -> None:
     run.done()
 
 
-def _measured_scaled_variance(weights: Tensor, samples: int = 200_000, seed: int = 11) -> float:
+def _measured_scaled_variance(weights: Tensor | None = None, samples: int = 200_000,
+                               seed: int = 11) -> float:
     """The variance of the package's context ``c·√m`` for fixed weights and unit-variance values.
 
     An :class:`convs2s.model.attention.Attention` with ``emb_dim = hid_dim = 1`` whose query is
@@ -109,6 +118,7 @@ def _measured_scaled_variance(weights: Tensor, samples: int = 200_000, seed: int
     from convs2s.model.attention import Attention
     from convs2s.model.encoder import EncoderOut
 
+    weights = PREDICT_WEIGHTS if weights is None else weights  # the notebook's
     m = weights.numel()
     att = Attention(1, 1, weight_norm=False).double().eval()
     with torch.no_grad():
@@ -131,25 +141,6 @@ PREDICT_M = 8
 PREDICT_WEIGHTS = torch.tensor([0.5] + [0.5 / (PREDICT_M - 1)] * (PREDICT_M - 1))
 
 
-SCALED_CONTEXT_VARIANCE = register_hint("scaled_context_variance", Hint(
-    nudge="what is the variance of a weighted sum Σ_j a_j v_j of independent values of "
-          "variance 1? Check your formula on the two cases section 3 measured (uniform "
-          "weights, one-hot weights)",
-    closer="work out m = 2 by hand: the variance of a_1 v_1 + a_2 v_2 for weights (1, 0) and for "
-           "(1/2, 1/2), with v independent of variance 1; what does multiplying by √2 do to each? "
-           "Then write the rule for any weights"))
-
-
-@check
-def scaled_context_variance(predicted) -> None:
-    """Exercise "predict, then measure the √m scale": the variance of √m·Σ a_j v_j."""
-    run = _Run("scaled_context_variance")
-    hint = SCALED_CONTEXT_VARIANCE
-    with run.case("your prediction for m = 8, weights (1/2, 1/14, ..., 1/14)", hint):
-        accept_scaled_context_variance(predicted, _measured_scaled_variance(PREDICT_WEIGHTS))
-    run.held()
-
-
 #: How far a prediction of the scaled variance may be from the measurement (relative).
 SCALED_TOLERANCE = 0.03
 
@@ -163,20 +154,35 @@ def accept_scaled_context_variance(predicted, measured: float) -> None:
                              f"{SCALED_TOLERANCE:.0%} of the measurement)")
 
 
-register_measurement("scaled_context_variance", lambda: [
-    f"the variance of √m·Σ a_j v_j for m = 8, weights (1/2, 1/14, ..., 1/14): "
-    f"{_measured_scaled_variance(PREDICT_WEIGHTS):.3f} (convs2s.Attention, 200,000 draws)"])
+@exercise(
+    hint=Hint(
+        nudge="what is the variance of a weighted sum Σ_j a_j v_j of independent values of "
+              "variance 1? Check your formula on the two cases section 3 measured (uniform "
+              "weights, one-hot weights)",
+        closer="work out m = 2 by hand: the variance of a_1 v_1 + a_2 v_2 for weights (1, 0) and "
+               "for (1/2, 1/2), with v independent of variance 1; what does multiplying by √2 do "
+               "to each? Then write the rule for any weights"),
+    form=form_value("number"),
+    accept=accept_scaled_context_variance,
+    measure=_measured_scaled_variance,
+    show=lambda: [f"the variance of √m·Σ a_j v_j for m = 8, weights (1/2, 1/14, ..., 1/14): "
+                  f"{_measured_scaled_variance(PREDICT_WEIGHTS):.3f} (convs2s.Attention, "
+                  "200,000 draws)"])
+def scaled_context_variance(predicted) -> None:
+    """Exercise "predict, then measure the √m scale": the variance of √m·Σ a_j v_j."""
+    _Run("scaled_context_variance").predicted(
+        "your prediction for m = 8, weights (1/2, 1/14, ..., 1/14)", predicted)
 
 
-ATTENTION_MACS = register_hint("attention_macs", Hint(
+ATTENTION_MACS = Hint(
     nudge="a product of an [n, p] matrix with a [p, q] one costs one multiply-add per (row, "
           "column, inner index). Which two products does one layer's attention compute, and "
           "with which shapes?",
     closer="write the shapes of the two matrices in each of the two products of one layer: how "
-           "many multiply-adds does each product make? How many layers attend?"))
+           "many multiply-adds does each product make? How many layers attend?")
 
 
-@check
+@exercise(hint=ATTENTION_MACS, form=form_calls("int", (2, 3, 4, 5)))
 def attention_macs(fn: Callable) -> None:
     """Exercise "the cost of attention" (derive): vs the bmm FLOPs counted in a real Decoder."""
     from torch.utils.flop_counter import FlopCounterMode
@@ -185,12 +191,11 @@ def attention_macs(fn: Callable) -> None:
     from convs2s.model.encoder import EncoderOut
 
     run = _Run("attention_macs")
-    hint = ATTENTION_MACS
     for n_layers, trg_len, src_len, emb_dim in [(2, 7, 5, 6), (1, 3, 11, 4), (4, 9, 2, 8),
                                                  (3, 1, 1, 5)]:
         what = (f"attention_macs(n_layers={n_layers}, trg_len={trg_len}, src_len={src_len}, "
                 f"emb_dim={emb_dim}) vs the multiply-adds counted in a Decoder")
-        with run.case(what, hint):
+        with run.case(what):
             got = _assert_int(fn(n_layers, trg_len, src_len, emb_dim))
             with _seeded(n_layers):
                 decoder = Decoder(20, emb_dim=emb_dim, hid_dim=2 * emb_dim, n_layers=n_layers,
@@ -214,26 +219,29 @@ def attention_macs(fn: Callable) -> None:
     run.done()
 
 
-ROW_ENTROPY = register_hint("row_entropy", Hint(
+ROW_ENTROPY = Hint(
     nudge="what is log 0, and what is 0 times that in floating point? The entropy's convention "
           "0·log 0 = 0 has to be written into the code",
     closer="print p * p.log() for a row with a zero in it: what stands where p = 0, and what must "
            "stand there under the convention? Then: over which dimension is one row's entropy "
-           "summed, and what is averaged?"))
+           "summed, and what is averaged?")
 
 
-@check
+@exercise(hint=ROW_ENTROPY,
+          shortcuts=(Shortcut("convs2s.course.attention_maps:attention_entropy",
+                              "attention_maps.attention_entropy",
+                              "the exercise is to compute it yourself"),),
+          forbidden_names={"entropy", "Categorical"})
 def row_entropy(fn: Callable) -> None:
     """Exercise "attention entropy": mean row entropy in nats, 0·log 0 = 0."""
     from convs2s.course import attention_maps
 
     run = _Run("row_entropy")
-    hint = ROW_ENTROPY
-    with run.case("row_entropy(uniform rows over 5 positions)", hint):
+    with run.case("row_entropy(uniform rows over 5 positions)"):
         value = _float(fn(torch.full((4, 5), 0.2)))
         if abs(value - math.log(5)) > 1e-6:
             raise AssertionError(f"got {value:.6f}, expected log(5) = {math.log(5):.6f}")
-    with run.case("row_entropy(torch.eye(3)) (one-hot rows, with zeros)", hint):
+    with run.case("row_entropy(torch.eye(3)) (one-hot rows, with zeros)"):
         value = _float(fn(torch.eye(3)))
         if abs(value) > 1e-6:
             raise AssertionError(f"got {value:.6g}, expected 0")
@@ -242,8 +250,7 @@ def row_entropy(fn: Callable) -> None:
         energy = torch.randn(trg_len, src_len, generator=g, dtype=torch.float64)
         energy[:, n_real:] = -math.inf  # padding: exact zeros
         a = torch.softmax(energy, dim=-1)  # a = [trg_len, src_len]
-        with run.case(f"row_entropy(attention [{trg_len}, {src_len}], {n_real} real positions)",
-                      hint):
+        with run.case(f"row_entropy(attention [{trg_len}, {src_len}], {n_real} real positions)"):
             expected = attention_maps.attention_entropy(a).item()
             value = _float(fn(a))
             if not abs(value - expected) <= 1e-6 * max(1.0, abs(expected)):

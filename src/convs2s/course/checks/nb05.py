@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from convs2s.course.checks._core import (
     _PAD,
     Hint,
+    Shortcut,
     _answer,
     _assert_equal,
     _assert_tensor,
@@ -19,70 +20,55 @@ from convs2s.course.checks._core import (
     _made_up_sentences,
     _Run,
     _shape,
-    check,
+    exercise,
     form_calls,
-    register_form,
-    register_hint,
-    register_kind,
 )
 
-__all__ = ["perplexity_from_loss", "token_loss", "build_itos"]
+__all__ = ["build_itos", "token_loss", "perplexity_from_loss"]
 
-register_kind("perplexity_from_loss", "derive")
-register_form("perplexity_from_loss", form_calls("number", (1.0,)))
-register_kind("token_loss", "debug")
-register_kind("build_itos", "implement")
-
-PERPLEXITY = register_hint("perplexity_from_loss", Hint(
+PERPLEXITY = Hint(
     nudge="the perplexity is a geometric mean of 1/p, the loss an arithmetic mean of -log p: "
           "which operation turns a mean of logarithms back into a geometric mean?",
     closer="which function undoes the natural logarithm, and which undoes log base 2? Test your "
            "function on two cases you can work out: a loss of 0, and a uniform guess over V words "
-           "(a loss of log V)"))
-TOKEN_LOSS = register_hint("token_loss", Hint(
+           "(a loss of log V)")
+TOKEN_LOSS = Hint(
     nudge="which positions of trg_out are real target words, and over which positions does "
           "this mean run?",
     closer="compute the loss of one sentence alone and of the same sentence followed by five pads:"
            " the two differ. Which positions of trg_out make the difference, and how could the "
-           "mean leave them out? (Read the loss function's documented arguments.)"))
-BUILD_ITOS = register_hint("build_itos", Hint(
+           "mean leave them out? (Read the loss function's documented arguments.)")
+BUILD_ITOS = Hint(
     nudge="compare your list with what Vocab.build gives on a tiny input of your own: which "
           "tokens are missing or extra, and which stand in a different order?",
     closer="on a tiny input of your own, count by hand each token's occurrences: which reach "
            "min_freq? In what order does the expected list give tokens of equal count, and where "
-           "are the specials?"))
+           "are the specials?")
 SPECIALS = Hint(
     nudge="the specials are an argument: are yours the ones you were given?",
     closer="print the first entries of your list and the specials you were given: are they the "
            "same, in the same order, and does any of them appear a second time later?")
-@check
-def perplexity_from_loss(fn: Callable) -> None:
-    """Exercise "perplexity from the loss" (derive): vs the perplexity of made-up losses."""
-    run = _Run("perplexity_from_loss")
-    hint = PERPLEXITY
-    with run.case("perplexity_from_loss(0.0) (a perfectly sure, correct model)", hint):
-        _assert_equal(round(_float(fn(0.0)), 12), 1.0)
-    with run.case("perplexity_from_loss(log(8000)) (uniform over 8000 words)", hint):
-        value = _float(fn(math.log(8000)))
-        if not math.isclose(value, 8000, rel_tol=1e-9):
-            raise AssertionError(f"got {value:.6g}, expected 8000")
-    for loss in (0.5, 2.3, 3.47, 7.0):
-        with run.case(f"perplexity_from_loss({loss})", hint):
-            value = _float(fn(loss))
-            if not math.isclose(value, math.exp(loss), rel_tol=1e-9):
-                raise AssertionError(f"got {value:.6g}, expected {math.exp(loss):.6g}")
-    for loss in (0.0, 1.0, 2.5, math.log2(8000)):
-        with run.case(f'perplexity_from_loss({loss:.4g}, unit="bits")', hint):
-            value = _float(fn(loss, "bits"))
-            if not math.isclose(value, 2.0 ** loss, rel_tol=1e-9):
-                raise AssertionError(f"got {value:.6g}, expected {2.0 ** loss:.6g}")
-    with run.case("the same model measured in nats and in bits", hint):
-        nats = 3.47
-        a, b = _float(fn(nats, "nats")), _float(fn(nats / math.log(2), "bits"))
-        if not math.isclose(a, b, rel_tol=1e-9):
-            raise AssertionError(f"a loss of {nats} nats = {nats / math.log(2):.4g} bits gave "
-                                 f"perplexities {a:.6g} and {b:.6g}; the perplexity does not "
-                                 "depend on the unit")
+
+
+@exercise(hint=BUILD_ITOS,
+          shortcuts=(Shortcut("convs2s.data.vocab:Vocab.build", "Vocab.build",
+                              "the exercise is to build the list yourself"),))
+def build_itos(fn: Callable) -> None:
+    """Exercise "a vocabulary by hand" (implement): equals ``Vocab.build(...).itos``."""
+    from convs2s.data import Vocab
+
+    run = _Run("build_itos")
+    token_lists = [s.split() for s in _made_up_sentences(200, seed=12)]
+    for min_freq in (1, 2, 5, 40):
+        with run.case(f"build_itos(200 sentences, min_freq={min_freq})"):
+            _assert_equal(_answer(fn(token_lists, min_freq), "items", "the token list"),
+                          Vocab.build(token_lists, min_freq=min_freq).itos,
+                          name="the token list")
+    specials = ("<u>", "<p>", "<s>", "</s>", "w3")
+    with run.case(f"build_itos(..., min_freq=2, specials={specials})", SPECIALS):
+        _assert_equal(_answer(fn(token_lists, 2, specials), "items", "the token list"),
+                      Vocab.build(token_lists, min_freq=2, specials=specials).itos,
+                      name="the token list")
     run.done()
 
 
@@ -106,17 +92,16 @@ def _padded_logits(n_pad: int, pad_idx: int, *, sure_of_pad: bool):
     return logits, trg
 
 
-@check
+@exercise(hint=TOKEN_LOSS)
 def token_loss(fn: Callable) -> None:
     """Exercise "a loss that counts padding" (debug): the mean over real target tokens only."""
     run = _Run("token_loss")
-    hint = TOKEN_LOSS
     pad = _PAD
     results = {}
     for n_pad in (0, 10, 40):
         logits, trg = _padded_logits(n_pad, pad, sure_of_pad=True)
         with run.case(f"token_loss(logits {_shape(logits)}, trg_out with {n_pad} extra pad "
-                      "columns)", hint):
+                      "columns)"):
             value = fn(logits, trg, pad)
             _assert_tensor(value, "the loss")
             if value.dim() != 0:
@@ -136,16 +121,16 @@ def token_loss(fn: Callable) -> None:
             "translations: find why, fix it, then run this check again")
     logits, trg = _padded_logits(0, pad, sure_of_pad=False)
     expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1), ignore_index=pad))
-    with run.case("token_loss on a batch with one padded sentence", hint):
+    with run.case("token_loss on a batch with one padded sentence"):
         if not math.isclose(results[0], expected, rel_tol=1e-5, abs_tol=1e-6):
             raise AssertionError(f"got {results[0]:.5f}, expected {expected:.5f} (plain "
                                  "cross-entropy per real token, no label smoothing)")
-    with run.case("the loss does not change when padding is added", hint):
+    with run.case("the loss does not change when padding is added"):
         for n_pad in (10, 40):
             if not math.isclose(results[n_pad], results[0], rel_tol=1e-5, abs_tol=1e-6):
                 raise AssertionError(f"{results[0]:.4f} without extra padding, "
                                      f"{results[n_pad]:.4f} with {n_pad} extra pad columns")
-    with run.case("token_loss with pad_idx=0", hint):
+    with run.case("token_loss with pad_idx=0"):
         logits, trg = _padded_logits(5, 0, sure_of_pad=False)
         value = _float(fn(logits, trg, 0), "the loss")
         expected = float(F.cross_entropy(logits.reshape(-1, 20), trg.reshape(-1),
@@ -153,7 +138,7 @@ def token_loss(fn: Callable) -> None:
         if not math.isclose(value, expected, rel_tol=1e-5, abs_tol=1e-6):
             raise AssertionError(f"got {value:.5f}, expected {expected:.5f}: use the pad_idx "
                                  "you are given")
-    with run.case("gradients reach the logits of real tokens only", hint):
+    with run.case("gradients reach the logits of real tokens only"):
         logits, trg = _padded_logits(3, pad, sure_of_pad=False)
         logits.requires_grad_(True)
         _assert_tensor(fn(logits, trg, pad), "the loss").backward()
@@ -164,24 +149,33 @@ def token_loss(fn: Callable) -> None:
     run.done()
 
 
-@check
-def build_itos(fn: Callable) -> None:
-    """Exercise "a vocabulary by hand" (implement): equals ``Vocab.build(...).itos``."""
-    from convs2s.data import Vocab
-
-    run = _Run("build_itos")
-    hint = BUILD_ITOS
-    token_lists = [s.split() for s in _made_up_sentences(200, seed=12)]
-    for min_freq in (1, 2, 5, 40):
-        with run.case(f"build_itos(200 sentences, min_freq={min_freq})", hint):
-            _assert_equal(_answer(fn(token_lists, min_freq), "items", "the token list"),
-                          Vocab.build(token_lists, min_freq=min_freq).itos,
-                          name="the token list")
-    specials = ("<u>", "<p>", "<s>", "</s>", "w3")
-    with run.case(f"build_itos(..., min_freq=2, specials={specials})", SPECIALS):
-        _assert_equal(_answer(fn(token_lists, 2, specials), "items", "the token list"),
-                      Vocab.build(token_lists, min_freq=2, specials=specials).itos,
-                      name="the token list")
+@exercise(hint=PERPLEXITY, form=form_calls("number", (1.0,)))
+def perplexity_from_loss(fn: Callable) -> None:
+    """Exercise "perplexity from the loss" (derive): vs the perplexity of made-up losses."""
+    run = _Run("perplexity_from_loss")
+    with run.case("perplexity_from_loss(0.0) (a perfectly sure, correct model)"):
+        _assert_equal(round(_float(fn(0.0)), 12), 1.0)
+    with run.case("perplexity_from_loss(log(8000)) (uniform over 8000 words)"):
+        value = _float(fn(math.log(8000)))
+        if not math.isclose(value, 8000, rel_tol=1e-9):
+            raise AssertionError(f"got {value:.6g}, expected 8000")
+    for loss in (0.5, 2.3, 3.47, 7.0):
+        with run.case(f"perplexity_from_loss({loss})"):
+            value = _float(fn(loss))
+            if not math.isclose(value, math.exp(loss), rel_tol=1e-9):
+                raise AssertionError(f"got {value:.6g}, expected {math.exp(loss):.6g}")
+    for loss in (0.0, 1.0, 2.5, math.log2(8000)):
+        with run.case(f'perplexity_from_loss({loss:.4g}, unit="bits")'):
+            value = _float(fn(loss, "bits"))
+            if not math.isclose(value, 2.0 ** loss, rel_tol=1e-9):
+                raise AssertionError(f"got {value:.6g}, expected {2.0 ** loss:.6g}")
+    with run.case("the same model measured in nats and in bits"):
+        nats = 3.47
+        a, b = _float(fn(nats, "nats")), _float(fn(nats / math.log(2), "bits"))
+        if not math.isclose(a, b, rel_tol=1e-9):
+            raise AssertionError(f"a loss of {nats} nats = {nats / math.log(2):.4g} bits gave "
+                                 f"perplexities {a:.6g} and {b:.6g}; the perplexity does not "
+                                 "depend on the unit")
     run.done()
 
 

@@ -16,37 +16,28 @@ from convs2s.course.checks._core import (
     _gen,
     _made_up_sentences,
     _Run,
-    check,
+    exercise,
     form_value,
-    register_form,
-    register_hint,
-    register_kind,
-    register_measurement,
 )
 
 __all__ = ["rerank", "brevity_prediction", "repeats"]
 
-register_kind("rerank", "implement")
-register_kind("brevity_prediction", "predict")
-register_form("brevity_prediction", form_value("number"))
-register_kind("repeats", "debug")
-
-RERANK = register_hint("rerank", Hint(
+RERANK = Hint(
     nudge="each score has already been divided by its length once (α = 1); a different α asks "
           "for a different power of the same length. What must you undo first?",
     closer="take one hypothesis of 4 tokens plus <eos> and score s at α = 1: what was its sum of "
            "log-probabilities? What would its score be at α = 0, and at α = 2? In which order "
-           "should the list come back?"))
-BREVITY = register_hint("brevity_prediction", Hint(
+           "should the list come back?")
+BREVITY = Hint(
     nudge="each output is a prefix of its reference: what are its clipped 1- to 4-gram "
           "precisions?",
     closer="with every precision at 100%, only the brevity penalty is left: how does sacreBLEU "
-           "compute it from the output length c and the reference length r, and what is r/c here?"))
-REPEATS = register_hint("repeats", Hint(
+           "compute it from the output length c and the reference length r, and what is r/c here?")
+REPEATS = Hint(
     nudge="which pairs of neighbouring n-grams does the loop compare? Try the smallest case by "
           "hand: ['a', 'a'] with n = 1",
     closer="for a list of exactly 2n tokens, how many pairs of neighbouring n-grams are there, and"
-           " how many starts does your loop's range give? Print the starts"))
+           " how many starts does your loop's range give? Print the starts")
 
 
 def _made_up_hypotheses(n: int, seed: int) -> list[tuple[list[int], float]]:
@@ -74,17 +65,16 @@ def assert_unchanged(given, original: list[tuple[list[int], float]]) -> None:
                              "list and leave the argument as it was")
 
 
-@check
+@exercise(hint=RERANK)
 def rerank(fn: Callable) -> None:
     """Exercise "re-rank the finished hypotheses": order by Σ log p / (len + 1) ** α."""
     run = _Run("rerank")
-    hint = RERANK
     for seed in (0, 1, 2):
         hyps = _made_up_hypotheses(6, seed=13 + seed)
         for alpha in (1.0, 0.0, 0.5, 2.0):
             expected = sorted(hyps, key=lambda h: h[1] * (len(h[0]) + 1) / (len(h[0]) + 1)
                               ** alpha, reverse=True)
-            with run.case(f"rerank(6 hypotheses, alpha={alpha}) (set {seed})", hint):
+            with run.case(f"rerank(6 hypotheses, alpha={alpha}) (set {seed})"):
                 given = copy.deepcopy(hyps)
                 result = [[_assert_int(token, "each token") for token in
                            _answer(tokens, "items", "each hypothesis", limit=1_000)]
@@ -107,18 +97,9 @@ def _halved_outputs_bleu(kept: int = 1, parts: int = 2):
     return metric.corpus_score(hyps, [refs])
 
 
-@check
-def brevity_prediction(prediction) -> None:
-    """Exercise "outputs half as long" (predict, then measure): vs sacreBLEU's measurement."""
-    run = _Run("brevity_prediction")
-    hint = BREVITY
-    with run.case("your prediction", Hint(nudge="write one number: BLEU on the 0-100 scale",
-                                          closer="a float or an int, not a string or a list")):
-        predicted = _float(prediction, "prediction")
-    score = _halved_outputs_bleu()
-    with run.case(f"your prediction {predicted:g}", hint):
-        accept_brevity_prediction(predicted, score.score)
-    run.held()
+def _halved_outputs_score(kept: int = 1, parts: int = 2) -> float:
+    """The BLEU score of :func:`_halved_outputs_bleu` (what the prediction is compared with)."""
+    return _halved_outputs_bleu(kept, parts).score
 
 
 def accept_brevity_prediction(prediction, measured: float) -> None:
@@ -139,7 +120,18 @@ def _brevity_lines() -> list[str]:
             f"brevity penalty {score.bp:.3f}; BLEU {score.score:.2f}"]
 
 
-register_measurement("brevity_prediction", _brevity_lines)
+@exercise(hint=BREVITY, form=form_value("number"), accept=accept_brevity_prediction,
+          measure=_halved_outputs_score, show=_brevity_lines)
+def brevity_prediction(prediction) -> None:
+    """Exercise "outputs half as long" (predict, then measure): vs sacreBLEU's measurement."""
+    run = _Run("brevity_prediction")
+    with run.case("your prediction", Hint(nudge="write one number: BLEU on the 0-100 scale",
+                                          closer="a float or an int, not a string or a list")):
+        predicted = _float(prediction, "prediction")
+    score = _halved_outputs_bleu()
+    with run.case(f"your prediction {predicted:g}"):
+        accept_brevity_prediction(predicted, score.score)
+    run.held()
 
 
 def _planted_repeats(tokens, n=1):
@@ -150,11 +142,10 @@ def _planted_repeats(tokens, n=1):
     return False
 
 
-@check
+@exercise(hint=REPEATS)
 def repeats(fn: Callable) -> None:
     """Exercise "stuttering outputs" (debug): the same n-gram twice in a row."""
     run = _Run("repeats")
-    hint = REPEATS
     cases = [
         ((["a", "a"], 1), True),
         ((["a", "b", "a"], 1), False),
@@ -172,7 +163,7 @@ def repeats(fn: Callable) -> None:
         (("a a".split(), 2), False),
     ]
     answers = []
-    with run.case(f"repeats(...) on {len(cases)} token lists", hint):
+    with run.case(f"repeats(...) on {len(cases)} token lists"):
         for (tokens, n), _ in cases:
             answers.append(_answer(fn(list(tokens), n), "bool"))
     if answers == [_planted_repeats(list(t), n) for (t, n), _ in cases]:
@@ -180,7 +171,7 @@ def repeats(fn: Callable) -> None:
                          "'play'], 1) is still False. Find why, fix it, then run this check "
                          "again")
     for ((tokens, n), expected), answer in zip(cases, answers, strict=True):
-        with run.case(f"repeats({tokens}, n={n})", hint):
+        with run.case(f"repeats({tokens}, n={n})"):
             _assert_equal(answer, expected)
     run.done()
 

@@ -8,7 +8,9 @@ import torch
 from torch import nn
 
 from convs2s.course.checks._core import (
+    MODULE_BUILDING,
     Hint,
+    Shortcut,
     WrongForm,
     _assert_equal,
     _assert_int,
@@ -18,32 +20,17 @@ from convs2s.course.checks._core import (
     _short_repr,
     _type_name,
     _wrong_kind,
-    check,
+    exercise,
     form_calls,
-    register_form,
-    register_hint,
-    register_kind,
-    register_measurement,
 )
 
 __all__ = ["training_steps", "path_length", "baseline_parameters", "speed_crossover"]
 
-register_kind("training_steps", "predict")
-register_form("training_steps", lambda prediction: _training_steps_form(prediction, counts=True))
-register_kind("path_length", "derive")
-register_form("path_length", form_calls("int", (4, 3), (4,)))
-register_kind("baseline_parameters", "derive")
-register_form("baseline_parameters", form_calls("int", (3, 5), ({
-    "src_vocab_size": 5, "trg_vocab_size": 6, "emb_dim": 1, "enc_hid_dim": 2, "dec_hid_dim": 3,
-    "attn_dim": 4, "out_dim": 5},)))
-register_kind("speed_crossover", "predict")
-register_form("speed_crossover", lambda prediction: accept_speed_crossover(prediction))
-
-STEPS_GRU = register_hint("training_steps", Hint(
+STEPS_GRU = Hint(
     nudge="how many times does the decoder's loop call its GRUCell for n target positions, and "
           "does the backward pass go through each of those calls again?",
     closer="count calls, not time: put a counter on the GRUCell (a forward hook) and run one "
-           "forward pass for n = 10. Does the backward pass go through each of those calls again?"))
+           "forward pass for n = 10. Does the backward pass go through each of those calls again?")
 STEPS_CONV = Hint(
     nudge="how many convolution calls does one ConvS2S decoder layer make for a whole "
           "sentence?",
@@ -53,33 +40,33 @@ STEPS_FORM = Hint(
     nudge="prediction is a dict with one list of numbers per model",
     closer="print sorted(prediction) and the length of each list: do they match the keys and the "
            "three lengths the task names?")
-PATH_CONV = register_hint("path_length", Hint(
+PATH_CONV = Hint(
     nudge="draw a stack of layers of width k: how many consecutive positions does one output "
           "see after 1, 2 and 3 layers?",
     closer="how many consecutive positions does one output see after L layers of width k? For n = "
            "4 and k = 3, try L = 1, 2, 3: which is the first L that covers both words? Does your "
-           "formula give that L for every n, also when n is not a multiple of k - 1?"))
+           "formula give that L for every n, also when n is not a multiple of k - 1?")
 PATH_RNN = Hint(
     nudge="how does information from one word reach a word n positions later in a recurrent "
           "network?",
     closer="draw the states between two words n positions apart: how many updates lie between "
            "them?")
-CROSSOVER = register_hint("speed_crossover", Hint(
+CROSSOVER = Hint(
     nudge="at a fixed budget of target tokens per batch, how many sentences share each of the "
           "RNN's sequential steps at 8 tokens, and at 256? And how many positions does one "
           "ConvS2S layer compute at once at each length?",
     closer="a matrix product with few rows leaves parallel units idle, and every sequential "
            "step has a fixed cost of its own: from how many sentences per step down would you "
-           "expect the RNN's steps to stop keeping two CPU cores busy?"))
+           "expect the RNN's steps to stop keeping two CPU cores busy?")
 CROSSOVER_FORM = Hint(
     nudge="the prediction is one of the sweep's six lengths, written as a whole number",
     closer="print the type of crossover_prediction and its value: is it an int, and is it one "
            "of the six lengths the task lists?")
-GRU_PARAMS = register_hint("baseline_parameters", Hint(
+GRU_PARAMS = Hint(
     nudge="a GRU has three gates: what does each gate multiply, and what does it add?",
     closer="print the names and shapes of torch.nn.GRUCell(3, 5)'s parameters (in a cell of your "
            "own): how many matrices and bias vectors are there, and what are their shapes in terms"
-           " of the input and hidden sizes?"))
+           " of the input and hidden sizes?")
 BASELINE = Hint(
     nudge="count each part the task lists on its own, then add them up; compare your total "
           "with the parameters of a small RNNAttentionSeq2Seq counted in PyTorch",
@@ -90,11 +77,11 @@ BASELINE = Hint(
 #: The decoder input lengths of the "training steps" exercise.
 TRAINING_STEP_LENGTHS = (10, 20, 40)
 _MODELS = ("GRU + attention", "ConvS2S")
-_DEC_LAYERS = 3
+TRAINING_STEP_LAYERS = 3
 
 
 def _measured_training_steps(lengths: tuple[int, ...] = TRAINING_STEP_LENGTHS,
-                             layers: int = _DEC_LAYERS) -> dict[str, list[int]]:
+                             layers: int = TRAINING_STEP_LAYERS) -> dict[str, list[int]]:
     """Forward + backward calls of the decoder's GRUCell / convolutional blocks (one
     convolution each) in one training step."""
     from convs2s.course.baselines import RNNAttentionSeq2Seq
@@ -148,7 +135,31 @@ def _training_steps_form(prediction, counts: bool = False) -> None:
                 _assert_int(value, f"each count of prediction[{name!r}]")
 
 
-@check
+def _steps_hold(name: str, guesses, measured: list[int]) -> None:
+    """One model's predicted counts, whole numbers equal to the measured ones."""
+    guessed = [_assert_int(guess, f"prediction[{name!r}]") for guess in guesses]
+    if guessed != list(measured):
+        raise AssertionError(f"your prediction for {name} did not hold")
+
+
+def accept_training_steps(prediction, measured: dict[str, list[int]]) -> None:
+    """What this exercise accepts (its check and its hidden test alike): the form, then every
+    count equal to the measured one; AssertionError otherwise."""
+    _training_steps_form(prediction)
+    for name in _MODELS:
+        _steps_hold(name, prediction[name], measured[name])
+
+
+def _training_steps_lines() -> list[str]:
+    measured = _measured_training_steps()
+    return [f"{name:<16} {measured[name]} calls (decoder lengths {list(TRAINING_STEP_LENGTHS)})"
+            for name in _MODELS]
+
+
+@exercise(hint=STEPS_GRU,
+          form=lambda prediction: _training_steps_form(prediction, counts=True),
+          accept=accept_training_steps, measure=_measured_training_steps,
+          show=_training_steps_lines)
 def training_steps(prediction) -> None:
     """Exercise "sequential steps of one training step" (predict, then measure).
 
@@ -171,42 +182,21 @@ def training_steps(prediction) -> None:
     run.held()
 
 
-def _steps_hold(name: str, guesses, measured: list[int]) -> None:
-    """One model's predicted counts, whole numbers equal to the measured ones."""
-    guessed = [_assert_int(guess, f"prediction[{name!r}]") for guess in guesses]
-    if guessed != list(measured):
-        raise AssertionError(f"your prediction for {name} did not hold")
-
-
-def accept_training_steps(prediction, measured: dict[str, list[int]]) -> None:
-    """What this exercise accepts (its check and its hidden test alike): the form, then every
-    count equal to the measured one; AssertionError otherwise."""
-    _training_steps_form(prediction)
-    for name in _MODELS:
-        _steps_hold(name, prediction[name], measured[name])
-
-
-def _training_steps_lines() -> list[str]:
-    measured = _measured_training_steps()
-    return [f"{name:<16} {measured[name]} calls (decoder lengths {list(TRAINING_STEP_LENGTHS)})"
-            for name in _MODELS]
-
-
-register_measurement("training_steps", _training_steps_lines)
-
-
-@check
+@exercise(hint=PATH_CONV, form=form_calls("int", (4, 3), (4,)),
+          shortcuts=tuple(
+              Shortcut(f"convs2s.course.receptive_field:{name}", f"receptive_field.{name}",
+                       "the exercise is to derive the path lengths")
+              for name in ("conv_path_length", "rnn_path_length", "path_lengths")))
 def path_length(conv_fn: Callable, rnn_fn: Callable) -> None:
     """Exercise "path length between two words" (derive): ``conv_path_length(n, k)``,
     ``rnn_path_length(n)``."""
     from convs2s.course import receptive_field
 
     run = _Run("path_length")
-    conv_hint = PATH_CONV
     answers = {}
     for k in (2, 3, 4, 5, 7):
         for n in (1, 2, 3, 4, 5, 6, 9, 10, 11, 20, 49, 50):
-            with run.case(f"conv_path_length({n}, {k})", conv_hint):
+            with run.case(f"conv_path_length({n}, {k})"):
                 answers["conv", n, k] = _assert_int(conv_fn(n, k))
                 _assert_equal(answers["conv", n, k], receptive_field.conv_path_length(n, k))
     rnn_hint = PATH_RNN
@@ -236,15 +226,25 @@ def _rnn_configs() -> list[dict]:
     return configs
 
 
-@check
+@exercise(
+    hint=GRU_PARAMS,
+    form=form_calls("int", (3, 5), ({
+        "src_vocab_size": 5, "trg_vocab_size": 6, "emb_dim": 1, "enc_hid_dim": 2,
+        "dec_hid_dim": 3, "attn_dim": 4, "out_dim": 5},)),
+    shortcuts=(
+        MODULE_BUILDING,
+        Shortcut("convs2s.course.baselines:rnn_parameter_count", "baselines.rnn_parameter_count",
+                 "the exercise is to count them yourself"),
+        Shortcut("convs2s.model.convs2s:count_parameters", "count_parameters",
+                 "count from the shapes you derive")),
+    forbidden_names={"GRU", "GRUCell", "Linear", "Embedding", "Module", "parameters"})
 def baseline_parameters(gru_fn: Callable, baseline_fn: Callable) -> None:
     """Exercise "count the baseline's parameters" (derive): ``gru_parameters``,
     ``baseline_parameters``."""
     run = _Run("baseline_parameters")
-    gru_hint = GRU_PARAMS
     for inp, hid in ((3, 4), (16, 32), (128, 5)):
         expected = sum(p.numel() for p in nn.GRU(inp, hid).parameters())
-        with run.case(f"gru_parameters({inp}, {hid})", gru_hint):
+        with run.case(f"gru_parameters({inp}, {hid})"):
             _assert_equal(_assert_int(gru_fn(inp, hid)), expected)
     hint = BASELINE
     for config, expected in _rnn_configs():
@@ -275,7 +275,20 @@ def accept_speed_crossover(prediction) -> int:
     return value
 
 
-@check
+def _speed_crossover_lines() -> list[str]:
+    from convs2s.course import length_sweep
+
+    found = length_sweep.records()
+    lines = []
+    for record in found:
+        first = length_sweep.first_length_at(record, CROSSOVER_FACTOR)
+        where = f"at {first} tokens" if first is not None else "at no length measured"
+        lines.append(f"{length_sweep.label(record)}: ConvS2S first trains at least "
+                     f"{CROSSOVER_FACTOR:g}x the RNN's target tokens/s {where}")
+    return lines + length_sweep.not_measured_lines(found)
+
+
+@exercise(hint=CROSSOVER, form=accept_speed_crossover, show=_speed_crossover_lines)
 def speed_crossover(prediction) -> None:
     """Exercise "where ConvS2S pulls ahead" (predict, practice): ``prediction``, the shortest
     sentence length of the course's length sweep at which ConvS2S trains at least
@@ -291,19 +304,3 @@ def speed_crossover(prediction) -> None:
     print(f"✓ speed_crossover: prediction recorded ({value} tokens). Practice, not graded for "
           "correctness: where the crossover lies depends on the machine; the course's "
           "measurement comes after the task")
-
-
-def _speed_crossover_lines() -> list[str]:
-    from convs2s.course import length_sweep
-
-    found = length_sweep.records()
-    lines = []
-    for record in found:
-        first = length_sweep.first_length_at(record, CROSSOVER_FACTOR)
-        where = f"at {first} tokens" if first is not None else "at no length measured"
-        lines.append(f"{length_sweep.label(record)}: ConvS2S first trains at least "
-                     f"{CROSSOVER_FACTOR:g}x the RNN's target tokens/s {where}")
-    return lines + length_sweep.not_measured_lines(found)
-
-
-register_measurement("speed_crossover", _speed_crossover_lines)

@@ -7,7 +7,7 @@ functions and the hidden test's calls (:class:`convs2s.course.checks.testing.Cal
 It then
 
 1. runs the setup cell;
-2. removes the functions the exercise forbids from this process (``F.glu`` for ``my_glu``,
+2. removes the functions the exercise forbids from this process (``F.glu`` where it asks for a GLU,
    the package's own answer for a derive exercise): each becomes a function that raises
    :class:`ShortcutRefused`, so that no alias, however it was reached, finds the original;
 3. runs the answer cell (its output goes to standard error, which the grader ignores);
@@ -33,6 +33,11 @@ MARKER = "convs2s-sandboxed-results "
 MAX_MESSAGE = 300
 
 
+#: The refusals of removed functions since the current call began (:func:`_outcome`): a call
+#: that reached one fails with it, also when the answer caught the error (as the check does).
+_refused: list[str] = []
+
+
 def _remove(targets: list[str]) -> None:
     """Replace each ``"module:Attr.attr"`` by a function that refuses (for this process)."""
     from convs2s.course.checks._core import ShortcutRefused, _resolve
@@ -44,8 +49,10 @@ def _remove(targets: list[str]) -> None:
             continue
 
         def refused(*_args, _target=target, **_kwargs):
-            raise ShortcutRefused(f"it called {_target.replace(':', '.')}, which this exercise "
-                                  "asks you to write yourself")
+            message = (f"it called {_target.replace(':', '.')}, which this exercise asks you to "
+                       "write yourself")
+            _refused.append(message)
+            raise ShortcutRefused(message)
 
         with contextlib.suppress(AttributeError, TypeError):
             setattr(owner, attr, refused)
@@ -54,15 +61,20 @@ def _remove(targets: list[str]) -> None:
 def _outcome(fn, *args, **kwargs) -> dict:
     from convs2s.course.checks.testing import encode
 
+    _refused.clear()
     try:
         result = fn(*args, **kwargs)
-        return {"returned": encode(result)}
+        outcome = {"returned": encode(result)}
     except BaseException as e:  # noqa: BLE001 - whatever the answer raised is its result
         if isinstance(e, SystemExit):
-            return {"raised": "SystemExit", "message": "the answer called sys.exit()"}
-        text = " ".join(str(e).split())[:MAX_MESSAGE] if not isinstance(e, RecursionError) \
-            else "maximum recursion depth exceeded"
-        return {"raised": type(e).__name__[:60], "message": text}
+            outcome = {"raised": "SystemExit", "message": "the answer called sys.exit()"}
+        else:
+            text = " ".join(str(e).split())[:MAX_MESSAGE] if not isinstance(e, RecursionError) \
+                else "maximum recursion depth exceeded"
+            outcome = {"raised": type(e).__name__[:60], "message": text}
+    if _refused:  # a removed function was called, whatever the answer did with its error
+        outcome = {"raised": "ShortcutRefused", "message": _refused[0][:MAX_MESSAGE]}
+    return outcome
 
 
 def _make(one: dict, namespace: dict, names: list[str]) -> dict:

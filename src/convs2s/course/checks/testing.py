@@ -6,13 +6,12 @@ the notebook's own) and returns a list of :class:`Case`::
 
     from convs2s.course.checks.testing import Case, assert_close, call
 
-    def my_glu(variant):
-        h = torch.randn(3, 10, generator=torch.Generator().manual_seed(101))
-        expected = F.glu(h, dim=1)
-        return [Case("my_glu(h of shape [3, 10], dim=1)", call("my_glu", h, 1),
+    def my_relu(variant):
+        x = torch.randn(3, 10, generator=torch.Generator().manual_seed(101))
+        expected = x.clamp(min=0)
+        return [Case("my_relu(x of shape [3, 10])", call("my_relu", x),
                      lambda got: assert_close(got, expected)),
-                Case("my_glu(h of shape [3, 7], dim=1) (odd)", call("my_glu", h[:, :7], 1),
-                     raises="ValueError")]
+                Case("my_relu(a str)", call("my_relu", "x"), raises="TypeError")]
 
 Each case is a :class:`Call` and a judgement. Only the call crosses into the sandbox, as data:
 :func:`call` (call an answer function with data arguments), :func:`value` (the value a predict
@@ -90,12 +89,39 @@ def probe(target: str, **kwargs) -> Call:
     return Call("probe", target, (), kwargs)
 
 
-def predicted(name: str, accept: Callable[[object, object], None], variant: dict) -> list:
+def predicted(name: str, exercise: str, variant: dict) -> list:
     """A predict exercise's hidden test: one case, the value the answer binds to ``name``,
-    judged by ``accept(value, expected)`` (the exercise's own acceptance, as its check uses it)
-    against this copy's measurement, ``variant["expected"]``."""
-    expected = variant["expected"]
+    judged by the ``accept`` that ``exercise`` declares (as its check uses it) against this
+    copy's measurement, ``variant["expected"]``."""
+    from convs2s.course.checks import EXERCISES
+
+    accept, expected = EXERCISES[exercise].accept, variant["expected"]
+    if accept is None:
+        raise ValueError(f"{exercise} declares no accept: it is not a predict exercise")
     return [Case("your prediction", value(name), lambda got: accept(got, expected))]
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Sample answers of one exercise, each the text of an answer cell (run after the notebook's
+    exercise-setup cell): ``right`` ones in different styles, which its check and its hidden
+    test must both accept; typical ``wrong`` ones, and ones that take a ``shortcut`` (call what
+    the exercise declares it may not), which both must refuse. A hidden-test file holds them in
+    its ``SAMPLES`` dict; ``python -m tools.coursework --check-hidden`` and the course's tests run
+    every one through both."""
+
+    right: tuple[str, ...] | list[str]
+    wrong: tuple[str, ...] | list[str] = ()
+    shortcut: tuple[str, ...] | list[str] = ()
+
+    def __post_init__(self) -> None:
+        for group in ("right", "wrong", "shortcut"):
+            answers = getattr(self, group)
+            if isinstance(answers, str) or not all(isinstance(a, str) for a in answers):
+                raise TypeError(f"Samples.{group} is a list of answer cells' texts")
+            object.__setattr__(self, group, tuple(answers))
+        if not self.right:
+            raise ValueError("Samples need at least one right answer")
 
 
 @dataclass(frozen=True)
