@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 from convs2s.data import load_multi30k
 from convs2s.model.search import check_length_penalty
 from convs2s.run.evaluate import score_alphas
-from convs2s.run.pretrained import pretrained
+from convs2s.run.pretrained import PretrainedError, pretrained, record
 from convs2s.run.translator import Translator
 from convs2s.system import environment
 from convs2s.system.arguments import OneLineParser
@@ -37,14 +37,16 @@ def main(argv=None) -> int:
     parser.add_argument("--alphas", nargs="+", type=float, default=DEFAULT_ALPHAS)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, ... (default: cpu)")
-    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if not args.pretrained and not args.checkpoint:
         parser.error("give at least one model: --pretrained DIRECTION or --checkpoint FILE")
     try:
         alphas = [check_length_penalty(a) for a in args.alphas]
         device = environment.check_device(args.device)
-    except ValueError as e:
+        for d in args.pretrained:  # every shipped model named, before the first is scored
+            record(d)
+    except (ValueError, PretrainedError) as e:
         parser.error(str(e))
     models = ([(f"pretrained {d}", lambda d=d: pretrained(d, device=device))
                for d in args.pretrained] +

@@ -25,14 +25,15 @@ Run it alone on the machine where the times matter (the sizes are exact either w
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
+
+from convs2s.system.arguments import OneLineParser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "06_inference_beam_search_bleu.html"
@@ -165,13 +166,13 @@ def package_figures(speed: list[str], agreement: list[str], repeat: int) -> dict
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, default=ROOT / "build" / "site")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--speed-sentences", type=int, default=10)
     parser.add_argument("--sentences", type=int, default=1000,
                         help="test2016 sentences compared with the package (default: all)")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
     translator_dir = args.site / "_static" / "translator"
     if not translator_dir.is_dir():

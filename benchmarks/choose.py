@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 from convs2s.data import DataError, load_multi30k
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     parser.add_argument("run", type=Path, help="a run folder with best.pt and snapshots/")
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
-    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     try:
         device = environment.check_device(args.device)
@@ -71,9 +71,7 @@ def main(argv=None) -> int:
     except (FileNotFoundError, CheckpointError, DataError) as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    # Ctrl-C and SIGTERM: run_main says so in one line and exits 130 / 143, as every benchmark
     beam = report["beam"]
     for name in ("plain", "chosen"):
         r = report[name]

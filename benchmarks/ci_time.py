@@ -9,7 +9,6 @@ notebook must stay within the course's budget: 90 s for 01-04, 3 min for 05-08.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import subprocess
@@ -18,7 +17,9 @@ import time
 from datetime import date
 from pathlib import Path
 
-from common import run_main, write_report
+from common import json_arg, run_main, write_report
+
+from convs2s.system.arguments import OneLineParser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,8 +37,8 @@ def timed(cmd: list[str], env: dict) -> tuple[float, int, str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path)
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=json_arg)
     parser.add_argument("--skip-unit", action="store_true")
     args = parser.parse_args(argv)
     env = dict(os.environ, CONVS2S_QUICK="1", MPLBACKEND="Agg")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import shlex
 import sys
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
+from convs2s.system.arguments import cut
 from convs2s.system.atomic_files import write_json_atomic
 from convs2s.system.signals import run_command
 
@@ -22,35 +25,84 @@ def stamp(report: dict) -> dict:
     return {**report, "date": date.today().isoformat(), "command": command()}
 
 
+def json_problem(path: Path) -> str | None:
+    """Why the report cannot be written to ``path`` at the end (one line), or None. Checked
+    when the arguments are read, before minutes of measuring: a folder, a folder that does not
+    exist (none is made), a place that cannot be written. Creates nothing."""
+    from convs2s.system.arguments import dangling_link_problem
+
+    if not str(path).strip():
+        return "is an empty name: give a file, e.g. benchmarks/results/NAME.json"
+    if path.is_dir():
+        return f"{path} is a folder: give a file to write, e.g. {path / 'results.json'}"
+    dangling = dangling_link_problem(path, "", "remove the link, or give another file")
+    if dangling:
+        return dangling
+    if path.exists() and not path.is_file():
+        return f"{path} is not a regular file (a device or a pipe): give a file to write"
+    folder = path.parent
+    if not folder.exists():
+        return f"{path}: its folder {folder} does not exist; make it first, or give another file"
+    if not folder.is_dir():
+        return f"{path}: {folder} is a file, not a folder; give a file in a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{path}: cannot write into {folder} (no permission); give another file"
+    return None
+
+
+def json_arg(text: str) -> Path:
+    """argparse ``type`` of ``--json``: a file the report can be written to
+    (:func:`json_problem`), refused in one line before any work."""
+    problem = json_problem(Path(text))
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text)
+
+
 def write_report(path: Path | str | None, report: dict) -> None:
     """Write ``report`` as JSON to ``path`` (if given) atomically: no half-written file ever.
 
-    A new file gets the mode the umask gives, an existing one keeps its own."""
+    A new file gets the mode the umask gives, an existing one keeps its own. ``--json`` was
+    checked before the work (:func:`json_arg`); a failure now (the place changed meanwhile, a
+    full disk) names ``path``, never the temporary file written first."""
     if path is None:
         return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(Path(path), report)
+    try:
+        write_json_atomic(Path(path), report)
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write the report {path} "
+                               f"({e.strerror or type(e).__name__})") from None
     print(f"wrote {path}")
 
 
+def _said(e: Exception) -> str:
+    """An error in one line: an ``OSError`` as its reason and file (no "[Errno 2]")."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}{f' ({e.filename})' if e.filename else ''}"
+    return " ".join(str(e).split())
+
+
 def run_main(main: Callable[[], int | None]) -> int:
-    """Run a benchmark's ``main`` the way the package's commands run: a user's mistake or an
-    environment problem is one line on stderr and exit 1; Ctrl-C exits 130 and SIGTERM 143,
-    each with one line, never a traceback (:mod:`convs2s.system.signals`). Figures written so far
-    stay (they are written atomically); what the interrupted measurement had not written is
-    simply not there."""
+    """Run a benchmark's ``main`` the way the package's commands run: a user's mistake (the
+    package's errors: a shipped model, a checkpoint or data that cannot be used; a bad value,
+    a missing file) is one line on stderr and exit 2, another environment problem (a full
+    disk) one line and exit 1; Ctrl-C exits 130 and SIGTERM 143, each with one line, never a
+    traceback (:mod:`convs2s.system.signals`). Figures written so far stay (they are written
+    atomically); what the interrupted measurement had not written is simply not there."""
     from convs2s.data import DataError
     from convs2s.run.checkpoint import CheckpointError
+    from convs2s.run.pretrained import PretrainedError
+    from convs2s.system.folder_locks import FolderInUse
 
     def guarded() -> int | None:
         try:
             return main()
-        except (CheckpointError, DataError, FileNotFoundError, ValueError) as e:
-            print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
-            return 1
+        except (CheckpointError, DataError, PretrainedError, FolderInUse, FileNotFoundError,
+                ValueError) as e:
+            print(cut(f"error: {_said(e)}"), file=sys.stderr)
+            return 2
         except OSError as e:
-            print(f"error: {e.strerror or e}{f' ({e.filename})' if e.filename else ''}",
-                  file=sys.stderr)
+            print(cut(f"error: {_said(e)}"), file=sys.stderr)
             return 1
 
     return run_command(guarded, f" ({Path(sys.argv[0]).name})")

@@ -44,7 +44,7 @@ import sys
 import time
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 #: Dense (no sparsity) bfloat16/float16 tensor-core peaks in TFLOP/s by a part of the device's
 #: name, the more specific names first; the vendors' data sheets.
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="synthetic: both vocabularies' size")
     parser.add_argument("--src-len", type=int, default=15, help="synthetic: source length")
     parser.add_argument("--trg-len", type=int, default=16, help="synthetic: target length")
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
     for name in ("steps", "warmup", "rounds", "flop_batches", "vocab", "src_len", "trg_len"):
         if getattr(args, name) < 1:

@@ -24,7 +24,6 @@ medians.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import shlex
 import statistics
@@ -34,13 +33,15 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from common import run_main, write_report
+from common import json_arg, run_main, write_report
 
 from convs2s.model import ConvS2S, count_parameters
 from convs2s.model.search import beam_search, greedy_decode
 from convs2s.run.checkpoint import Checkpoint
 from convs2s.run.presets import PRESETS
+from convs2s.run.translate_cli import device_arg
 from convs2s.system import environment
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.compiling import COMPILE_MODES
 
 
@@ -70,7 +71,7 @@ def _medians(variants: dict, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--checkpoint", type=Path, help="a trained model (default: random weights)")
     what.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
@@ -79,13 +80,14 @@ def main(argv=None) -> int:
     parser.add_argument("--src-len", type=int, default=14, help="source length (tokens)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 40])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--device", default=None)
+    parser.add_argument("--device", type=device_arg, default=None,
+                        help="cpu, cuda, cuda:N or mps (default: the best there is)")
     parser.add_argument("--compile", choices=COMPILE_MODES, metavar="MODE",
                         help="also time greedy decoding with compiled incremental steps "
                              f"({', '.join(COMPILE_MODES)})")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
-    device = torch.device(args.device) if args.device else environment.device()
+    device = args.device or environment.device()
     model = _model(args.checkpoint, args.preset).to(device).eval()
     vocab = model.config["src_vocab_size"]
     g = torch.Generator().manual_seed(0)

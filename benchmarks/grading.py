@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 from convs2s.system.arguments import OneLineParser
 
@@ -52,7 +52,7 @@ def _nbgrader(*args: str, cwd: Path) -> None:
 def main(argv=None) -> int:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=3, help="submissions per assignment")
-    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if not 1 <= args.students <= 200:
         parser.error(f"--students {args.students}: give 1 to 200")

@@ -29,13 +29,14 @@ JSON. One run each, alone on the machine: pin it on a shared machine
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-from pathlib import Path
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
+
+from convs2s.run.translate_cli import device_arg
+from convs2s.system.arguments import OneLineParser
 
 DEFAULT_LENGTHS = (8, 16, 32, 64, 128, 256)
 
@@ -102,10 +103,11 @@ def main(argv: list[str] | None = None) -> dict:
     from convs2s.run.presets import PRESETS
     from convs2s.system import environment
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
                         help="ConvS2S sizes (default: cpu)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: the best)")
+    parser.add_argument("--device", type=device_arg, default=None,
+                        help="cpu or cuda (default: the best)")
     parser.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS))
     parser.add_argument("--tokens", type=int, default=4096,
                         help="target tokens per training batch (default: 4096)")
@@ -116,13 +118,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--json", type=json_arg, help="write the results here")
     args = parser.parse_args(argv)
     if min(args.lengths) < 2 or args.tokens < max(args.lengths) or args.repeats < 1:
         parser.error("--lengths must be >= 2, --tokens at least the longest length, "
                      "--repeats at least 1")
 
-    device = torch.device(args.device) if args.device else environment.device()
+    device = args.device or environment.device()
     m = PRESETS[args.preset].model
     positions = max(args.lengths) + 2
     torch.manual_seed(args.seed)

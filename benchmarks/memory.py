@@ -11,16 +11,14 @@ it fits the 16 GB GPU a free Colab gives.
 
 from __future__ import annotations
 
-import argparse
 import resource
 import shlex
 import sys
 import time
 from datetime import date
-from pathlib import Path
 
 import torch
-from common import run_main, write_report
+from common import json_arg, run_main, write_report
 
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model import count_parameters
@@ -28,19 +26,21 @@ from convs2s.model.loss import sequence_loss
 from convs2s.run.precision import mixed_precision
 from convs2s.run.prepare import build_model, make_optimizer, prepare_data
 from convs2s.run.presets import PRESETS
+from convs2s.run.translate_cli import device_arg
 from convs2s.system import environment
+from convs2s.system.arguments import OneLineParser
 
 TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset, device type)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--device")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--device", type=device_arg)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
-    device = torch.device(args.device) if args.device else environment.device()
+    device = args.device or environment.device()
     preset = PRESETS[args.preset]
     train_ds, _, src_vocab, trg_vocab = prepare_data(preset, load_multi30k())
     model = build_model(preset, src_vocab, trg_vocab).to(device)

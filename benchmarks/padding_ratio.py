@@ -11,14 +11,15 @@ a table of pad tokens / all tokens (src and trg together, and each side) and can
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import platform
 import shlex
 import sys
 import time
 
-from common import run_main, write_report
+from common import json_arg, run_main, write_report
+
+from convs2s.system.arguments import OneLineParser
 
 
 def cpu_name() -> str:
@@ -48,11 +49,12 @@ def count(loader, pad_idx: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-len", type=int, default=None, help="drop longer examples")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
+    parser.add_argument("--json", type=json_arg, metavar="PATH",
+                        help="also write the results as JSON here")
     args = parser.parse_args(argv)
 
     import spacy

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 from convs2s.data import load_multi30k
 from convs2s.run.checkpoint import Checkpoint
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shipped", type=Path, help="the shipped float16 file to score "
                         "(default: a float16 copy of final.pt, made here)")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
-    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     device = environment.check_device(args.device)
     final = Checkpoint.load(args.run / "final.pt")

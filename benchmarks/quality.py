@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 from convs2s.data import LANGUAGES, DataError, load_multi30k
 from convs2s.data.subword import TOKENIZER_KINDS
@@ -49,8 +49,8 @@ from convs2s.run.run_folder import describe_os_error
 from convs2s.run.train import train
 from convs2s.run.translator import Translator
 from convs2s.system import environment
-from convs2s.system.arguments import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg
-from convs2s.system.atomic_files import FolderInUse, made_and_locked
+from convs2s.system.arguments import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg, folder_arg
+from convs2s.system.folder_locks import FolderInUse, made_and_locked
 from convs2s.system.signals import Terminated
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
                              "--share-input-output-embed; default: the preset's)")
     parser.add_argument("--max-minutes", type=_positive_minutes,
                         help="training time budget (default: the preset's)")
-    parser.add_argument("--out", type=Path,
+    parser.add_argument("--out", type=folder_arg("--out"),
                         help="run folder for the checkpoints (default: runs/bench_<preset>"
                         "[_<src>_<trg>])")
     parser.add_argument("--overwrite", action="store_true",
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--average-last", type=_whole, help="epochs averaged at most for the "
                         "final model (0: none, best.pt is scored; default: the preset's)")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
-    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if args.checkpoint is not None and args.checkpoint.suffix != ".pt":
         parser.error(f"--checkpoint {args.checkpoint}: expected a .pt file written by "

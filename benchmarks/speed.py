@@ -34,16 +34,23 @@ everything (device, date, command) as JSON. Pin it to a core on a shared machine
 
 from __future__ import annotations
 
-import argparse
 import copy
 import shlex
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import torch
-from common import run_main, write_report
+from common import json_arg, run_main, write_report
+
+from convs2s.run.translate_cli import device_arg
+from convs2s.system.arguments import (
+    MAX_BATCH_SIZE,
+    MAX_BEAM_SIZE,
+    OneLineParser,
+    bounded_int_arg,
+    whole_number_arg,
+)
 
 TARGETS = {"cpu": 2.0, "cuda": 5.0}  # ConvS2S / RNN training tokens/s
 
@@ -63,23 +70,27 @@ def main(argv: list[str] | None = None) -> dict:
     from convs2s.run.presets import PRESETS
     from convs2s.system import environment
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
                         help="ConvS2S sizes and batch size (default: cpu)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: the best)")
-    parser.add_argument("--steps", type=int, default=30, help="timed training steps per model")
+    parser.add_argument("--device", type=device_arg, default=None,
+                        help="cpu or cuda (default: the best)")
+    parser.add_argument("--steps", type=whole_number_arg, default=30,
+                        help="timed training steps per model")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per model first")
-    parser.add_argument("--sentences", type=int, default=200, help="validation sentences decoded")
-    parser.add_argument("--batch-size", type=int, default=50, help="sentences per decoding batch")
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--out-len", type=int, default=None,
+    parser.add_argument("--sentences", type=whole_number_arg, default=200,
+                        help="validation sentences decoded")
+    parser.add_argument("--batch-size", type=bounded_int_arg(MAX_BATCH_SIZE), default=50,
+                        help="sentences per decoding batch")
+    parser.add_argument("--beam", type=bounded_int_arg(MAX_BEAM_SIZE), default=5)
+    parser.add_argument("--out-len", type=whole_number_arg, default=None,
                         help="output tokens per decoded sentence (default: mean reference "
                              "length, counting <eos>)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--json", type=json_arg, help="write the results here")
     args = parser.parse_args(argv)
 
-    device = torch.device(args.device) if args.device else environment.device()
+    device = args.device or environment.device()
     torch.manual_seed(args.seed)
     preset = PRESETS[args.preset]
     t0 = time.perf_counter()

@@ -20,15 +20,15 @@ Nothing is written except ``--json``.
 
 from __future__ import annotations
 
-import argparse
 import io
 import statistics
 import sys
 import time
 
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
 
 from convs2s.data import load_multi30k
+from convs2s.system.arguments import OneLineParser
 
 SPECIALS = ["<unk>", "<pad>", "<bos>", "<eos>"]
 
@@ -119,7 +119,7 @@ def coverage(encode, train_lines, vocab) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", default="de")
     parser.add_argument("--trg", default="en")
     parser.add_argument("--vocab-size", type=int, default=8000)
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
                         "(default: half and all of --vocab-size)")
     parser.add_argument("--split", default="valid", choices=["valid", "test"],
                         help="held-out text for the figures (default: valid)")
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
     data = load_multi30k(src=args.src, trg=args.trg, download=False)
     train_src = [s for s, _ in data["train"]]

@@ -15,7 +15,6 @@ The course's defaults come from this table (see ``convs2s.run.train`` and ``conv
 
 from __future__ import annotations
 
-import argparse
 import math
 import shlex
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import torch
-from common import run_main, write_report
+from common import json_arg, run_main, write_report
 
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model.loss import evaluate_loss
@@ -33,6 +32,7 @@ from convs2s.run.prepare import prepare_data
 from convs2s.run.presets import PRESETS
 from convs2s.run.train import train
 from convs2s.system import environment
+from convs2s.system.arguments import OneLineParser
 
 CONFIGS = {
     "adamw/paper": dict(optimizer="adamw", init="paper"),
@@ -55,11 +55,11 @@ def run(name: str, preset, data, minutes: float, out: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=5.0, help="budget per configuration")
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
     data = load_multi30k()
     rows = []

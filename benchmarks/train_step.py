@@ -31,7 +31,6 @@ this machine's. Tokens per second count real (non-pad) target tokens.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import statistics
@@ -40,7 +39,9 @@ import time
 from contextlib import contextmanager
 
 import torch
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
+
+from convs2s.system.arguments import OneLineParser
 
 
 @contextmanager
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
     from convs2s.run.presets import PRESETS
     from convs2s.system import environment
 
-    parser = argparse.ArgumentParser(prog="python benchmarks/train_step.py",
+    parser = OneLineParser(prog="python benchmarks/train_step.py",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="cpu_subword", choices=sorted(PRESETS))
     parser.add_argument("--batches", default="real", choices=("real", "synthetic"))
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--trg-len", type=int, default=16, help="synthetic: target length")
     parser.add_argument("--pad-share", type=float, default=0.3,
                         help="synthetic: at most this share of each target is padding")
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
     for name in ("steps", "profile_steps", "vocab", "src_len", "trg_len"):
         if getattr(args, name) < 1:

@@ -13,7 +13,6 @@ tokenizer.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -21,17 +20,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import run_main, stamp, write_report
+from common import json_arg, run_main, stamp, write_report
+
+from convs2s.system.arguments import OneLineParser
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--runs", type=Path, default=Path("runs"),
                         help="where the two runs go (bench_wvs_word, bench_wvs_subword)")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     report = {"benchmark": "word_vs_subword", "minutes": args.minutes, "threads_each": 1,

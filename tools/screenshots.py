@@ -806,6 +806,11 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def _out_problem(out: Path) -> str | None:
     """Why the PNGs cannot go into the folder ``out`` (one line), or None. Creates nothing."""
+    from convs2s.system.arguments import dangling_link_problem
+
+    dangling = dangling_link_problem(out, "--out")
+    if dangling:  # never make a folder at a link's missing target
+        return dangling
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file, not a folder: give a folder for the PNGs"
     existing = out

@@ -43,8 +43,9 @@ def test_no_benchmark_writes_files_by_hand(script):
 
 @pytest.mark.parametrize("error, code, words", [
     (KeyboardInterrupt(), 130, "interrupted"),
-    (ValueError("--x must be positive"), 1, "error: --x must be positive"),
-    (FileNotFoundError(2, "No such file or directory", "runs/x"), 1, "error: "),
+    (ValueError("--x must be positive"), 2, "error: --x must be positive"),
+    (FileNotFoundError(2, "No such file or directory", "runs/x"), 2, "error: "),
+    (OSError(28, "No space left on device"), 1, "error: No space left on device"),
 ])
 def test_run_main_turns_errors_into_one_line(common, capsys, error, code, words):
     def main():

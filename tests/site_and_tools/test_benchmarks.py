@@ -50,6 +50,7 @@ def quality(on_tiny_corpus, monkeypatch):
 @pytest.mark.slow
 def test_quality_trains_evaluates_and_reports(quality, tmp_path, capsys):
     out, report = tmp_path / "run", tmp_path / "results" / "quality.json"
+    report.parent.mkdir()  # --json's folder must exist (nothing is made that was not asked)
     assert quality("--preset", "quick", "--out", str(out), "--json", str(report)) == 0
     printed = capsys.readouterr().out
     r = json.loads(report.read_text())

@@ -14,6 +14,14 @@ the versions of the libraries that make it. Change any of them and the key chang
 is ever served stale; an entry whose files do not hash to what its index says is not used (it
 is made again and replaced).
 
+An entry is data, never trusted: whoever can write the cache's folder can rewrite an entry's
+files and its index alike. So an entry is used only where its index records the very key it was
+looked up by (an entry copied to another key's place is not), names only plain file names (no
+file outside the entry is ever read), and passes the caller's own ``check`` of what it holds
+(``flipbooks.py``: frame names that are plain file names, PNG frames, the page's data as JSON;
+the page's script is made from that data by the build, never taken from the cache); any other
+entry is made again and replaced.
+
 Where: ``CONVS2S_SITE_CACHE``, else ``build/cache/site`` in the repository (ignored by git, as
 ``build/site`` is). Each entry is a folder named by the key's sha256 holding its files and
 ``index.json`` (the key, and each file's sha256); it is written in a temporary folder beside it
@@ -36,6 +44,10 @@ ROOT = Path(__file__).resolve().parents[2]
 INDEX = "index.json"
 #: The libraries whose output is stored: a new version may export or draw other bytes.
 LIBRARIES = ("torch", "onnx", "onnxscript", "matplotlib", "numpy", "pillow")
+#: The largest index and cached file read back (the largest stored file, an ONNX graph's
+#: weights, is some tens of MB).
+MAX_INDEX_BYTES = 1 << 20
+MAX_FILE_BYTES = 1 << 30
 
 
 def folder() -> Path:
@@ -68,36 +80,55 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _entry(key: dict) -> Path:
-    text = json.dumps({**key, "code": code_digest()}, sort_keys=True, ensure_ascii=True)
-    return folder() / _sha256(text.encode("utf-8"))
+def _key_text(key: dict) -> str:
+    """The key as one text: what names its entry, and what the entry's index records."""
+    return json.dumps({**key, "code": code_digest()}, sort_keys=True, ensure_ascii=True)
 
 
-def _read(entry: Path) -> dict[str, bytes] | None:
-    """The entry's files, or None where it is missing, incomplete or does not match its index."""
-    try:
-        index = json.loads((entry / INDEX).read_text(encoding="utf-8"))
-        files = {name: (entry / name).read_bytes() for name in index["files"]}
-    except (OSError, ValueError, KeyError, TypeError):
+def _read(entry: Path, key_text: str) -> dict[str, bytes] | None:
+    """The entry's files, or None where it is missing, incomplete, stored under another key,
+    names a file that is not a plain name in it, or does not match its index."""
+    from convs2s.system.local_files import json_value, read_small
+
+    try:  # regular files only, of bounded size: a link to /dev/zero is not read for ever
+        index = json_value(read_small(entry / INDEX, MAX_INDEX_BYTES, "cache index"))
+        listed = index["files"]
+        if index.get("key") != key_text or not isinstance(listed, dict) or not all(
+                plain_name(name) and isinstance(digest, str) for name, digest in listed.items()):
+            return None
+        files = {name: read_small(entry / name, MAX_FILE_BYTES, "cached file")
+                 for name in listed}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if any(_sha256(data) != index["files"][name] for name, data in files.items()):
+    if any(_sha256(data) != listed[name] for name, data in files.items()):
         return None
     return files
 
 
-def _safe(name: str) -> bool:
-    return bool(name) and name not in (".", "..", INDEX) and "/" not in name and "\0" not in name
+def plain_name(name) -> bool:
+    """Whether ``name`` is a plain file name: a non-empty str with no folder in it (no ``/`` or
+    ``\\``, not ``.`` or ``..``), no NUL and no other control character, not absolute, and
+    not the cache's own index. What a name read from the cache must be before it is used."""
+    return (isinstance(name, str) and bool(name) and name not in (".", "..", INDEX)
+            and "/" not in name and "\\" not in name and name.isprintable()
+            and Path(name).name == name and not Path(name).is_absolute())
 
 
-def cached(kind: str, key: dict, make: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
+def cached(kind: str, key: dict, make: Callable[[], dict[str, bytes]],
+           check: Callable[[dict[str, bytes]], object] | None = None) -> dict[str, bytes]:
     """``make()``'s files (``{name: bytes}``, plain file names), from the cache when an earlier
-    build stored them under ``kind`` and ``key``, else made now and stored."""
-    entry = _entry({"kind": kind, **key})
-    found = _read(entry)
-    if found is not None:
+    build stored them under ``kind`` and ``key``, else made now and stored.
+
+    ``check(files)``, where given, says whether an entry holds what ``make`` makes: an entry it
+    refuses (returns false, or raises ``ValueError``, ``KeyError`` or ``TypeError``) is not
+    used but made again and replaced, as a damaged one is."""
+    key_text = _key_text({"kind": kind, **key})
+    entry = folder() / _sha256(key_text.encode("utf-8"))
+    found = _read(entry, key_text)
+    if found is not None and (check is None or _passes(check, found)):
         return found
     files = make()
-    bad = [name for name in files if not _safe(name)]
+    bad = [name for name in files if not plain_name(name)]
     if bad:
         raise ValueError(f"build_cache: {bad[0]!r} is not a plain file name")
     try:
@@ -108,9 +139,13 @@ def cached(kind: str, key: dict, make: Callable[[], dict[str, bytes]]) -> dict[s
     try:
         for name, data in files.items():
             (tmp / name).write_bytes(data)
-        (tmp / INDEX).write_text(json.dumps({"kind": kind, "files": {
+        (tmp / INDEX).write_text(json.dumps({"kind": kind, "key": key_text, "files": {
             name: _sha256(data) for name, data in files.items()}}, indent=1), encoding="utf-8")
-        if entry.exists() and _read(entry) is None:  # a broken entry of ours: replaced
+        if entry.is_symlink() or entry.exists() and not entry.is_dir():
+            return files  # not a folder this cache made: left alone, and not used
+        current = _read(entry, key_text) if entry.exists() else None
+        if entry.exists() and (current is None or check is not None
+                               and not _passes(check, current)):  # broken or refused: replaced
             old = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".old",
                                         dir=entry.parent))
             entry.rename(old / "entry")
@@ -122,3 +157,12 @@ def cached(kind: str, key: dict, make: Callable[[], dict[str, bytes]]) -> dict[s
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return files
+
+
+def _passes(check: Callable[[dict[str, bytes]], object], files: dict[str, bytes]) -> bool:
+    """Whether ``check`` accepts an entry's files (a ``ValueError``, ``KeyError`` or
+    ``TypeError`` it raises is a no)."""
+    try:
+        return bool(check(files))
+    except (ValueError, KeyError, TypeError):
+        return False

@@ -361,6 +361,9 @@ def stage(out: Path, notebooks: dict[str, dict]) -> dict[str, int]:
                                data.read_bytes() if data and data.is_file() else b"")
         (out / f"{widget}.js").write_bytes(script)
         for f in frames:
+            if not _frame_name(f.file, widget):  # _made checked it; never a path out of `out`
+                raise FlipbookError(f"flipbook {widget!r}: frame {f.file!r} is not a plain "
+                                    "file name")
             (out / f.file).write_bytes(f.png)
         written[widget] = len(script) + sum(len(f.png) for f in frames)
     return written
@@ -371,26 +374,73 @@ def _made(widget: str, notebook: str, data: bytes) -> tuple[bytes, tuple[Frame, 
     """One flipbook's script and frames, from its notebook (as JSON text) and its data file's
     bytes: made once per process for the same inputs, and kept on disk for the next build
     (``build_cache``: a test run builds the site several times; rendering 04's frames takes
-    seconds)."""
+    seconds). What the cache gives back is checked as data (:func:`_parsed`): an entry that
+    does not pass is made again; the page's script is made here from the data, never read."""
     from tools.site import build_cache
 
     key = {"widget": widget, "notebook": hashlib.sha256(notebook.encode("utf-8")).hexdigest(),
            "data": hashlib.sha256(data).hexdigest()}
-    files = build_cache.cached("flipbook", key, lambda: _stored(*_make(widget, notebook)))
+    files = build_cache.cached("flipbook", key, lambda: _stored(*_make(widget, notebook)),
+                               check=lambda files: _parsed(widget, files))
+    return _parsed(widget, files)
+
+
+#: What a PNG file starts with.
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _frame_name(name, widget: str) -> bool:
+    """Whether ``name`` may name a frame of ``widget`` in the site's folder: a plain ``.png``
+    file name (build_cache.plain_name: no folder, no ``..``, not absolute, no NUL), not the
+    widget's script."""
+    from tools.site.build_cache import plain_name
+
+    return plain_name(name) and name.endswith(".png") and name != f"{widget}.js"
+
+
+def _parsed(widget: str, files: dict[str, bytes]) -> tuple[bytes, tuple[Frame, ...]]:
+    """A flipbook from the cache's files (:func:`_stored`): the page's script, made from the
+    stored data, and the frames. ``ValueError`` where the files are not what :func:`_stored`
+    writes: another set of files, data that is not JSON of the right shape, a frame name that
+    is not a plain ``.png`` file name (or twice the same), a frame that is not a PNG, or page
+    data whose frames are not the listed ones."""
+    payload = json.loads(files["payload.json"])
     listed = json.loads(files["frames.json"])
-    frames = tuple(Frame(**f, png=files[f"frame-{i}.png"]) for i, f in enumerate(listed))
-    return files["script.js"], frames
+    if not isinstance(payload, dict) or not isinstance(listed, list):
+        raise ValueError("not a flipbook's data")
+    if set(files) != {"payload.json", "frames.json", *(f"frame-{i}.png" for i in
+                                                        range(len(listed)))}:
+        raise ValueError("not a flipbook's files")
+    frames = []
+    for i, f in enumerate(listed):
+        if not isinstance(f, dict) or set(f) != {"value", "file", "alt", "text"} or \
+                type(f["value"]) is not int or not _frame_name(f["file"], widget) or \
+                not isinstance(f["alt"], str) or not isinstance(f["text"], str):
+            raise ValueError(f"frame {i} is not a frame")
+        png = files[f"frame-{i}.png"]
+        if not png.startswith(_PNG_SIGNATURE):
+            raise ValueError(f"frame {i} is not a PNG")
+        frames.append(Frame(**f, png=png))
+    if len({f.file for f in frames}) != len(frames):
+        raise ValueError("two frames of one name")
+    shown = [{"value": f.value, "src": f"{STATIC}/{f.file}", "alt": f.alt, "text": f.text}
+             for f in frames]
+    if payload.get("frames", []) != shown:
+        raise ValueError("the page's frames are not the listed ones")
+    return _flipbook_script(widget, payload).encode("utf-8"), tuple(frames)
 
 
-def _stored(script: bytes, frames: tuple[Frame, ...]) -> dict[str, bytes]:
-    """A flipbook as the cache's files: its script, its frames' fields and each frame's PNG."""
+def _stored(payload: dict, frames: tuple[Frame, ...]) -> dict[str, bytes]:
+    """A flipbook as the cache's files: the page's data (JSON, from which :func:`_parsed` makes
+    the script), its frames' fields and each frame's PNG."""
     listed = [{"value": f.value, "file": f.file, "alt": f.alt, "text": f.text} for f in frames]
-    return {"script.js": script, "frames.json": json.dumps(listed).encode("utf-8"),
+    return {"payload.json": json.dumps(payload, ensure_ascii=False).encode("utf-8"),
+            "frames.json": json.dumps(listed).encode("utf-8"),
             **{f"frame-{i}.png": f.png for i, f in enumerate(frames)}}
 
 
-def _make(widget: str, notebook: str) -> tuple[bytes, tuple[Frame, ...]]:
-    """:func:`_made`'s work: the script and the frames, rendered now."""
+def _make(widget: str, notebook: str) -> tuple[dict, tuple[Frame, ...]]:
+    """:func:`_made`'s work: the page's data and the frames, rendered now."""
     nb = json.loads(notebook)
     frames: list[Frame] = []
     if widget == "decoder-explorer":
@@ -406,7 +456,7 @@ def _make(widget: str, notebook: str) -> tuple[bytes, tuple[Frame, ...]]:
         control = saved_controls(nb, widget)["epoch"]
         frames = epoch_frames(read_json(EPOCHS_05))
         payload = _frames_payload(control, frames)
-    return _flipbook_script(widget, payload).encode("utf-8"), tuple(frames)
+    return payload, tuple(frames)
 
 
 # --------------------------------------------------------------------------------------------

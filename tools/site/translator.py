@@ -448,7 +448,8 @@ def _exported(name: str, model_sha256: str, weights: str) -> dict[str, bytes]:
     # the key: the file that pretrained() checks against the manifest, and how it is stored
     return build_cache.cached(
         "onnx", {"model": name, "sha256": model_sha256, "weights": weights},
-        lambda: export_onnx(convs2s.pretrained(name), weights))
+        lambda: export_onnx(convs2s.pretrained(name), weights),
+        check=lambda files: set(files) == {"encoder", "decoder", "weights"})
 
 
 def _validation_sentences(name: str, count: int) -> list[str]:

@@ -711,6 +711,11 @@ def _usable_folder(out: Path) -> str | None:
     """Why ``out`` cannot take the PNGs (one line), or None after making sure it exists."""
     import os
 
+    from convs2s.system.arguments import dangling_link_problem
+
+    dangling = dangling_link_problem(out, "--out")
+    if dangling:  # never make a folder at a link's missing target
+        return dangling
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file, not a folder: give a folder for the PNGs"
     try:

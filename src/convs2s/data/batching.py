@@ -1,7 +1,7 @@
 """Datasets and batches: :class:`TranslationDataset` numericalises the pairs once, dropping
-over-long examples; :func:`make_loader` batches them with :class:`BucketBatchSampler` (similar
-lengths together, so little padding) into right-padded ``(src, trg)`` LongTensors
-``[batch, len]``.
+over-long examples (and again from other segmentations: ``resegment``); :func:`make_loader`
+batches them with :class:`BucketBatchSampler` (similar lengths together, so little padding) into
+right-padded ``(src, trg)`` LongTensors ``[batch, len]``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class TranslationDataset(Dataset):
 
     Attributes: ``pairs`` (the raw pairs kept), ``indices`` (their positions in the input),
     ``src_lengths``/``trg_lengths`` (lengths of the stored tensors), ``src_vocab``/``trg_vocab``.
+    :meth:`resegment` replaces the examples' tokens with others of the same pairs (subword
+    sampling); the examples kept stay those of the tokenizers given here.
     """
 
     def __init__(
@@ -87,6 +89,37 @@ class TranslationDataset(Dataset):
             )
         self.src_lengths = [len(x) for x in self.src]
         self.trg_lengths = [len(x) for x in self.trg]
+        self._first: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
+
+    def resegment(self, tokens: Sequence[tuple[Sequence[str], Sequence[str]]]) -> int:
+        """Numericalise the examples again from ``tokens``, one ``(source tokens, target
+        tokens)`` per example of ``pairs``, in its order (another segmentation of the same
+        text: :meth:`convs2s.data.subword.TextPipeline.sample`). An example whose new source or
+        target is longer than ``max_len`` keeps its tensors from construction, so the examples
+        stay the same ones; returns how many kept them. ``src_lengths``/``trg_lengths`` follow
+        (give them to the batch sampler: :meth:`BucketBatchSampler.set_lengths`)."""
+        if len(tokens) != len(self.pairs):
+            raise ValueError(f"resegment takes the tokens of the dataset's {len(self.pairs)} "
+                             f"examples, not of {len(tokens)}.")
+        if self._first is None:
+            self._first = (self.src, self.trg)
+        first_src, first_trg = self._first
+        src_out, trg_out, kept = [], [], 0
+        for i, (s, t) in enumerate(tokens):
+            src = self.src_vocab.encode(s, add_bos_eos=self.src_bos_eos)
+            trg = self.trg_vocab.encode(t, add_bos_eos=True)
+            if self.max_len is not None and (len(src) > self.max_len
+                                             or len(trg) > self.max_len):
+                src_out.append(first_src[i])
+                trg_out.append(first_trg[i])
+                kept += 1
+            else:  # through numpy: ten times faster than torch.tensor for short lists
+                src_out.append(torch.from_numpy(np.array(src, dtype=np.int64)))
+                trg_out.append(torch.from_numpy(np.array(trg, dtype=np.int64)))
+        self.src, self.trg = src_out, trg_out
+        self.src_lengths = [len(x) for x in self.src]
+        self.trg_lengths = [len(x) for x in self.trg]
+        return kept
 
     def __len__(self) -> int:
         return len(self.src)
@@ -183,26 +216,39 @@ class BucketBatchSampler(Sampler[list[int]]):
                 f"Need num_replicas >= 1 and 0 <= rank < num_replicas; got "
                 f"num_replicas={num_replicas}, rank={rank}."
             )
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self._set_lengths(lengths)
+        if len(self.lengths) and len(self.lengths) < num_replicas:
+            raise ValueError(f"{len(self.lengths)} examples cannot fill {num_replicas} replicas.")
+        self.shuffle, self.seed, self.bucket = shuffle, seed, bucket
+        self.num_replicas, self.rank, self.chunk_batches = num_replicas, rank, chunk_batches
+        self.epoch = 0
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def _set_lengths(self, lengths: Sequence[int] | Sequence[tuple[int, int]]) -> None:
         lens = np.asarray(lengths, dtype=np.int64)
         if lens.ndim == 1:
             lens = lens[:, None]
         if lens.ndim != 2 or (len(lens) and lens.min() < 0):
             raise ValueError("lengths must be non-negative ints or (src_len, trg_len) pairs.")
-        self.lengths = lens
-        self.size = lens.max(axis=1) if lens.shape[1] else np.zeros(len(lens), np.int64)
-        if max_tokens is not None and len(lens) and self.size.max() > max_tokens:
-            i = int(self.size.argmax())
+        size = lens.max(axis=1) if lens.shape[1] else np.zeros(len(lens), np.int64)
+        if self.max_tokens is not None and len(lens) and size.max() > self.max_tokens:
+            i = int(size.argmax())
             raise ValueError(
-                f"Example {i} alone is {int(self.size[i])} tokens long, more than "
-                f"max_tokens={max_tokens}; raise max_tokens or drop long examples with max_len."
+                f"Example {i} alone is {int(size[i])} tokens long, more than "
+                f"max_tokens={self.max_tokens}; raise max_tokens or drop long examples with "
+                "max_len."
             )
-        if len(lens) and len(lens) < num_replicas:
-            raise ValueError(f"{len(lens)} examples cannot fill {num_replicas} replicas.")
-        self.batch_size, self.max_tokens = batch_size, max_tokens
-        self.shuffle, self.seed, self.bucket = shuffle, seed, bucket
-        self.num_replicas, self.rank, self.chunk_batches = num_replicas, rank, chunk_batches
-        self.epoch = 0
-        self._cache: tuple[int, list[list[int]]] | None = None
+        self.lengths, self.size = lens, size
+
+    def set_lengths(self, lengths: Sequence[int] | Sequence[tuple[int, int]]) -> None:
+        """New lengths for the same examples (their tokens changed:
+        :meth:`TranslationDataset.resegment`); the batches are cut from them from now on."""
+        if len(lengths) != len(self.lengths):
+            raise ValueError(f"set_lengths takes the lengths of the sampler's {len(self.lengths)} "
+                             f"examples, not of {len(lengths)}.")
+        self._set_lengths(lengths)
+        self._cache = None
 
     def set_epoch(self, epoch: int) -> None:
         """Use ``epoch`` for the next iteration (each ``iter()`` then advances it by one)."""

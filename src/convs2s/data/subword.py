@@ -12,7 +12,9 @@ to see.
   split only), cached on disk under :func:`cache_dir` by a hash of those sentences, the settings
   and the library version; a second call with the same input reads the cache.
 - :class:`TextPipeline`: the source and target language, the tokenizers, the detokenizer and
-  how to build the vocabularies, for either kind (``"word"`` or ``"subword"``).
+  how to build the vocabularies, for either kind (``"word"`` or ``"subword"``);
+  :meth:`TextPipeline.sample` draws random segmentations of training pairs (subword
+  regularisation, ``--subword-sampling``), the same ones for the same seed.
   :meth:`TextPipeline.record` is what a checkpoint stores and :meth:`TextPipeline.from_checkpoint`
   reads it back; a checkpoint without these fields (written before they existed) means German to
   English, word-level, lower-cased.
@@ -35,17 +37,22 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import numbers
 import os
 import re
 import struct
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from convs2s.data import LANGUAGES, Tokenizer, Vocab, check_direction, detokenize, nfc
-from convs2s.system.arguments import MAX_VOCAB_SIZE, check_size
+from convs2s.system.arguments import MAX_VOCAB_SIZE, brief, check_size
 from convs2s.system.atomic_files import atomic_write, remove_stale_temps
 from convs2s.system.local_files import read_small
 
@@ -56,6 +63,7 @@ __all__ = [
     "TextPipeline",
     "cache_dir",
     "cache_key",
+    "seeded_sampling",
     "train_subword",
 ]
 
@@ -164,6 +172,17 @@ class SubwordTokenizer:
     def __call__(self, text: str) -> list[str]:
         return self._proc.encode(nfc(text), out_type=str)
 
+    def sample(self, text: str, alpha: float) -> list[str]:
+        """One segmentation of ``text`` drawn at random (subword regularisation), where
+        ``tok(text)`` gives the best one: a unigram model draws from all its segmentations
+        (sentencepiece's ``nbest_size=-1``) with their probabilities raised to ``alpha``
+        (Kudo, 2018; smaller is more varied), a BPE model skips each merge with probability
+        ``alpha`` (BPE-dropout, Provilkov et al., 2020; larger is more varied). Decoding gives
+        the text back either way. The draws come from sentencepiece's own random generator:
+        run inside :func:`seeded_sampling` to make them reproducible."""
+        return self._proc.encode(nfc(text), out_type=str, enable_sampling=True, alpha=alpha,
+                                 nbest_size=-1)
+
     def decode(self, pieces: Sequence[str]) -> str:
         """The text of ``pieces`` (specials other than ``<unk>`` are dropped)."""
         return self._proc.decode([p for p in pieces if p not in SPECIALS[1:]])
@@ -210,6 +229,29 @@ class SubwordTokenizer:
 
     def __repr__(self) -> str:
         return f"SubwordTokenizer({len(self)} pieces, sha256 {self.sha256[:12]})"
+
+
+_T = TypeVar("_T")
+#: One seeded sampling at a time: sentencepiece's seed is one for the whole process.
+_SAMPLING = threading.Lock()
+
+
+def seeded_sampling(seed: int | Sequence[int], work: Callable[[], _T]) -> _T:
+    """``work()``, its sentencepiece samples (:meth:`SubwordTokenizer.sample`) drawn from a
+    generator seeded by ``seed`` (an int, or ints such as ``(run seed, epoch)``): the same seed
+    gives the same segmentations.
+
+    sentencepiece keeps one generator per thread, seeded from its process-wide seed
+    (``set_random_generator_seed``) when the thread first samples, and some of its versions
+    never reseed one already made: so the seed is set and ``work`` runs in a new thread, one
+    ``work`` at a time, and this returns its result (or raises its exception). The seed stays
+    set afterwards (sentencepiece cannot unset it): other sampling in this process is seeded too.
+    """
+    state = np.random.SeedSequence(seed).generate_state(1)[0]
+    state = int(state) % 0xFFFFFFFF  # 2**32 - 1 is sentencepiece's "no seed"
+    with _SAMPLING, ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentencepiece") as pool:
+        _sentencepiece().set_random_generator_seed(state)
+        return pool.submit(work).result()
 
 
 #: sentencepiece's TrainerSpec.ModelType values (sentencepiece_model.proto).
@@ -489,6 +531,22 @@ class TextPipeline:
         return src, trg
 
     # -- using -----------------------------------------------------------------------------------
+    def sample(self, pairs: Sequence[tuple[str, str]], alpha: float,
+               seed: int | Sequence[int]) -> list[tuple[list[str], list[str]]]:
+        """A random segmentation of every ``(source, target)`` pair, where the tokenizers give
+        the best one (:meth:`SubwordTokenizer.sample` with ``alpha`` in (0, 1]; subword
+        regularisation, for training pairs only): the same ``seed`` gives the same pieces
+        (:func:`seeded_sampling`). ``ValueError`` for a word pipeline (one segmentation)."""
+        if self.kind != "subword":
+            raise ValueError("sampling segmentations needs a subword pipeline; words have one "
+                             "segmentation.")
+        if isinstance(alpha, bool) or not (isinstance(alpha, numbers.Real) and 0 < alpha <= 1):
+            raise ValueError(f"alpha must be a number above 0 and at most 1, not "
+                             f"{brief(alpha, 40)}.")
+        src, trg = self.src_tokenizer, self.trg_tokenizer
+        return seeded_sampling(seed, lambda: [(src.sample(s, alpha), trg.sample(t, alpha))
+                                              for s, t in pairs])
+
     def detokenize(self, tokens: Sequence[str]) -> str:
         """Output tokens back into a sentence (subword: the exact cased text)."""
         if self.kind == "subword":

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from convs2s.data import check_direction
 from convs2s.data.subword import MODEL_TYPES, TOKENIZER_KINDS, SubwordSettings
 from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig
+from convs2s.system.arguments import brief
 from convs2s.system.compiling import check_mode
 
 #: The model fields a preset sets (every ConvS2SConfig field but the vocabulary ones).
@@ -35,7 +36,7 @@ RECORDED_MODEL_FIELDS = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kern
 #: Training fields added after checkpoints first recorded presets, with the value every run
 #: trained with before them: a preset's record holds one only where it differs (so a record at
 #: these values is the one recorded before), and a record without it was trained with this value.
-FIELDS_ADDED_LATER = {"rdrop": 0.0}
+FIELDS_ADDED_LATER = {"rdrop": 0.0, "subword_sampling": 0.0}
 
 #: The largest R-Drop weight a preset takes (issue 62's bound).
 MAX_RDROP = 10.0
@@ -61,6 +62,11 @@ class Preset:
     vocab_size: int = 8000  # subword only: pieces per vocabulary (specials included)
     joint_vocab: bool = True  # subword only: one vocabulary for both sides, or one per side
     subword_model: str = "bpe"  # subword only: sentencepiece's "bpe" or "unigram"
+    # subword only: subword regularisation (convs2s.data.subword.TextPipeline.sample). > 0: each
+    # epoch the training pairs are segmented afresh at random with this alpha (BPE-dropout's
+    # probability, or the unigram sampling's smoothing), validation and translation always the
+    # best segmentation. 0: off, the training pairs segmented once, the best way
+    subword_sampling: float = 0.0
     train_pairs: int | None = None  # None: the whole training set; n: its first n pairs
     valid_pairs: int | None = None
     max_tokens: int = 4096  # padded tokens per batch (source or target side, the larger)
@@ -107,35 +113,44 @@ class Preset:
         check_direction(self.src_lang, self.trg_lang)
         if self.tokenizer not in TOKENIZER_KINDS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, not "
-                             f"{self.tokenizer!r}.")
+                             f"{brief(self.tokenizer, 40)}.")
         if self.tokenizer == "subword":
             self.subword_settings()  # checks vocab_size, joint_vocab, subword_model
         elif self.subword_model not in MODEL_TYPES:
             raise ValueError(f"subword_model must be one of {', '.join(MODEL_TYPES)}.")
         if not (isinstance(self.epochs, numbers.Integral) and self.epochs >= 1):
-            raise ValueError(f"epochs must be a whole number >= 1, not {self.epochs!r}.")
+            raise ValueError(f"epochs must be a whole number >= 1, not {brief(self.epochs, 40)}.")
         if self.max_steps is not None and not (isinstance(self.max_steps, numbers.Integral)
                                                and self.max_steps >= 1):
             raise ValueError(f"max_steps must be None or a whole number >= 1, not "
-                             f"{self.max_steps!r}.")
+                             f"{brief(self.max_steps, 40)}.")
         if self.max_minutes is not None and not (isinstance(self.max_minutes, numbers.Real)
                                                  and 0 < self.max_minutes < math.inf):
             raise ValueError(f"max_minutes must be None or a number of minutes > 0, not "
-                             f"{self.max_minutes!r}.")
+                             f"{brief(self.max_minutes, 40)}.")
         if self.final_pairs is not None and (isinstance(self.final_pairs, bool) or not isinstance(
                 self.final_pairs, numbers.Integral) or self.final_pairs < 1):
             raise ValueError(f"final_pairs must be None or a whole number >= 1, not "
-                             f"{self.final_pairs!r}.")
+                             f"{brief(self.final_pairs, 40)}.")
         for name, top in (("lr", math.inf), ("lr_shrink", 1)):  # a huge lr: tests diverge
             value = getattr(self, name)
             if isinstance(value, bool) or not (isinstance(value, numbers.Real) and 0 < value <= top
                                                and math.isfinite(value)):
                 raise ValueError(f"{name} must be a number above 0" + (
-                    " and at most 1" if top == 1 else "") + f", not {value!r}.")
+                    " and at most 1" if top == 1 else "") + f", not {brief(value, 40)}.")
         if isinstance(self.rdrop, bool) or not (isinstance(self.rdrop, numbers.Real)
                                                 and 0 <= self.rdrop <= MAX_RDROP):  # NaN too
             raise ValueError(f"rdrop must be a number from 0 to {MAX_RDROP:g}, not "
-                             f"{self.rdrop!r}.")
+                             f"{brief(self.rdrop, 40)}.")
+        if isinstance(self.subword_sampling, bool) or not (
+                isinstance(self.subword_sampling, numbers.Real)
+                and 0 <= self.subword_sampling <= 1):  # NaN too
+            raise ValueError(f"subword_sampling must be a number from 0 (off) to 1, not "
+                             f"{brief(self.subword_sampling, 40)}.")
+        if self.subword_sampling and self.tokenizer != "subword":
+            raise ValueError("subword_sampling (--subword-sampling) samples segmentations of "
+                             "subword pieces: it needs the subword tokenizer (--tokenizer "
+                             f"subword), not {self.tokenizer}.")
         if self.compile is not None:
             check_mode(self.compile)
         for name in ("average_last", "final_beam"):
@@ -143,7 +158,7 @@ class Preset:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < (
                     0 if name == "average_last" else 1):
                 raise ValueError(f"{name} must be a whole number >= "
-                                 f"{0 if name == 'average_last' else 1}, not {value!r}.")
+                                 f"{0 if name == 'average_last' else 1}, not {brief(value, 40)}.")
 
     def subword_settings(self) -> SubwordSettings:
         return SubwordSettings(vocab_size=self.vocab_size, joint=self.joint_vocab,
@@ -259,6 +274,7 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.") from None
+        raise ValueError(f"Unknown preset {brief(name, 40)}; choose one of "
+                         f"{sorted(PRESETS)}.") from None
 
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
-from convs2s.system.arguments import brief
 from convs2s.system.local_files import FileRefused, json_value, read_small
 
 __all__ = ["MODELS_DIR", "PretrainedError", "available", "pretrained", "pretrained_checkpoint",
@@ -77,9 +77,22 @@ def record(direction: str = "de-en", models_dir: str | os.PathLike = MODELS_DIR)
     (command, epochs, hours, machine) and its scores."""
     models = _manifest(Path(models_dir))
     if not isinstance(direction, str) or direction not in models:
-        raise PretrainedError(f"no shipped model for {brief(direction)}: the package has "
-                              f"{', '.join(sorted(models)) or 'none'}")
+        listed = ", ".join(_echo(m, quote=False) for m in sorted(models))
+        raise PretrainedError(f"no shipped model for {_echo(direction)}: the package has "
+                              f"{listed or 'none'}")
     return dict(models[direction])
+
+
+def _echo(value, quote: bool = True) -> str:
+    """``value`` as a message shows it: a str of printable ASCII as it is (quoted with
+    ``quote``), anything else as ``ascii()`` writes it (a NUL, a lone surrogate or a terminal
+    escape as ``\\x00``, ``\\udce4``, ``\\x1b``: printing never fails, nor colours the
+    terminal); cut to 60 characters."""
+    if isinstance(value, str) and value.isascii() and value.isprintable():
+        text = repr(value) if quote else value
+    else:
+        text = ascii(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text):,} characters)"
 
 
 def _sha256(path: Path) -> str:
@@ -96,9 +109,11 @@ def pretrained_path(direction: str = "de-en",
     models_dir = Path(models_dir)
     entry = record(direction, models_dir)
     name = entry.get("file")
-    if not isinstance(name, str) or not name or Path(name).name != name:
+    if not isinstance(name, str) or not name or Path(name).name != name or \
+            name in (".", "..") or not name.isprintable():
         raise PretrainedError(f"the manifest names no file for the shipped {direction} model "
-                              f"(its file is {brief(name)}): reinstall the package")
+                              f"(its file is {_echo(name)}, not a plain file name): reinstall "
+                              "the package (pip install --force-reinstall convs2s)")
     path = models_dir / name
     if not path.is_file():
         raise PretrainedError(f"the shipped {direction} model's file {path} is missing: "
@@ -115,14 +130,40 @@ def pretrained_path(direction: str = "de-en",
     return path
 
 
+#: What a shipped model's user does about a damaged one: the package brought it, so the
+#: package brings it back (never "train again": it is not the user's run).
+_REINSTALL = "reinstall the package (pip install --force-reinstall convs2s)"
+#: The advice a checkpoint's own error gives a run's owner ("delete it and train again, or use
+#: the other checkpoint"), which does not fit a shipped model.
+_RUN_ADVICE = re.compile(r"delete it|train again|the other checkpoint|an earlier checkpoint|"
+                         r"Pass a |Use a checkpoint|Choose another", re.IGNORECASE)
+
+
+def _damaged(direction: str, e: Exception) -> PretrainedError:
+    """One line for a shipped model's file that cannot be used: what is wrong (the first
+    sentences of ``e``, without its advice to a run's owner) and how to get the file back."""
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(str(e).split()))
+    what = " ".join(s for s in sentences if not _RUN_ADVICE.search(s)).rstrip(". ")
+    return PretrainedError(f"the shipped {direction} model's file is damaged ({what}): "
+                           f"{_REINSTALL}")
+
+
 def pretrained_checkpoint(direction: str = "de-en",
                           models_dir: str | os.PathLike = MODELS_DIR) -> Checkpoint:
-    """A shipped model as a :class:`Checkpoint` (float16 weights, as stored)."""
+    """A shipped model as a :class:`Checkpoint` (float16 weights, as stored), checked to
+    translate the direction its manifest entry is listed under."""
     path = pretrained_path(direction, models_dir)
     try:
-        return Checkpoint.load(path)
+        checkpoint = Checkpoint.load(path)
     except CheckpointError as e:
-        raise PretrainedError(f"{e} Reinstall the package.") from None
+        raise _damaged(direction, e) from None
+    pipeline = getattr(checkpoint, "pipeline", None)
+    holds = f"{getattr(pipeline, 'src_lang', '?')}-{getattr(pipeline, 'trg_lang', '?')}"
+    if holds != direction:
+        raise PretrainedError(f"the manifest's {_echo(direction)} entry names {_echo(path.name)}, "
+                              f"a model that translates {_echo(holds, quote=False)}, not "
+                              f"{_echo(direction, quote=False)}: {_REINSTALL}")
+    return checkpoint
 
 
 def pretrained(direction: str = "de-en", device=None,
@@ -133,5 +174,8 @@ def pretrained(direction: str = "de-en", device=None,
     (one line) for a direction the package has no model for, or a missing or damaged file."""
     from convs2s.run.translator import Translator
 
-    return Translator.from_checkpoint(pretrained_checkpoint(direction, models_dir),
-                                      device=device)
+    checkpoint = pretrained_checkpoint(direction, models_dir)
+    try:
+        return Translator.from_checkpoint(checkpoint, device=device)
+    except CheckpointError as e:  # parts that load but do not fit together
+        raise _damaged(direction, e) from None

@@ -8,7 +8,8 @@ steps over the batches, the validation loss, a history row, ``last.pt`` (and ``b
 validation improved). The loop runs epochs until a limit; Ctrl-C or SIGTERM save ``last.pt``,
 and ``resume=True`` continues exactly. NaN/inf stops the run; diverged weights are never saved.
 ``preset.compile`` (``--compile``) runs the steps through ``torch.compile``
-(:func:`compile_for_training`, :func:`compiled_loss`); ``preset.rdrop``: R-Drop (``--rdrop``).
+(:func:`compile_for_training`, :func:`compiled_loss`); ``preset.rdrop``: R-Drop (``--rdrop``);
+``preset.subword_sampling``: subword regularisation (:meth:`Trainer.sample_segmentations`).
 The rest is elsewhere: :mod:`~convs2s.run.prepare` (data, model, optimizer),
 :mod:`~convs2s.run.run_folder`, :mod:`~convs2s.run.resume`, :mod:`~convs2s.run.distributed`,
 :mod:`~convs2s.run.precision` (the optimizer step), :mod:`~convs2s.run.final_choices`
@@ -38,30 +39,13 @@ from convs2s.data import LANGUAGES, DataError, Vocab, load_multi30k, make_loader
 from convs2s.data.subword import TOKENIZER_KINDS
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.loss import evaluate_loss, next_token_loss, rdrop_loss, sequence_loss
-from convs2s.run import final_choices, run_folder
+from convs2s.run import final_choices, prepare, run_folder
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
-from convs2s.run.prepare import (
-    build_model,
-    check_model_size,
-    fingerprint,
-    make_optimizer,
-    prepare_data,
-    select_pairs,
-)
 from convs2s.run.presets import MAX_RDROP, PRESETS, Preset, get_preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
-from convs2s.system import environment
-from convs2s.system.arguments import (
-    MAX_VOCAB_SIZE,
-    OneLineParser,
-    bounded_int_arg,
-    brief,
-    cut,
-    shown,
-    whole_number_arg,
-)
+from convs2s.system import arguments, environment
 from convs2s.system.compiling import COMPILE_MODES, CUDA_GRAPH_MODES, check_compiler, check_mode
 from convs2s.system.signals import StopSignals, Terminated, exit_status
 
@@ -137,7 +121,7 @@ class Trainer:
         self.last_path, self.best_path = folder / "last.pt", folder / "best.pt"
         self.final_path = folder / final_choices.FINAL
         # raw text, for the final choices (convs2s.run.final_choices)
-        self.valid_pairs = select_pairs(preset, data)[1][:preset.final_pairs]
+        self.valid_pairs = prepare.select_pairs(preset, data)[1][:preset.final_pairs]
         self.signals, self.saved = StopSignals(), {}  # saved: checkpoint name -> its step
         self.rng_before_step = None  # the random state at the start of a step under way
         ckpt = Checkpoint.load(self.last_path) if resume else None
@@ -201,6 +185,7 @@ class Trainer:
         """A step on each batch of the epoch not yet seen, until a limit; whether the epoch is
         finished."""
         s, sampler = self.state, self.loader.batch_sampler
+        self.sample_segmentations(s.epoch)
         sampler.set_epoch(s.epoch)
         n_batches, skip = len(sampler), s.batch_in_epoch
         bar = _Progress(n_batches, f"epoch {s.epoch + 1}/{self.preset.epochs}", self.progress,
@@ -274,16 +259,16 @@ class Trainer:
         vocabs = pipeline = None
         if ckpt is not None:  # the vocabularies and text pipeline it trained with
             vocabs, pipeline = (ckpt.src_vocab, ckpt.trg_vocab), ckpt.pipeline
-        train_ds, valid_ds, self.src_vocab, self.trg_vocab = prepare_data(
+        train_ds, valid_ds, self.src_vocab, self.trg_vocab = prepare.prepare_data(
             preset, data, vocabs, pipeline)
         self.pipeline = train_ds.pipeline
-        self.data_record = dict(zip(("train", "valid"),
-                                    map(fingerprint, select_pairs(preset, data)), strict=True))
+        self.data_record = dict(zip(("train", "valid"), map(
+            prepare.fingerprint, prepare.select_pairs(preset, data)), strict=True))
         if train_ds.n_dropped:
             self.say(f"dropped {train_ds.n_dropped} training pairs longer than "
                      f"{preset.model.max_positions} positions")
-        self.model = build_model(preset, self.src_vocab, self.trg_vocab).to(self.device)
-        self.optimizer = make_optimizer(self.model, preset)
+        self.model = prepare.build_model(preset, self.src_vocab, self.trg_vocab).to(self.device)
+        self.optimizer = prepare.make_optimizer(self.model, preset)
         self.pad = self.trg_vocab.pad_idx
         return train_ds, valid_ds
 
@@ -332,12 +317,39 @@ class Trainer:
             self.net = compile_for_training(self.net, preset.compile, self.device)
         self.precision = mixed_precision(self.device, preset.amp)
         self.scaler = self.precision.scaler()  # float16 only: bfloat16 needs no loss scaling
+        self.segmented_epoch: int | None = None  # the epoch the training pairs are sampled for
+        if preset.subword_sampling:  # the epoch resumed has its own segmentations, and batches
+            self.sample_segmentations(self.state.epoch)
+            self.loader.batch_sampler.set_epoch(self.state.epoch)
         if len(self.loader.batch_sampler) < self.state.batch_in_epoch:  # a last.pt from elsewhere
             raise CheckpointError(
                 f"{self.last_path} cannot be resumed: its train_state batch_in_epoch "
                 f"{self.state.batch_in_epoch} is past the {len(self.loader.batch_sampler)} "
                 "batches of an epoch. Resume from a last.pt that convs2s wrote, or start a new "
                 "--out folder.")
+
+    def sample_segmentations(self, epoch: int) -> None:
+        """With ``preset.subword_sampling`` (alpha): the training pairs segmented afresh for
+        ``epoch``, at random (:meth:`convs2s.data.subword.TextPipeline.sample`), and the
+        batches cut from their new lengths; once per epoch, and nothing when it is 0. The draws
+        are seeded by the run's seed and the epoch, as the batches' order is, so a resumed run
+        (or another process under torchrun) gets the same segmentations. A pair whose sampled
+        pieces are too long for the model keeps its best segmentation. Validation, the final
+        choices and translation always tokenize the best way (the pipeline's tokenizers)."""
+        alpha = self.preset.subword_sampling
+        if not alpha or self.segmented_epoch == epoch:
+            return
+        start, ds = time.monotonic(), self.loader.dataset
+        kept = ds.resegment(self.pipeline.sample(ds.pairs, alpha, (self.preset.seed, epoch)))
+        self.loader.batch_sampler.set_lengths(list(zip(ds.src_lengths, ds.trg_lengths,
+                                                       strict=True)))
+        if self.segmented_epoch is None:
+            how = (f", {kept} too long when sampled kept their best segmentation" if kept
+                   else "")
+            self.say(f"subword sampling (alpha {alpha:g}): {len(ds)} training pairs segmented "
+                     f"afresh for epoch {epoch + 1} in {time.monotonic() - start:.1f} s{how}; "
+                     "again every epoch")
+        self.segmented_epoch = epoch
 
     def _loss(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         """A step's loss: :func:`~convs2s.model.loss.next_token_loss` of the model, or with
@@ -659,7 +671,10 @@ def train(
     preset = get_preset(preset) if isinstance(preset, str) else preset
     if not str(out_dir).strip():  # Path("") is the current folder
         raise ValueError("out_dir (--out) is empty: name the folder for the run's checkpoints.")
-    check_model_size(preset)  # before the data loads: a 15-billion one died in the allocator
+    problem = arguments.dangling_link_problem(out_dir, "out_dir (--out)")
+    if problem:  # its folder would be "a file", or made at the link's target
+        raise ValueError(problem + ".")
+    prepare.check_model_size(preset)  # before the data loads (a 15-billion one died there)
     folder = Path(out_dir)
     dist = Distributed(environment.check_device(device) if device is not None else None)
     trainer = None
@@ -689,7 +704,8 @@ def _fraction(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to below 1, not {brief(text)}")
+        raise argparse.ArgumentTypeError("expected a number from 0 to below 1, not "
+                                         f"{arguments.brief(text)}")
     return value
 
 
@@ -701,7 +717,7 @@ def _share(text: str) -> float:
         value = math.nan
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, not "
-                                         f"{brief(text)}")
+                                         f"{arguments.brief(text)}")
     return value
 
 
@@ -713,14 +729,24 @@ def _rdrop_weight(text: str) -> float:
         value = math.nan
     if not 0 <= value <= MAX_RDROP:  # NaN too
         raise argparse.ArgumentTypeError(f"expected a number from 0 (off) to {MAX_RDROP:g}, "
-                                         f"not {brief(text)}")
+                                         f"not {arguments.brief(text)}")
     return value
 
 
-def _folder(text: str) -> Path:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("expected a folder, not an empty name")
-    return Path(text)
+def _sampling_alpha(text: str) -> float:
+    """Subword sampling's alpha: a number from 0 (off) to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number from 0 (off) to 1, not "
+                                         f"{arguments.brief(text)}")
+    return value
+
+
+#: --out: not an empty name, not a path through a symbolic link to nothing
+_folder = arguments.folder_arg("--out")
 
 
 def _minutes(text: str) -> float:
@@ -729,7 +755,8 @@ def _minutes(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, not {brief(text)}")
+        raise argparse.ArgumentTypeError("expected a number of minutes > 0, not "
+                                         f"{arguments.brief(text)}")
     return value
 
 
@@ -737,7 +764,7 @@ def _device(text: str) -> torch.device:
     try:
         dev = torch.device(text)
     except RuntimeError:
-        raise argparse.ArgumentTypeError(f"{brief(text)} is not a device (cpu, cuda, mps)"
+        raise argparse.ArgumentTypeError(f"{arguments.brief(text)} is not a device (cpu, cuda, mps)"
                                          ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError("cuda was asked for but this machine has no CUDA GPU "
@@ -754,7 +781,7 @@ MAX_LAYERS, MAX_WIDTH = 64, 4096
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(
+    parser = arguments.OneLineParser(
         prog="python -m convs2s.train",
         description="Train ConvS2S on Multi30k (any direction; German→English by default)."
     )
@@ -764,8 +791,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="Multi30k folder (default: CONVS2S_DATA_DIR)")
     parser.add_argument("--device", type=_device,
                         help="cpu, cuda, mps (default: the best available)")
-    parser.add_argument("--epochs", type=whole_number_arg, help="override the preset's epochs")
-    parser.add_argument("--max-steps", type=whole_number_arg,
+    parser.add_argument("--epochs", type=arguments.whole_number_arg,
+                        help="override the preset's epochs")
+    parser.add_argument("--max-steps", type=arguments.whole_number_arg,
                         help="override the preset's step limit")
     parser.add_argument("--max-minutes", type=_minutes, help="override the preset's time budget")
     parser.add_argument("--src", choices=LANGUAGES, help="source language (default: the "
@@ -775,19 +803,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", choices=TOKENIZER_KINDS,
                         help="word: lower-cased spaCy words; subword: cased sentencepiece "
                         "pieces (default: the preset's)")
-    parser.add_argument("--vocab-size", type=bounded_int_arg(MAX_VOCAB_SIZE),
+    parser.add_argument("--vocab-size", type=arguments.bounded_int_arg(arguments.MAX_VOCAB_SIZE),
                         help="subword pieces per vocabulary (default: the preset's, 8000)")
     parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
                         help="subword: one vocabulary for both languages (default) or one each")
     parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
                         help="tie the decoder's output layer to its token embedding (fairseq's "
                         "--share-input-output-embed; default: the preset's, off)")
-    parser.add_argument("--layers", type=bounded_int_arg(MAX_LAYERS),
+    parser.add_argument("--layers", type=arguments.bounded_int_arg(MAX_LAYERS),
                         help="override the model's convolutional layers, as many in the "
                         "encoder as in the decoder (the cpu_subword preset's: 4)")
-    parser.add_argument("--emb-dim", type=bounded_int_arg(MAX_WIDTH),
+    parser.add_argument("--emb-dim", type=arguments.bounded_int_arg(MAX_WIDTH),
                         help="override the model's token embedding size (cpu_subword: 256)")
-    parser.add_argument("--hid-dim", type=bounded_int_arg(MAX_WIDTH),
+    parser.add_argument("--hid-dim", type=arguments.bounded_int_arg(MAX_WIDTH),
                         help="override the model's convolution channels (cpu_subword: 256)")
     parser.add_argument("--dropout", type=_fraction, help="override the model's dropout "
                         "(the cpu_subword preset's: 0.2)")
@@ -795,7 +823,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="override the preset's label smoothing (0.1)")
     parser.add_argument("--lr", type=_share, help="override the peak learning rate, reached "
                         "after the warm-up (the cpu_subword preset's: 0.002)")
-    parser.add_argument("--warmup-steps", type=whole_number_arg, help="override the updates "
+    parser.add_argument("--warmup-steps", type=arguments.whole_number_arg,
+                        help="override the updates "
                         "the rate rises over from 0 to its peak (cpu_subword: 200)")
     parser.add_argument("--lr-shrink", type=_share, help="override what the rate is multiplied "
                         "by after each epoch without a better validation loss (0.5; 1: never)")
@@ -803,7 +832,14 @@ def main(argv: list[str] | None = None) -> int:
                         "batch through the model twice (two dropout masks), WEIGHT times the "
                         "symmetric KL between the two passes added to the mean of their losses "
                         "(twice the step's time; the paper's alpha is 2 x WEIGHT); default 0: off")
-    parser.add_argument("--patience", type=whole_number_arg, help="override the preset's "
+    parser.add_argument("--subword-sampling", type=_sampling_alpha, metavar="ALPHA",
+                        help="subword regularisation (subword tokenizer only): each epoch every "
+                        "training sentence segmented afresh at random, by BPE-dropout with "
+                        "probability ALPHA for a BPE vocabulary (the presets'), or from all "
+                        "segmentations with smoothing ALPHA for a unigram one (0.1-0.2 typical); "
+                        "validation and translation use the best segmentation; seeded by the "
+                        "run's seed and the epoch; default 0: off")
+    parser.add_argument("--patience", type=arguments.whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
     parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
                         metavar="MODE", help="torch.compile the training step: default (MODE "
@@ -823,11 +859,12 @@ def main(argv: list[str] | None = None) -> int:
                                    ("label_smoothing", args.label_smoothing),
                                    ("lr", args.lr), ("warmup_steps", args.warmup_steps),
                                    ("lr_shrink", args.lr_shrink), ("rdrop", args.rdrop),
+                                   ("subword_sampling", args.subword_sampling),
                                    ("patience", args.patience), ("compile", args.compile))
                  if v is not None}
     try:
         preset = PRESETS[args.preset].replace(**overrides)
-        check_model_size(preset)  # the size flags together, before the data loads
+        prepare.check_model_size(preset)  # the size flags together, before the data loads
     except ValueError as e:
         parser.error(str(e))
     try:
@@ -840,14 +877,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         return _fail(run_folder.describe_os_error(e, args.out))
     if result.best_path:
-        print(f"best checkpoint: {shown(str(result.best_path))}")
+        print(f"best checkpoint: {arguments.shown(str(result.best_path))}")
     if result.final_path:
-        print(f"final model (translate with this one): {shown(str(result.final_path))}")
+        print(f"final model (translate with this one): {arguments.shown(str(result.final_path))}")
     return 0
 
 
 def _fail(message: str) -> int:
-    print("error: " + cut(" ".join(message.split())), file=sys.stderr)
+    print("error: " + arguments.cut(" ".join(message.split())), file=sys.stderr)
     return 1
 
 

@@ -13,9 +13,11 @@ on stderr naming its line number; the other lines are translated anyway. A line 
 it is reported as soon as it passes the limit and the rest of it is skipped. Input that is
 UTF-16 or UTF-32 (a byte order mark, or NUL bytes in a line that reads as such text) is refused
 in one line that names the encoding and the ``iconv`` command that converts it; other NUL bytes
-are refused with the ``tr`` command that removes them. Control characters in a translation (a
-newline or an ANSI escape inside a vocabulary token) are written as spaces, so that the output
-stays one line per input line.
+concern their line only, which is made plain text as every sentence is
+(``convs2s.data.plain_text`` drops them, as ``Translator.translate`` does; a line of nothing
+else gets an empty output line and an error), and the other lines are translated. Control
+characters in a translation (a newline or an ANSI escape inside a vocabulary token) are written
+as spaces, so that the output stays one line per input line.
 
 Every mistake is one line on stderr and a non-zero exit status, never a traceback: a closed
 stdin or stdout (``<&-``, ``>&-``) included. Ctrl-C stops with one line and status 130, SIGTERM
@@ -158,8 +160,10 @@ def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes |
     A longer line (``/dev/zero`` is one endless line) is given as a :class:`LineTooLong` as soon
     as it passes the limit; when the next line is asked for, its rest is read and dropped in
     pieces of 64 KiB, so memory stays bounded however long it is. :class:`NotUTF8` is raised
-    when the input starts with a UTF-16 or UTF-32 byte order mark, or a line holds NUL bytes.
-    A text stream (``str`` lines) is read with its own line endings.
+    when the input starts with a UTF-16 or UTF-32 byte order mark, or a line holds NUL bytes
+    as UTF-16 or UTF-32 text does; a line with other NUL bytes is given as it is (it concerns
+    that line only: :func:`translate_lines` makes it plain text, which drops them). A text
+    stream (``str`` lines) is read with its own line endings.
     """
     check_size(max_bytes, "max_bytes", MAX_LINE_BYTES)
     if isinstance(f, io.TextIOBase):
@@ -181,9 +185,8 @@ def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes |
             line = buf[pos:end.end()]
             if end.start() - pos > max_bytes:
                 yield LineTooLong(max_bytes)
-            elif b"\x00" in line:
-                raise _nul_bytes(line, offset, lineno)
             else:
+                _check_wide(line, offset, lineno)
                 yield line
             offset += end.end() - pos
             pos = end.end()
@@ -197,13 +200,21 @@ def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes |
             if pos < len(buf):  # the last line, without an ending
                 lineno += 1
                 line = buf[pos:]
-                if b"\x00" in line:
-                    raise _nul_bytes(line, offset, lineno)
+                _check_wide(line, offset, lineno)
                 yield line
             return
         chunk = read(_CHUNK)
         eof = not chunk
         buf, pos = buf[pos:] + chunk, 0
+
+
+def _check_wide(line: bytes, offset: int, lineno: int) -> None:
+    """:class:`NotUTF8` if ``line`` holds NUL bytes as UTF-16 or UTF-32 text does (the whole
+    input is in that encoding); other NUL bytes concern their line only."""
+    if b"\x00" in line:
+        wide = _nul_bytes(line, offset, lineno)
+        if wide.iconv is not None:
+            raise wide
 
 
 def _skip_line(read, offset: int) -> tuple[bytes, int, int, bool]:
@@ -238,10 +249,7 @@ def _read_text_lines(f: TextIO, max_bytes: int) -> Iterator[str | LineTooLong]:
             return
         lineno += 1
         if len(line) <= max_bytes or line.endswith("\n"):
-            if "\x00" in line:
-                raise NotUTF8("UTF-16 or binary data", "UTF-16",
-                              f"line {lineno} holds NUL characters")
-            yield line
+            yield line  # NUL characters concern their line only (plain_text drops them)
             continue
         yield LineTooLong(max_bytes)
         while line and not line.endswith("\n"):  # the rest of the line, a piece at a time

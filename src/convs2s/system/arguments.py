@@ -14,7 +14,9 @@ short in messages.
   "False" for true, and a string dropout would fail deep inside torch), in one line that reads
   alike everywhere: "option=value must be ...".
 - The commands: :class:`OneLineParser` (an error is one line) and the argument types
-  :func:`whole_number_arg` and :func:`bounded_int_arg`.
+  :func:`whole_number_arg` and :func:`bounded_int_arg` (ASCII digits only: "1_0" and a
+  full-width "６" are not numbers here), :func:`folder_arg` (an output folder: never through
+  a symbolic link to nothing, :func:`dangling_link`).
 
 A value of the wrong type raises :class:`WrongType`, which is a ``TypeError`` and a
 ``ValueError``: a caller that catches either catches it.
@@ -25,12 +27,15 @@ from __future__ import annotations
 import argparse
 import numbers
 import operator
+import os
 import re
+from pathlib import Path
 
 __all__ = ["MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "MAX_SENTENCES",
            "MAX_VOCAB_SIZE", "OneLineParser", "WrongType", "bounded_int_arg", "brief",
            "check_bool", "check_choice", "check_fraction", "check_size", "check_token_id",
-           "check_whole", "cut", "shown", "whole_number_arg"]
+           "check_whole", "cut", "dangling_link", "dangling_link_problem", "folder_arg", "shown",
+           "whole_number_arg"]
 
 #: The largest beam (beam search keeps this many hypotheses per sentence and step).
 MAX_BEAM_SIZE = 1000
@@ -160,15 +165,75 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {cut(message)} (see --help)\n")
 
 
+#: A whole number as a command line takes it: ASCII digits, an optional sign, spaces around
+#: (not ``int()``'s "1_0" or a full-width "６", which a reader would not take for 10 and 6).
+_WHOLE = re.compile(r"[ \t]*([+-]?)([0-9]+)[ \t]*")
+
+
 def whole_number_arg(text: str) -> int:
-    """argparse ``type``: a whole number >= 1 (0, negatives and fractions are refused)."""
+    """argparse ``type``: a whole number >= 1 written in ASCII digits (0, negatives, fractions,
+    underscores and other scripts' digits are refused; one of more digits than Python reads,
+    4,300, is "too large", not "not a whole number")."""
+    found = _WHOLE.fullmatch(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{brief(text)} is not a whole number (write it in "
+                                         "the digits 0-9, e.g. 10)")
+    sign, digits = found.groups()
     try:
-        value = int(text)
-    except ValueError:  # not a number, or more digits than int() reads
-        raise argparse.ArgumentTypeError(f"{brief(text)} is not a whole number") from None
+        value = int(sign + digits)
+    except ValueError:  # more digits than int() reads
+        if sign == "-":
+            raise argparse.ArgumentTypeError(f"must be at least 1, got a negative number of "
+                                             f"{len(digits):,} digits") from None
+        raise argparse.ArgumentTypeError(f"a number of {len(digits):,} digits is too large"
+                                         ) from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {brief(value)}")
     return value
+
+
+def dangling_link(path: str | os.PathLike) -> Path | None:
+    """The first of ``path`` and the folders above it (as written, ``a/b/c``: ``a/b/c``,
+    ``a/b``, ``a``) that is a symbolic link to nothing that exists, or None. A folder made
+    there would be made at the link's target (or refused with a misleading "file exists"):
+    a command that makes its output folder refuses such a path first."""
+    path = Path(path)
+    for p in (path, *path.parents):
+        if p.is_symlink() and not p.exists():
+            return p
+    return None
+
+
+def dangling_link_problem(path: str | os.PathLike, option: str, fix: str = "make that "
+                          "folder first, or remove the link, or give another folder"
+                          ) -> str | None:
+    """One line refusing ``path`` given as ``option`` ("--out") if :func:`dangling_link`
+    finds a link to nothing in it, saying ``fix``; else None."""
+    link = dangling_link(path)
+    if link is None:
+        return None
+    try:
+        target = os.readlink(link)
+    except OSError:  # removed meanwhile
+        target = "?"
+    where = "" if link == Path(path) else f" (in {shown(str(path))})"
+    return (f"{option} {shown(str(link))}{where} is a symbolic link to "
+            f"{shown(str(target))}, which does not exist: {fix}").lstrip()
+
+
+def folder_arg(option: str):
+    """argparse ``type`` for an output folder a command makes (``option``, "--out"): not an
+    empty name, and not a path through a symbolic link to nothing (:func:`dangling_link`)."""
+
+    def parse(text: str) -> Path:
+        if not text.strip():
+            raise argparse.ArgumentTypeError("expected a folder, not an empty name")
+        problem = dangling_link_problem(text, option)
+        if problem:
+            raise argparse.ArgumentTypeError(problem.removeprefix(f"{option} "))
+        return Path(text)
+
+    return parse
 
 
 def bounded_int_arg(limit: int):

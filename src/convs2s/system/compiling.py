@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from convs2s.system.arguments import brief
+
 #: torch.compile's modes this package accepts (None, not a mode, means eager).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 #: The modes that replay CUDA graphs on a GPU. A graph is recorded once per input shape, and a
@@ -38,8 +40,10 @@ def check_compiler(device: torch.device | str, instead: str) -> None:
 
 
 def check_mode(mode) -> str:
-    """``mode`` if it is one of :data:`COMPILE_MODES`, else a ``ValueError`` line."""
-    if mode not in COMPILE_MODES:
+    """``mode`` if it is one of :data:`COMPILE_MODES` (a plain ``str``: a NumPy array or
+    string compares equal to one but is not one), else a ``ValueError`` line that echoes at
+    most 40 characters of it."""
+    if type(mode) is not str or mode not in COMPILE_MODES:
         raise ValueError(f"compile must be None or one of {', '.join(COMPILE_MODES)}, not "
-                         f"{mode!r}.")
+                         f"{brief(mode, 40)}.")
     return mode
