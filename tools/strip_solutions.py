@@ -1,4 +1,4 @@
-"""Clear the stored outputs of the notebooks' solution cells.
+"""Clear the stored outputs of the notebooks' solution cells, and every cell's run timestamps.
 
 A collapsed solution cell still shows its outputs in JupyterLab and Colab: "predicted [5, 6, 7,
 8, 9], measured [5, 6, 7, 8, 9]" under a predict exercise gives the answer away. After a full
@@ -6,10 +6,13 @@ top-to-bottom run of a notebook, run
 
     python -m tools.strip_solutions                  # every notebooks/NN_*.ipynb
     python -m tools.strip_solutions notebooks/01_glu_and_padding.ipynb
-    python -m tools.strip_solutions --check          # exit 1 if a solution stores outputs
+    python -m tools.strip_solutions --check          # exit 1 if it would change something
 
-It empties the outputs and the execution count of every solution cell and leaves every other
-cell as the run wrote it. CI still executes every solution (nbval runs all cells in quick mode).
+It empties the outputs and the execution count of every solution cell, and removes every code
+cell's ``metadata.execution`` (the kernel's iopub timestamps, which a run writes anew each
+time: kept, every re-run would change every cell in the diff); every other cell keeps its
+outputs, and every cell its other metadata. CI still executes every solution (nbval runs all
+cells in quick mode).
 A notebook is rewritten only when something changes: atomically, keeping its mode, with the
 same JSON layout as Jupyter's (indent 1, keys sorted, UTF-8). Every notebook named is read and
 checked (``tools.notebook_format``) before any is written: a file that is not a notebook (a
@@ -62,9 +65,24 @@ def stored_in_solutions(nb: dict) -> list[int]:
             and (c.get("outputs") or c.get("execution_count") is not None)]
 
 
+def timestamped_cells(nb: dict) -> list[int]:
+    """Indices of the code cells whose metadata holds ``execution`` (the run's timestamps)."""
+    return [i for i, c in enumerate(nb.get("cells", [])) if c.get("cell_type") == "code"
+            and isinstance(c.get("metadata"), dict) and "execution" in c["metadata"]]
+
+
+def drop_timestamps(nb: dict) -> int:
+    """Remove ``metadata.execution`` from ``nb``'s code cells, in place, keeping the rest of
+    their metadata; how many cells changed."""
+    changed = timestamped_cells(nb)
+    for i in changed:
+        del nb["cells"][i]["metadata"]["execution"]
+    return len(changed)
+
+
 def strip(nb: dict) -> int:
     """Empty the outputs and execution count of ``nb``'s solution code cells, in place; how
-    many cells changed."""
+    many cells changed. (:func:`drop_timestamps` removes the run's timestamps.)"""
     changed = stored_in_solutions(nb)
     for i in changed:
         nb["cells"][i]["outputs"] = []
@@ -83,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path,
                         help="notebooks to strip (default: every notebooks/NN_*.ipynb)")
     parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if a solution cell stores outputs")
+                        help="change nothing; exit 1 if a solution cell stores outputs or a "
+                             "cell its run's timestamps")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     notebooks = []
@@ -106,21 +125,27 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for path, nb in notebooks:
         if args.check:
-            found = stored_in_solutions(nb)
+            found, stamped = stored_in_solutions(nb), timestamped_cells(nb)
             if found:
                 print(f"{path}: solution cells {found} store outputs (run "
                       "`python -m tools.strip_solutions` to clear them)")
                 status = 1
+            if stamped:
+                print(f"{path}: {len(stamped)} code cells store their run's timestamps "
+                      "(metadata.execution; run `python -m tools.strip_solutions` to remove them)")
+                status = 1
             continue
-        n = strip(nb)
-        if n:
+        n, stamped = strip(nb), drop_timestamps(nb)
+        if n or stamped:
             try:
                 write_text_atomic(path, notebook_json(nb))  # keeps the file's mode
             except OSError as e:
                 print(f"error: cannot write {path} ({e.strerror or e}); it is left as it was",
                       file=sys.stderr)
                 return 2
-        print(f"{path.name}: cleared {n} solution cell{'s' if n != 1 else ''}")
+        print(f"{path.name}: cleared {n} solution cell{'s' if n != 1 else ''}"
+              + (f", removed the timestamps of {stamped} cell{'s' if stamped != 1 else ''}"
+                 if stamped else ""))
     return status
 
 

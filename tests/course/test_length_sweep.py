@@ -151,3 +151,19 @@ def test_measure_runs_the_sweep_on_copies_and_returns_a_record():
     assert length_sweep.summary_lines(record)[1].startswith("  64 target tokens per batch")
     with pytest.raises(ValueError, match="lengths"):
         length_sweep.measure(conv, rnn, [128], tokens=64, src_vocab_size=30, trg_vocab_size=30)
+
+
+def test_the_readme_does_not_answer_notebook_07s_crossover_exercise():
+    """Notebook 07's Exercise 5 asks where ConvS2S overtakes the RNN: the README (read before the
+    notebooks) states the stored sweep's ratio at its longest length only."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    record = json.loads((root / "src/convs2s/course/results/length_sweep_cpu.json").read_text())
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    rows = sorted(record["training"], key=lambda r: r["length"])
+    sweep = [line for line in readme.splitlines() if f"{rows[-1]['ratio']:.2f}×" in line]
+    assert sweep  # the headline stays
+    for row in rows[:-1]:
+        assert not any(f"{row['ratio']:.2f}×" in line for line in sweep), row["length"]

@@ -18,7 +18,7 @@ from convs2s.course.receptive_field import (
     rnn_path_length,
     sequential_steps,
 )
-from convs2s.course.stacks import PADDINGS
+from convs2s.course.stacks import STACK_PADDINGS
 from convs2s.model import ConvS2S
 from convs2s.model.encoder import Encoder
 from convs2s.model.layers import ConvGLUBlock
@@ -43,7 +43,7 @@ def test_path_length_formulas_on_small_cases():
 
 
 STACKS = [(1, 3), (3, 1), (3, 2), (3, 4), (5, 2), (2, 3), (4, 2)]
-CASES = [(p, k, n) for p in PADDINGS for k, n in STACKS if not (p == "same" and k % 2 == 0)]
+CASES = [(p, k, n) for p in STACK_PADDINGS for k, n in STACKS if not (p == "same" and k % 2 == 0)]
 
 
 @pytest.mark.parametrize(("padding", "k", "n_layers"), CASES)

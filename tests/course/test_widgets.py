@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from convs2s.course import widgets
-from convs2s.course.stacks import PADDINGS
+from convs2s.course.stacks import STACK_PADDINGS
 from convs2s.course.widgets import Control, Widget
 
 
@@ -56,7 +56,7 @@ def test_the_declared_controls_are_the_notebooks():
     assert [(c.name, c.label, c.value) for c in explorer.controls] == [
         ("kernel_size", "kernel size k", 3), ("n_layers", "layers L", 2),
         ("padding", "padding", "same"), ("length", "sentence length", 16)]
-    assert explorer.control("padding").options == PADDINGS
+    assert explorer.control("padding").options == STACK_PADDINGS
     assert explorer.control("length").values() == list(range(4, 33))
     costs = widgets.declared("conv-costs")
     assert costs.control("channels").values() == list(range(32, 1025, 32))

@@ -1,4 +1,5 @@
-"""tools/strip_solutions.py: the outputs of solution cells are cleared, nothing else changes."""
+"""tools/strip_solutions.py: the outputs of solution cells and every cell's run timestamps are
+cleared, nothing else changes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import stat
 import pytest
 
 from tools import strip_solutions
-from tools.strip_solutions import is_solution_cell, notebook_json, stored_in_solutions, strip
+from tools.strip_solutions import (
+    drop_timestamps,
+    is_solution_cell,
+    notebook_json,
+    stored_in_solutions,
+    strip,
+    timestamped_cells,
+)
 
 OUTPUT = [{"output_type": "stream", "name": "stdout", "text": ["predicted [5, 6], measured\n"]}]
 
@@ -66,6 +74,41 @@ def test_the_command_rewrites_a_notebook_in_place_keeping_its_mode(tmp_path, cap
     assert strip_solutions.main([str(path)]) == 0  # nothing to clear: not rewritten
     assert path.stat().st_mtime_ns == before
     assert [p.name for p in tmp_path.iterdir()] == ["01_x.ipynb"]  # no temporary file left
+
+
+STAMPS = {"iopub.execute_input": "2026-11-28T06:22:27.759475Z",
+          "iopub.status.busy": "2026-11-28T06:22:27.759269Z",
+          "iopub.status.idle": "2026-11-28T06:22:27.765518Z",
+          "shell.execute_reply": "2026-11-28T06:22:27.765024Z"}
+
+
+def test_a_cells_run_timestamps_are_removed_and_its_other_metadata_kept():
+    nb = _notebook()
+    lesson_meta = {"tags": ["keep"], "execution": dict(STAMPS)}
+    solution_meta = {"convs2s": {"exercise": "e", "role": "solution"}, "execution": dict(STAMPS)}
+    nb["cells"][0]["metadata"] = copy.deepcopy(lesson_meta)
+    nb["cells"][4]["metadata"] = copy.deepcopy(solution_meta)
+    assert timestamped_cells(nb) == [0, 4]
+    assert drop_timestamps(nb) == 2
+    assert nb["cells"][0]["metadata"] == {"tags": ["keep"]}
+    assert nb["cells"][4]["metadata"] == {"convs2s": {"exercise": "e", "role": "solution"}}
+    assert nb["cells"][0]["outputs"] == OUTPUT and nb["cells"][0]["execution_count"] == 1
+    assert timestamped_cells(nb) == [] and drop_timestamps(nb) == 0
+
+
+def test_the_command_removes_timestamps_even_where_no_solution_stores_outputs(tmp_path, capsys):
+    nb = _notebook()
+    strip(nb)
+    nb["cells"][5]["metadata"]["execution"] = dict(STAMPS)
+    path = tmp_path / "01_x.ipynb"
+    path.write_text(notebook_json(nb), encoding="utf-8")
+    assert strip_solutions.main(["--check", str(path)]) == 1
+    assert "1 code cells store their run's timestamps" in capsys.readouterr().out
+    assert strip_solutions.main([str(path)]) == 0
+    assert "removed the timestamps of 1 cell" in capsys.readouterr().out
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    assert stored["cells"][5]["metadata"] == {"convs2s": {"exercise": "e", "role": "check"}}
+    assert strip_solutions.main(["--check", str(path)]) == 0
 
 
 def test_the_layout_is_the_one_jupyter_writes():

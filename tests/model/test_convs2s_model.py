@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from convs2s.model import ConvS2S, ConvS2SConfig, count_parameters
+from convs2s.model.convs2s import RENAMED_FIELDS, current_names
 from convs2s.model.decoder import Decoder
 from convs2s.model.encoder import Encoder
 from convs2s.model.layers import (
@@ -357,8 +358,8 @@ def test_grad_multiply_is_identity_forward_and_scales_backward():
 
 def test_encoder_gradient_scaling_scales_encoder_gradients():
     dec_layers = 3
-    scaled = tiny_model(encoder_grad_scale=True, dec_layers=dec_layers).train()
-    plain = tiny_model(encoder_grad_scale=False, dec_layers=dec_layers).train()
+    scaled = tiny_model(scale_encoder_gradients=True, dec_layers=dec_layers).train()
+    plain = tiny_model(scale_encoder_gradients=False, dec_layers=dec_layers).train()
     plain.load_state_dict(scaled.state_dict())
     src, trg = random_tokens(2, 6), random_tokens(2, 5, seed=2)
     for model in (scaled, plain):
@@ -524,7 +525,7 @@ CONVS2S_BAD_OPTIONS = [
     ("share_input_output_embed", 0, TypeError, "must be True or False"),
     ("weight_norm", "no", TypeError, "must be True or False"),
     ("weight_norm", None, TypeError, "must be True or False"),
-    ("encoder_grad_scale", 1, TypeError, "must be True or False"),
+    ("scale_encoder_gradients", 1, TypeError, "must be True or False"),
     ("dropout", "0.1", TypeError, r"must be a number in \[0, 1\)"),
     ("dropout", True, TypeError, r"must be a number in \[0, 1\)"),
     ("dropout", 1.0, ValueError, r"must be in \[0, 1\)"),
@@ -643,8 +644,22 @@ def test_config_holds_every_keyword_the_model_records():
     assert list(model.config) == [
         "src_vocab_size", "trg_vocab_size", "emb_dim", "hid_dim", "enc_layers", "dec_layers",
         "kernel_size", "dropout", "max_positions", "src_pad_idx", "trg_pad_idx",
-        "decoder_padding", "weight_norm", "init", "encoder_grad_scale",
+        "decoder_padding", "weight_norm", "init", "scale_encoder_gradients",
         "share_input_output_embed"]
+
+
+def test_an_old_option_name_still_builds_the_model():
+    """``encoder_grad_scale`` (what saved configurations may hold) reads as
+    ``scale_encoder_gradients``; giving both is refused in one line."""
+    assert RENAMED_FIELDS == {"encoder_grad_scale": "scale_encoder_gradients"}
+    model = tiny_model(encoder_grad_scale=False)
+    assert model.config["scale_encoder_gradients"] is False and "encoder_grad_scale" not in \
+        model.config
+    assert current_names({"encoder_grad_scale": True, "emb_dim": 8}) == {
+        "scale_encoder_gradients": True, "emb_dim": 8}
+    with pytest.raises(TypeError, match="old name of scale_encoder_gradients") as e:
+        tiny_model(encoder_grad_scale=False, scale_encoder_gradients=True)
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize("option, value, error, expected", CONVS2S_BAD_OPTIONS + [

@@ -147,6 +147,27 @@ def test_a_checkpoint_that_names_no_class_is_convs2s(tmp_path):
     assert type(Checkpoint.from_dict(data).build_model()) is ConvS2S
 
 
+def test_a_checkpoint_saved_under_an_old_option_name_loads_under_the_new_one(tmp_path):
+    """``encoder_grad_scale`` is now ``scale_encoder_gradients`` (the shipped models and older
+    runs hold the old name): the model is built, resumes against the same configuration, and
+    the recorded preset reads back with the new name."""
+    data = torch.load(saved(tmp_path), weights_only=True)
+    data["model_config"] = {("encoder_grad_scale" if k == "scale_encoder_gradients" else k): v
+                            for k, v in data["model_config"].items()}
+    data["model_config"]["encoder_grad_scale"] = False
+    data["preset"] = {**PRESETS["quick"].as_dict(), "encoder_grad_scale": False}
+    ckpt = Checkpoint.from_dict(data)
+    assert "encoder_grad_scale" not in ckpt.model_config
+    assert ckpt.model_config["scale_encoder_gradients"] is False
+    assert ckpt.build_model().config == ckpt.model_config
+    check_compatible(data, ckpt.model_config, VOCAB, VOCAB)
+    assert ckpt.preset["scale_encoder_gradients"] is False and "encoder_grad_scale" not in \
+        ckpt.preset
+    both = {**data, "model_config": {**data["model_config"], "scale_encoder_gradients": True}}
+    with pytest.raises(CheckpointError, match="old name of scale_encoder_gradients"):
+        Checkpoint.from_dict(both)
+
+
 @pytest.mark.parametrize("model_class", [
     "Transformer", "convs2s.model.convs2s.ConvS2S", "convs2s.model.ConvS2S", "convs2s2", "",
     None, 3,

@@ -18,7 +18,7 @@ import pytest
 
 from convs2s.run.checkpoint import CheckpointError
 from convs2s.run.run_folder import held
-from convs2s.system.atomic_files import LOCK_NAME
+from convs2s.system.folder_locks import LOCK_NAME
 
 PAIRS = 200
 WAIT_S = 120  # the most any one wait may take before the test fails (never slept)

@@ -61,7 +61,7 @@ def test_every_preset_keeps_its_model_values():
         assert {k: getattr(config, k) for k in MODEL_FIELDS_BEFORE[name]} == \
             MODEL_FIELDS_BEFORE[name], name
         # the fields presets could not set keep ConvS2S's defaults; the vocabularies are open
-        assert (config.decoder_padding, config.encoder_grad_scale) == ("causal", True), name
+        assert (config.decoder_padding, config.scale_encoder_gradients) == ("causal", True), name
         assert config.missing() == ["src_vocab_size", "trg_vocab_size", "src_pad_idx",
                                     "trg_pad_idx"], name
 
@@ -72,8 +72,8 @@ def test_a_preset_records_the_flat_dict_it_recorded_before():
     for preset in PRESETS.values():
         assert Preset.from_dict(preset.as_dict()) == preset
     # a model field presets could not set before is recorded where it is not the default
-    unscaled = PRESETS["cpu"].replace(encoder_grad_scale=False)
-    assert unscaled.as_dict() == {**CPU_RECORD_BEFORE, "encoder_grad_scale": False}
+    unscaled = PRESETS["cpu"].replace(scale_encoder_gradients=False)
+    assert unscaled.as_dict() == {**CPU_RECORD_BEFORE, "scale_encoder_gradients": False}
     assert Preset.from_dict(unscaled.as_dict()) == unscaled
 
 

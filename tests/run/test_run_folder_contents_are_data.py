@@ -28,7 +28,7 @@ from convs2s.run import train as train_mod
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.presets import PRESETS, Preset
 from convs2s.run.train import train
-from convs2s.system.atomic_files import LOCK_NAME
+from convs2s.system.folder_locks import LOCK_NAME
 
 TESTS = Path(__file__).resolve().parents[1]
 TINY = Preset(

@@ -19,7 +19,7 @@ from test_every_direction import TINY, corpus  # noqa: F401 (the made-up corpus 
 from convs2s.run import train as train_mod
 from convs2s.run.checkpoint import Checkpoint
 from convs2s.run.presets import Preset
-from convs2s.system.atomic_files import LOCK_NAME, FolderInUse, folder_lock
+from convs2s.system.folder_locks import LOCK_NAME, FolderInUse, folder_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ class _Holder:
     def __init__(self, folder: Path):
         code = textwrap.dedent(f"""
             import sys
-            from convs2s.system.atomic_files import folder_lock
+            from convs2s.system.folder_locks import folder_lock
             with folder_lock({str(folder)!r}):
                 print("held", flush=True)
                 sys.stdin.readline()
@@ -64,7 +64,7 @@ class _Holder:
 
 
 def _lock_is_free(folder: Path) -> bool:
-    code = ("import sys\nfrom convs2s.system.atomic_files import folder_lock, FolderInUse\n"
+    code = ("import sys\nfrom convs2s.system.folder_locks import folder_lock, FolderInUse\n"
             f"try:\n    with folder_lock({str(folder)!r}): pass\nexcept FolderInUse: sys.exit(3)\n")
     return subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
 

@@ -277,7 +277,8 @@ def test_the_model_knows_no_data_files_or_plotting(module):
     graph = _package_imports()
     assert f"convs2s.{module}" in graph
     bad = _forbidden(_reach(graph, f"convs2s.{module}"),
-                     ("convs2s.data", "convs2s.system.atomic_files", "convs2s.run",
+                     ("convs2s.data", "convs2s.system.atomic_files",
+                      "convs2s.system.folder_locks", "convs2s.run",
                       "convs2s.course", "matplotlib"))
     assert bad == [], f"convs2s.{module} imports {bad}"
 

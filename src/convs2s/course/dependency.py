@@ -38,7 +38,7 @@ from convs2s.course.stacks import check_stack, conv_glu_stack, run_stack
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.decoder import Decoder
 from convs2s.model.encoder import EncoderOut
-from convs2s.model.layers import PADDINGS as DECODER_PADDINGS
+from convs2s.model.layers import BLOCK_PADDINGS
 from convs2s.system.arguments import check_choice, check_whole
 
 __all__ = [
@@ -191,7 +191,7 @@ def visible_positions(
 
     Used in notebooks 03 and 07.
     """
-    check_choice(padding, "padding", DECODER_PADDINGS)
+    check_choice(padding, "padding", BLOCK_PADDINGS)
     for name, value in (("kernel_size", kernel_size), ("n_layers", n_layers),
                         ("length", length)):
         check_whole(value, name)

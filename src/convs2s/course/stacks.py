@@ -28,12 +28,14 @@ from torch import Tensor
 from convs2s.model.layers import ConvGLUBlock, check_padding
 from convs2s.system.arguments import check_choice, check_whole
 
-__all__ = ["PADDINGS", "pad_sequence", "conv_glu_stack", "stack_activations", "run_stack"]
+__all__ = ["STACK_PADDINGS", "pad_sequence", "conv_glu_stack", "stack_activations", "run_stack"]
 
-PADDINGS = ("none", "same", "causal")
-"""``"none"``: no padding (a "valid" convolution; every layer shortens the sequence by k-1).
-``"same"``: (k-1)/2 zeros on each side (the encoder). ``"causal"``: k-1 zeros on the left (the
-decoder)."""
+STACK_PADDINGS = ("none", "same", "causal")
+"""The paddings a course stack takes: the model's blocks' two
+(:data:`~convs2s.model.layers.BLOCK_PADDINGS`) and ``"none"``. ``"none"``: no padding (a
+"valid" convolution; every layer shortens the sequence by k-1). ``"same"``: (k-1)/2 zeros on
+each side (the encoder). ``"causal"``: k-1 zeros on the left (the decoder)."""
+PADDINGS = STACK_PADDINGS  # the name notebook 01 uses
 
 
 def check_stack(kernel_size: int, n_layers: int, padding: str | None = None) -> None:
@@ -41,7 +43,7 @@ def check_stack(kernel_size: int, n_layers: int, padding: str | None = None) -> 
     check_whole(kernel_size, "kernel_size")
     check_whole(n_layers, "n_layers", least=0)
     if padding is not None:
-        check_padding(padding, kernel_size, PADDINGS)
+        check_padding(padding, kernel_size, STACK_PADDINGS)
 
 
 def pad_sequence(x: Tensor, kernel_size: int, padding: str) -> Tensor:
@@ -131,7 +133,7 @@ def run_stack(blocks: Sequence[ConvGLUBlock], x: Tensor, padding: str) -> Tensor
     Used in notebook 01 through :func:`convs2s.course.dependency.dependency_map`, and by its
     checks.
     """
-    check_choice(padding, "padding", PADDINGS)
+    check_choice(padding, "padding", STACK_PADDINGS)
     if padding == "none":
         layers = [lambda t, b=block: F.glu(b.conv(t), dim=1) for block in blocks]  # k-1 shorter
     else:

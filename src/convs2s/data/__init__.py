@@ -1,7 +1,7 @@
 """The data layer: Multi30k loading, spaCy tokenizers, vocabularies, datasets and batching.
 
-This package does on plain ``torch.utils.data`` what torchtext's ``Multi30k.splits``, ``Field``
-and ``BucketIterator`` used to do:
+This package does on plain ``torch.utils.data`` what the classic tutorial does with torchtext's
+legacy ``Multi30k.splits``, ``Field`` and ``BucketIterator``, which current torchtext lacks:
 
 - :func:`load_multi30k` reads (and, when they are missing, downloads and sha256-checks) the raw
   Multi30k task-1 files of one direction (any two of English, German, French and Czech; German

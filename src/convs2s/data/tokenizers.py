@@ -49,8 +49,8 @@ def plain_text(text: str) -> str:
     Plain text (NFC, single spaces, none of these characters: every Multi30k test sentence)
     comes back unchanged, so its tokens are those training saw. Text pasted from a web page, a
     word processor or a terminal reads the same to a person but not to a tokenizer: a subword
-    model never saw a tab or a zero-width space, and made ``<unk>`` pieces of them, which
-    changed the translation. What the commands and :class:`convs2s.run.translator.Translator`
+    model never saw a tab or a zero-width space, and would make ``<unk>`` pieces of them, which
+    change the translation. What the commands and :class:`convs2s.run.translator.Translator`
     translate goes through here (training text does not: the models were trained on the corpus
     as it is); the website's translator does the same (``plainText`` in
     tools/site/static/translator.js). May return ``""`` (nothing but such characters).

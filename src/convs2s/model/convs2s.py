@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from convs2s.model.decoder import Decoder, IncrementalState
 from convs2s.model.encoder import Encoder, EncoderOut
-from convs2s.model.layers import INITS, PADDINGS
+from convs2s.model.layers import BLOCK_PADDINGS, INITS
 from convs2s.system.arguments import (
     check_bool,
     check_choice,
@@ -23,6 +23,10 @@ from convs2s.system.arguments import (
 #: The fields a configuration takes from the vocabularies: None in a preset, filled by
 #: :meth:`ConvS2SConfig.with_vocabularies` before a model is built.
 VOCABULARY_FIELDS = ("src_vocab_size", "trg_vocab_size", "src_pad_idx", "trg_pad_idx")
+
+#: Old names of fields, which saved configurations (checkpoints, the shipped models, recorded
+#: presets) may still hold: {old name: current name}. :func:`current_names` reads them.
+RENAMED_FIELDS = {"encoder_grad_scale": "scale_encoder_gradients"}
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,11 @@ class ConvS2SConfig:
         init: ``"paper"`` (§3.5: embeddings N(0, 0.1²), N(0, p/n) weights, 4x for layers
             feeding a GLU, zero biases) or ``"pytorch"`` (PyTorch's defaults, as in most
             tutorials).
-        encoder_grad_scale: scale the gradient that flows into the encoder's convolution stack
-            by 1/(2·dec_layers) (§3.4; fairseq's factor). Each of the dec_layers attentions
-            uses z twice, as keys and inside the values z + e, so the encoder otherwise gets
-            2·dec_layers gradient contributions; the paper found it "received too much
-            gradient". Forward outputs are identical either way.
+        scale_encoder_gradients: whether to scale the gradient that flows into the encoder's
+            convolution stack by 1/(2·dec_layers) (§3.4; fairseq's factor). Each of the
+            dec_layers attentions uses z twice, as keys and inside the values z + e, so the
+            encoder otherwise gets 2·dec_layers gradient contributions; the paper found it
+            "received too much gradient". Forward outputs are identical either way.
         share_input_output_embed: use the decoder's token embedding as its output layer's
             weight (fairseq's option of the same name; not in the paper, off by default). See
             :class:`convs2s.model.decoder.Decoder`.
@@ -80,7 +84,7 @@ class ConvS2SConfig:
     decoder_padding: str = "causal"
     weight_norm: bool = True
     init: str = "paper"
-    encoder_grad_scale: bool = True
+    scale_encoder_gradients: bool = True
     share_input_output_embed: bool = False
 
     def __post_init__(self) -> None:
@@ -94,9 +98,9 @@ class ConvS2SConfig:
             if value is not None or name not in VOCABULARY_FIELDS:
                 checked[name] = check_whole(value, name)
         check_fraction(self.dropout, "dropout")
-        for name in ("weight_norm", "encoder_grad_scale", "share_input_output_embed"):
+        for name in ("weight_norm", "scale_encoder_gradients", "share_input_output_embed"):
             check_bool(getattr(self, name), name)
-        check_choice(self.decoder_padding, "decoder_padding", PADDINGS)
+        check_choice(self.decoder_padding, "decoder_padding", BLOCK_PADDINGS)
         check_choice(self.init, "init", INITS)
         for side in ("src", "trg"):
             pad_idx = getattr(self, f"{side}_pad_idx")
@@ -136,20 +140,17 @@ class ConvS2S(nn.Module):
     models use that (fairseq's ``fconv_wmt_en_de``: nine layers of 512 channels, four of 1,024,
     then two of 2,048 with kernel width 1). This model does not.
 
-    The defaults ``weight_norm=True, init="paper", encoder_grad_scale=True`` are fairseq's
-    ``fconv`` settings, i.e. the paper's. They were not tuned on Multi30k, only checked: on a
-    small copying task weight norm and gradient scaling both helped the paper's
-    initialisation, and ``init="pytorch"`` learned faster there only because its N(0, 1)
-    embeddings dominate the residual stream at the start, and token identity is all a copying
-    task needs; on Multi30k, with the ``cpu`` preset at equal wall time, the paper's
-    initialisation reached the lower validation loss (``benchmarks/train_choices.py``; the
-    figures are in ``benchmarks/RESULTS.md``). Hence the paper's settings stay the defaults.
-    The sizes (256/512, 10+10 layers, kernel 3, dropout 0.25) are those of the PyTorch
-    tutorial on Multi30k (bentrevett/pytorch-seq2seq), so results can be compared with it.
-    With the same vocabularies this model has more parameters than the tutorial reports,
-    because the tutorial's decoder shares one pair of attention projections across all
-    layers, where the paper gives each layer its own (``tests/model/test_convs2s_model.py``
-    derives the count layer by layer).
+    The defaults ``weight_norm=True, init="paper", scale_encoder_gradients=True`` are fairseq's
+    ``fconv`` settings, i.e. the paper's, so that the default model is the paper's model; they
+    are not tuned on Multi30k (``benchmarks/train_choices.py`` compares the initialisations
+    there; its figures are in ``benchmarks/RESULTS.md``).
+
+    The sizes (256/512, 10+10 layers, kernel 3, dropout 0.25) are those of the PyTorch tutorial
+    on Multi30k (bentrevett/pytorch-seq2seq), so results can be compared with it. With the
+    same vocabularies this model has more parameters than the tutorial reports, because the
+    tutorial's decoder shares one pair of attention projections across all layers, where the
+    paper gives each layer its own (``tests/model/test_convs2s_model.py`` derives the count
+    layer by layer).
 
     ``config`` is the configuration as a plain dict (:meth:`ConvS2SConfig.as_dict`), so
     ``ConvS2S(**model.config)`` rebuilds the architecture (e.g. from a checkpoint that stores
@@ -174,7 +175,7 @@ class ConvS2S(nn.Module):
             c.src_vocab_size,
             n_layers=c.enc_layers,
             pad_idx=c.src_pad_idx,
-            grad_scale=1.0 / (2.0 * c.dec_layers) if c.encoder_grad_scale else 1.0,
+            grad_scale=1.0 / (2.0 * c.dec_layers) if c.scale_encoder_gradients else 1.0,
             **shared,
         )
         self.decoder = Decoder(
@@ -211,8 +212,23 @@ class ConvS2S(nn.Module):
         return self.decode(trg_in, self.encode(src), output_mask=output_mask)
 
 
+def current_names(fields: dict) -> dict:
+    """``fields`` (a configuration's: keyword arguments, a checkpoint's ``model_config``, a
+    recorded preset) with each old name of :data:`RENAMED_FIELDS` replaced by the current one,
+    so that a configuration saved under an old name still loads. ``TypeError`` (one line) if
+    both names are given."""
+    out = {}
+    for name, value in fields.items():
+        new = RENAMED_FIELDS.get(name, name) if isinstance(name, str) else name
+        if new != name and new in fields:
+            raise TypeError(f"{name} is the old name of {new}: give one of them, not both.")
+        out[new] = value
+    return out
+
+
 def _configuration(config, trg_vocab_size, fields: dict) -> ConvS2SConfig:
-    """The complete :class:`ConvS2SConfig` that ``ConvS2S(...)``'s arguments describe."""
+    """The complete :class:`ConvS2SConfig` that ``ConvS2S(...)``'s arguments describe (old
+    field names read as :func:`current_names` reads them)."""
     if isinstance(config, ConvS2SConfig):
         if trg_vocab_size is not None or fields:
             raise TypeError("ConvS2S takes a ConvS2SConfig or its fields, not both: change a "
@@ -220,7 +236,7 @@ def _configuration(config, trg_vocab_size, fields: dict) -> ConvS2SConfig:
     else:
         sizes = (config, trg_vocab_size) if trg_vocab_size is not None else \
             (config,) if config is not None else ()
-        config = ConvS2SConfig(*sizes, **fields)
+        config = ConvS2SConfig(*sizes, **current_names(fields))
     missing = config.missing()
     if missing:
         raise ValueError(f"The model configuration lacks {', '.join(missing)}: complete it with "

@@ -33,7 +33,9 @@ effective in practice". Used for every residual connection, for the attention qu
 """
 
 INITS = ("paper", "pytorch")
-PADDINGS = ("same", "causal")
+#: The paddings a conv + GLU block takes: ``"same"`` ((k-1)/2 zeros on each side, the
+#: encoder's) and ``"causal"`` (k-1 zeros on the left, the decoder's).
+BLOCK_PADDINGS = ("same", "causal")
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,7 +340,7 @@ def check_tokens(tokens: Tensor, name: str, vocab_size: int) -> None:
         )
 
 
-def check_padding(padding, kernel_size: int, paddings: tuple = PADDINGS) -> None:
+def check_padding(padding, kernel_size: int, paddings: tuple = BLOCK_PADDINGS) -> None:
     """``ValueError`` (one line) unless ``padding`` is one of ``paddings`` and fits
     ``kernel_size`` (a whole number >= 1; odd for ``"same"``). Shared by the blocks, the
     decoder, the variants' convolution and the course's stacks."""

@@ -76,8 +76,9 @@ def next_token_loss(model: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor
 
     The model is asked for logits only where the next token is real (``output_mask``): the
     loss ignores padding anyway, and the output layer is a model's largest, so skipping it
-    there saves real time (about 14% of a Multi30k subword batch's target positions are
-    padding). The loss and its gradients are those of the full pass (``tests/model/test_loss.py``).
+    there saves its work on every padded target position (``benchmarks/train_step.py``; the
+    figures are in ``benchmarks/RESULTS.md``). The loss and its gradients are those of the full
+    pass (``tests/model/test_loss.py``).
     """
     if rdrop:  # the batch twice: src = [2 * batch, src_len], trg = [2 * batch, trg_len + 1]
         src, trg = torch.cat([src, src]), torch.cat([trg, trg])

@@ -32,7 +32,13 @@ from torch import Tensor, nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
 from convs2s.model.convs2s import ConvS2S
-from convs2s.model.layers import INITS, PADDINGS, RESIDUAL_SCALE, ConvGLUBlock, check_padding
+from convs2s.model.layers import (
+    BLOCK_PADDINGS,
+    INITS,
+    RESIDUAL_SCALE,
+    ConvGLUBlock,
+    check_padding,
+)
 from convs2s.system.arguments import check_bool, check_choice, check_whole
 
 __all__ = [
@@ -145,7 +151,7 @@ class DepthwiseSeparableConv1d(nn.Module):
         init: str = "paper",
     ) -> None:
         super().__init__()
-        check_padding(padding, kernel_size, (None, *PADDINGS))
+        check_padding(padding, kernel_size, (None, *BLOCK_PADDINGS))
         check_choice(init, "init", INITS)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.padding = kernel_size, padding

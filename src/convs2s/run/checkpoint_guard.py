@@ -48,6 +48,7 @@ from torch import nn
 
 from convs2s.data import Vocab
 from convs2s.data.subword import TextPipeline
+from convs2s.model.convs2s import current_names
 from convs2s.system.arguments import MAX_VOCAB_SIZE
 
 #: The most a checkpoint's ``model_config`` may ask for, by field. Each is far above every preset
@@ -153,6 +154,7 @@ def check_dict(data: Any, classes: dict[str, type[nn.Module]]) -> dict[str, Any]
     model_config, weights = data["model_config"], data["model"]
     if not isinstance(model_config, dict) or not isinstance(weights, dict):
         raise ValueError("its model_config or model is not a dictionary.")
+    model_config = _current_names(model_config, "model_config")
     check_config(model_config)
     check_vocabularies(model_config, src_vocab, trg_vocab)
     check_shapes(classes[name], model_config, weights)
@@ -164,6 +166,11 @@ def check_dict(data: Any, classes: dict[str, type[nn.Module]]) -> dict[str, Any]
         if data.get(key) is not None and not isinstance(data[key], kind):
             raise ValueError(f"its {key} is a {type(data[key]).__name__}, not a "
                              f"{kind.__name__}.")
+    preset = data.get("preset")
+    if preset is not None:  # flat (Preset.as_dict), or dataclasses.asdict's with "model"
+        preset = _current_names(preset, "preset")
+        if isinstance(preset.get("model"), dict):
+            preset["model"] = _current_names(preset["model"], "preset's model")
     if data.get("choices") is not None:
         alpha = data["choices"].get("length_penalty")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
@@ -172,7 +179,17 @@ def check_dict(data: Any, classes: dict[str, type[nn.Module]]) -> dict[str, Any]
                              "from 0 to 10.")
     return {"model_class": name, "model_config": dict(model_config), "state_dict": weights,
             "src_vocab": src_vocab, "trg_vocab": trg_vocab, "pipeline": pipeline,
-            **{key: data[key] for key in optional if data.get(key) is not None}}
+            **{key: data[key] for key in optional if data.get(key) is not None},
+            **({"preset": preset} if preset is not None else {})}
+
+
+def _current_names(fields: dict, what: str) -> dict:
+    """``fields`` under the model's current option names (a checkpoint saved before an option
+    was renamed holds its old name: :data:`convs2s.model.convs2s.RENAMED_FIELDS`)."""
+    try:
+        return current_names(fields)
+    except TypeError as e:
+        raise ValueError(f"its {what}: {e}") from None
 
 
 def copied(obj: Any, device: torch.device, moved: dict) -> Any:

@@ -35,7 +35,7 @@ def make_optimizer(model: torch.nn.Module, preset: Preset) -> torch.optim.Optimi
     loss (``benchmarks/train_choices.py``).
 
     On a CUDA GPU AdamW is fused: the whole update in one kernel per chunk of parameters, where
-    PyTorch's default there (foreach) launches a dozen; elsewhere it is the default, as before."""
+    PyTorch's default there (foreach) launches a dozen; elsewhere it is PyTorch's default."""
     if preset.optimizer == "adamw":
         fused = True if all(p.is_cuda for p in model.parameters()) else None
         return torch.optim.AdamW(model.parameters(), lr=preset.lr, betas=(0.9, 0.98),

@@ -2,7 +2,7 @@
 work, cleaned up after a failure; and the one-line description of an ``OSError`` there.
 
 One run per folder: :func:`held` makes the folder and takes its lock as one step
-(:func:`~convs2s.system.atomic_files.made_and_locked`) for the whole run, refuses a folder
+(:func:`~convs2s.system.folder_locks.made_and_locked`) for the whole run, refuses a folder
 holding another run unless resuming it, and probes that the checkpoints can be written before
 training starts; the temporary files of checkpoint writes a killed run left are removed, and
 only those. A run that fails removes the folders it made, if it left them empty and still holds
@@ -21,12 +21,8 @@ from pathlib import Path
 
 from convs2s.run.checkpoint import CheckpointError
 from convs2s.run.final_choices import FINAL, SNAPSHOT_NAME, SNAPSHOTS
-from convs2s.system.atomic_files import (
-    FolderInUse,
-    made_and_locked,
-    remove_empty_folders,
-    remove_stale_temps,
-)
+from convs2s.system.atomic_files import remove_stale_temps
+from convs2s.system.folder_locks import FolderInUse, made_and_locked, remove_empty_folders
 
 __all__ = ["CHECKPOINTS", "claim_folder", "describe_os_error", "held", "remove_empty_folders",
            "remove_killed_runs_temps"]
@@ -39,7 +35,7 @@ _SNAPSHOT_TEMP = re.compile(rf"\.({SNAPSHOT_NAME.pattern})\..*", re.DOTALL)
 @contextmanager
 def held(folder: Path, resume: bool) -> Iterator[None]:
     """While inside, ``folder`` is this process's run folder: made if needed and locked as one
-    step (:func:`~convs2s.system.atomic_files.made_and_locked`), and checked by
+    step (:func:`~convs2s.system.folder_locks.made_and_locked`), and checked by
     :func:`claim_folder`. If the block fails, the folders this made are removed when the run
     left them empty (its lock aside), before the lock is let go. Another run holding the folder,
     or a folder that cannot be made, is a one-line ``CheckpointError``."""
