@@ -98,6 +98,21 @@ def test_describe_per_layer_reports_a_non_monotonic_series_without_a_trend_claim
 
 def test_describe_per_layer_edge_cases():
     assert "one layer" in describe_per_layer([0.5])
-    assert "does not change monotonically" in describe_per_layer([1.0, 1.0])
+    assert describe_per_layer([1.0, 1.0]).startswith("entropy is the same in every layer")
     with pytest.raises(ValueError, match="one number per layer"):
         describe_per_layer([])
+
+
+def test_describe_per_layer_judges_the_values_as_it_shows_them():
+    """Notebook 04 once printed "falls with every layer (2.31 → 2.31 → …)": two values that
+    differ only past the second decimal are level in the sentence, so it does not say "every"."""
+    text = describe_per_layer([2.312, 2.308, 1.9])
+    assert text.startswith("entropy falls overall, not at every layer (2.31 → 2.31 → 1.90")
+    assert describe_per_layer([1.0, 1.0, 1.3]).startswith("entropy rises overall, not at every")
+    assert describe_per_layer([2.312, 2.308]).startswith("entropy is the same in every layer")
+    for values in ([2.0, 1.5, 1.0], [1.0, 1.2], [2.312, 2.308, 1.9], [1.0, 1.0], [2.0, 1.0, 2.0]):
+        text = describe_per_layer(values)
+        shown = [round(x, 2) for x in values]
+        if "with every layer" in text:  # every shown step moves the way it says
+            steps = [b - a for a, b in zip(shown, shown[1:], strict=False)]
+            assert all(s < 0 for s in steps) or all(s > 0 for s in steps), (values, text)

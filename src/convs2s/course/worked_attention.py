@@ -83,23 +83,31 @@ def measured_context_variance(attention: Tensor, *, draws: int = 512, seed: int 
 
 def describe_per_layer(values: Sequence[float], quantity: str = "entropy",
                        unit: str = "nats") -> str:
-    """One sentence about a per-layer measurement, computed from the numbers themselves.
-
-    "falls with every layer" / "rises with every layer" only when that is what the numbers do;
-    otherwise where the lowest and highest values are, and that the change is not monotonic.
+    """One sentence about a per-layer measurement, computed from the numbers as it shows them
+    (two decimals): "falls with every layer" / "rises with every layer" only when every shown
+    step does; "the same in every layer", or "falls (rises) overall, not at every layer" when
+    some shown steps are level; otherwise where the lowest and highest values are, and that the
+    change is not monotonic.
     """
     v = [float(x) for x in values]
     if not v:
         raise ValueError("values must hold one number per layer, got none.")
+    shown = [round(x, 2) for x in v]  # what the sentence shows is what it describes
     path = " → ".join(f"{x:.2f}" for x in v)
     if len(v) == 1:
         return f"{quantity}: {path} {unit} (one layer)"
-    steps = [b - a for a, b in zip(v, v[1:], strict=False)]
+    steps = [b - a for a, b in zip(shown, shown[1:], strict=False)]
+    if all(s == 0 for s in steps):
+        return f"{quantity} is the same in every layer ({path} {unit})"
     if all(s < 0 for s in steps):
         return f"{quantity} falls with every layer ({path} {unit})"
     if all(s > 0 for s in steps):
         return f"{quantity} rises with every layer ({path} {unit})"
-    low = min(range(len(v)), key=v.__getitem__)
-    high = max(range(len(v)), key=v.__getitem__)
+    if all(s <= 0 for s in steps):
+        return f"{quantity} falls overall, not at every layer ({path} {unit})"
+    if all(s >= 0 for s in steps):
+        return f"{quantity} rises overall, not at every layer ({path} {unit})"
+    low = min(range(len(v)), key=shown.__getitem__)
+    high = max(range(len(v)), key=shown.__getitem__)
     return (f"{quantity} is lowest in layer {low + 1} and highest in layer {high + 1}; it does "
             f"not change monotonically with depth ({path} {unit})")
