@@ -10,8 +10,10 @@ top-to-bottom run of a notebook, run
 
 It empties the outputs and the execution count of every solution cell, and removes every code
 cell's ``metadata.execution`` (the kernel's iopub timestamps, which a run writes anew each
-time: kept, every re-run would change every cell in the diff); every other cell keeps its
-outputs, and every cell its other metadata. CI still executes every solution (nbval runs all
+time: kept, every re-run would change every cell in the diff), keeping only how long a cell
+that took a second or more ran, ``metadata.run_seconds`` (one decimal: what
+``tools.time_estimate`` counts as waiting); every other cell keeps its outputs, and every cell
+its other metadata. CI still executes every solution (nbval runs all
 cells in quick mode).
 A notebook is rewritten only when something changes: atomically, keeping its mode, with the
 same JSON layout as Jupyter's (indent 1, keys sorted, UTF-8). Every notebook named is read and
@@ -27,6 +29,7 @@ import argparse
 import json
 import re
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from convs2s.system.atomic_files import write_text_atomic
@@ -71,12 +74,31 @@ def timestamped_cells(nb: dict) -> list[int]:
             and isinstance(c.get("metadata"), dict) and "execution" in c["metadata"]]
 
 
+#: A cell that ran at least this long keeps its duration (``metadata.run_seconds``).
+KEEP_SECONDS = 1.0
+
+
+def run_seconds(execution: dict) -> float | None:
+    """How long a cell ran, from its ``metadata.execution`` timestamps; None if unreadable."""
+    try:
+        start = datetime.fromisoformat(execution["iopub.execute_input"].replace("Z", "+00:00"))
+        end = datetime.fromisoformat(execution["shell.execute_reply"].replace("Z", "+00:00"))
+    except (KeyError, ValueError, AttributeError, TypeError):
+        return None
+    return max(0.0, (end - start).total_seconds())
+
+
 def drop_timestamps(nb: dict) -> int:
     """Remove ``metadata.execution`` from ``nb``'s code cells, in place, keeping the rest of
-    their metadata; how many cells changed."""
+    their metadata and, for a cell that ran :data:`KEEP_SECONDS` or longer, its duration
+    (``metadata.run_seconds``, replacing an older one); how many cells changed."""
     changed = timestamped_cells(nb)
     for i in changed:
-        del nb["cells"][i]["metadata"]["execution"]
+        meta = nb["cells"][i]["metadata"]
+        seconds = run_seconds(meta.pop("execution"))
+        meta.pop("run_seconds", None)
+        if seconds is not None and seconds >= KEEP_SECONDS:
+            meta["run_seconds"] = round(seconds, 1)
     return len(changed)
 
 

@@ -12,7 +12,8 @@ The method (README, "How long the course takes"):
   shape comments, running it, looking at its output; solution cells left out);
 - exercises: ``EXERCISE_MINUTES`` by kind (predict, derive, debug, implement, explain);
 - running: the seconds the stored top-to-bottom run took on the machine that made it (a 2-core
-  CPU; the cells' own execution times, recorded by nbclient), for the cells that took longer than
+  CPU; the cells' own execution times, recorded by nbclient and kept by ``tools.strip_solutions``
+  as ``metadata.run_seconds``), for the cells that took longer than
   ``WAIT_SECONDS``: those a learner waits for;
 - an optional deep-dive section (a heading with "Deep dive (optional)") is counted apart: the
   main path is everything else. An exercise in a deep dive is graded like any other, so its
@@ -29,7 +30,6 @@ import math
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,13 +97,17 @@ def _is_solution(cell: dict) -> bool:
 
 
 def _seconds(cell: dict) -> float:
-    ex = cell.get("metadata", {}).get("execution", {})
-    try:
-        start = datetime.fromisoformat(ex["iopub.execute_input"].replace("Z", "+00:00"))
-        end = datetime.fromisoformat(ex["shell.execute_reply"].replace("Z", "+00:00"))
-    except (KeyError, ValueError, AttributeError):
-        return 0.0
-    return max(0.0, (end - start).total_seconds())
+    """How long the cell ran in the stored run: its timestamps (a run not yet stripped) or the
+    duration ``tools.strip_solutions`` kept (``metadata.run_seconds``)."""
+    from tools.strip_solutions import run_seconds
+
+    meta = cell.get("metadata", {})
+    seconds = run_seconds(meta.get("execution", {})) if "execution" in meta else None
+    if seconds is None:
+        kept = meta.get("run_seconds")
+        seconds = float(kept) if isinstance(kept, int | float) and not isinstance(kept, bool) \
+            else 0.0
+    return max(0.0, seconds)
 
 
 def estimate(path: Path) -> Estimate:

@@ -124,3 +124,22 @@ def test_a_bad_path_is_one_line(tmp_path, capsys, content):
     assert strip_solutions.main([str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot read the notebook" in err
+
+
+def test_a_slow_cell_keeps_its_duration_which_the_time_estimate_reads(tmp_path):
+    """The timestamps go, but a cell that ran a second or more keeps how long it ran
+    (``metadata.run_seconds``), so ``tools.time_estimate`` still counts the waiting."""
+    from tools import time_estimate
+
+    nb = _notebook()
+    slow = {"iopub.execute_input": "2026-11-28T10:00:00.000000Z",
+            "shell.execute_reply": "2026-11-28T10:00:42.340000Z"}
+    fast = {"iopub.execute_input": "2026-11-28T10:00:00.000000Z",
+            "shell.execute_reply": "2026-11-28T10:00:00.300000Z"}
+    nb["cells"][0]["metadata"] = {"execution": slow, "run_seconds": 99.0}
+    nb["cells"][5]["metadata"]["execution"] = fast
+    before = time_estimate._seconds(nb["cells"][0])
+    assert drop_timestamps(nb) == 2
+    assert nb["cells"][0]["metadata"] == {"run_seconds": 42.3}  # the old one replaced
+    assert "run_seconds" not in nb["cells"][5]["metadata"]
+    assert time_estimate._seconds(nb["cells"][0]) == pytest.approx(before, abs=0.05) == 42.34
