@@ -128,3 +128,22 @@ def test_build_model_completes_the_presets_config_from_the_vocabularies():
     assert model.decoder.fc_out.weight is model.decoder.tok_embedding.weight  # tied
     with pytest.raises(ValueError, match="lacks src_vocab_size"):
         ConvS2S(PRESETS["quick"].model)
+
+
+def test_a_preset_record_with_the_old_name_of_a_field_loads_directly():
+    """A preset recorded before ``encoder_grad_scale`` became ``scale_encoder_gradients`` loads
+    through ``Preset.from_dict`` itself (flat and nested), not only through a checkpoint; both
+    names at once are one ValueError."""
+    from convs2s.run.presets import PRESETS, Preset
+
+    changed = PRESETS["quick"].replace(
+        scale_encoder_gradients=not PRESETS["quick"].model.scale_encoder_gradients)
+    flat = changed.as_dict()
+    value = flat.pop("scale_encoder_gradients")
+    old_flat = {**flat, "encoder_grad_scale": value}
+    assert Preset.from_dict(old_flat) == changed
+    nested = dataclasses.asdict(PRESETS["quick"])
+    nested["model"]["encoder_grad_scale"] = nested["model"].pop("scale_encoder_gradients")
+    assert Preset.from_dict(nested) == PRESETS["quick"]
+    with pytest.raises(ValueError, match="old name"):
+        Preset.from_dict({**old_flat, "scale_encoder_gradients": value})

@@ -398,10 +398,9 @@ def train_subword(lines: Iterable[str], settings: SubwordSettings | None = None,
     replaced, with a warning; a cache only saves seconds, so relearning beats refusing. A
     cached model with fewer pieces than ``vocab_size`` (the corpus gave no more, or a model of
     a smaller ``vocab_size`` was put there) is learned again to tell which: kept if it is the
-    same, replaced with a warning if not. On Multi30k this happens only for a ``vocab_size``
-    beyond what the corpus can give (about 83,500 de+en BPE pieces; such a model takes about
-    4 s to learn). A cache folder that cannot be written only costs a warning. ``on_train`` is
-    called just before learning (tests count cache misses with it).
+    same, replaced with a warning if not (on Multi30k, only for a ``vocab_size`` beyond what
+    the corpus can give). A cache folder that cannot be written only costs a warning.
+    ``on_train`` is called just before learning (tests count cache misses with it).
     """
     settings = settings or SubwordSettings()
     lines = list(lines)

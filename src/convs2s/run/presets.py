@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from convs2s.data import check_direction
 from convs2s.data.subword import MODEL_TYPES, TOKENIZER_KINDS, SubwordSettings
-from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig
+from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig, current_names
 from convs2s.system.arguments import brief
 from convs2s.system.compiling import check_mode
 
@@ -186,9 +186,12 @@ class Preset:
         before the model had a configuration, which may lack fields added later: they take
         their defaults), or ``dataclasses.asdict``'s, with the model as a dict under
         ``"model"``. ``ValueError`` for a field no preset has."""
-        record = dict(record)
-        if isinstance(record.get("model"), dict):
-            record["model"] = ConvS2SConfig(**record["model"])
+        try:  # a field saved under an old name (model.convs2s.RENAMED_FIELDS) still loads
+            record = current_names(dict(record))
+            if isinstance(record.get("model"), dict):
+                record["model"] = ConvS2SConfig(**current_names(record["model"]))
+        except TypeError as e:
+            raise ValueError(str(e)) from None
         return cls(**_split(record, DEFAULT_MODEL))
 
     def replace(self, **changes) -> Preset:
