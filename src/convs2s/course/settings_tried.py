@@ -1,0 +1,78 @@
+"""Every setting tried for the shipped de→en translator, and what the table teaches.
+
+Notebook 06 shows the record ``settings_tried_de_en.json`` (package data, copied from
+``benchmarks/results/``; nothing is recomputed): each run's best validation loss beside its
+validation BLEU. The paragraph under the table is composed from the record's values, so it says
+what these numbers show — whether a lower validation loss went with a higher BLEU — and would say
+the opposite of a record that showed the opposite.
+"""
+
+from __future__ import annotations
+
+__all__ = ["settings_table", "what_the_table_shows"]
+
+
+def _figure(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def settings_table(record: dict) -> str:
+    """The record's runs as a markdown table, the shipped run in bold, in the record's order."""
+    lines = ["| setting | epochs | machine | best validation loss | validation greedy BLEU "
+             "| validation beam 5 BLEU (α) |",
+             "|---|---|---|---|---|---|"]
+    for run in record["runs"]:
+        loss = _figure(run["valid_loss"], 3) + ("" if run["comparable_loss"] else " †")
+        alpha = "" if run["alpha"] is None else f" (α {run['alpha']:g})"
+        setting = f"**{run['setting']} (shipped)**" if run["shipped"] else run["setting"]
+        lines.append(f"| {setting} | {run['epochs']} | {run['machine']} | {loss} "
+                     f"| {_figure(run['valid_greedy'])} | {_figure(run['valid_beam5'])}{alpha} |")
+    if not all(run["comparable_loss"] for run in record["runs"]):
+        lines.append("")
+        lines.append("† another vocabulary: its loss is per piece of that vocabulary, so it is "
+                     "not compared with the others by loss.")
+    return "\n".join(lines)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def what_the_table_shows(record: dict) -> str:
+    """One paragraph read from the record: which run is best by validation beam 5 (the rule the
+    choice follows), and how many comparable runs reached a lower validation loss than it and a
+    lower BLEU — the lesson that a lower loss need not mean better translations."""
+    runs = [r for r in record["runs"] if r["valid_beam5"] is not None]
+    best = max(runs, key=lambda r: r["valid_beam5"])
+    comparable = [r for r in runs if r["comparable_loss"] and r is not best]
+    if not best["comparable_loss"]:
+        comparable = []
+    lower_loss = [r for r in comparable if r["valid_loss"] < best["valid_loss"]]
+    lower_both = [r for r in lower_loss if r["valid_beam5"] < best["valid_beam5"]]
+    lowest = min((r for r in runs if r["comparable_loss"]), key=lambda r: r["valid_loss"])
+    parts = [f"Of {len(runs)} runs, the best by validation beam-5 BLEU is "
+             f"'{best['setting']}' ({best['valid_beam5']:.2f}, validation loss "
+             f"{best['valid_loss']:.3f})"
+             + (", the model that shipped." if best["shipped"] else
+                ", which is not the model that shipped: the record's choice does not follow its "
+                "own rule.")]
+    if not comparable:
+        parts.append("No other run used its vocabulary, so no run can be set beside it by loss.")
+    elif lower_both:
+        names = "; ".join(f"'{r['setting']}' ({r['valid_loss']:.3f}, {r['valid_beam5']:.2f})"
+                          for r in lower_both)
+        parts.append(f"{_count(len(lower_both), 'run', 'runs')} reached a lower validation loss "
+                     f"and a lower BLEU: {names}. The validation loss scores the probability "
+                     "the model gives each reference word one step at a time, given the "
+                     "reference so far; BLEU scores the sentences beam search writes from the "
+                     "model's own words. A lower loss is evidence, not a guarantee: choose by "
+                     "the measure of how the model will be used.")
+    elif lower_loss:
+        parts.append(f"{_count(len(lower_loss), 'run', 'runs')} reached a lower validation loss "
+                     "and at least as high a BLEU: here a lower loss did go with better "
+                     "translations.")
+    else:
+        parts.append(f"No comparable run reached a lower validation loss "
+                     f"(the lowest is '{lowest['setting']}', {lowest['valid_loss']:.3f}): here "
+                     "the lowest loss and the best BLEU belong to the same run.")
+    return " ".join(parts)

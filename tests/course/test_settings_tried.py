@@ -1,0 +1,80 @@
+"""Notebook 06's table of every de→en setting tried: read from package data, and a paragraph that
+says what the record's numbers show (fed the stored record and contrary ones)."""
+
+import copy
+import re
+from pathlib import Path
+
+from convs2s.course import reference
+from convs2s.course.settings_tried import settings_table, what_the_table_shows
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _record():
+    record = reference.result("settings_tried_de_en.json")
+    assert record is not None, "settings_tried_de_en.json is not in the package's results"
+    return record
+
+
+def _run(setting, loss, beam5, *, shipped=False, comparable=True):
+    return {"setting": setting, "machine": "m", "epochs": 1, "date": "d", "valid_loss": loss,
+            "comparable_loss": comparable, "valid_greedy": None, "valid_beam5": beam5,
+            "alpha": 1.0, "test2016_beam5": None, "shipped": shipped}
+
+
+def test_the_stored_record_agrees_with_results_md():
+    """Each run's loss and beam-5 figure appears in RESULTS.md's table of settings (the record is
+    a copy of those measured rows, not new figures)."""
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    section = text.split("## The de→en translator: every setting tried", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    for run in _record()["runs"]:
+        loss, beam5 = f"{run['valid_loss']:.3f}", f"{run['valid_beam5']:.2f}"
+        assert any(loss in row and beam5 in row for row in rows), run["setting"]
+
+
+def test_the_table_marks_the_shipped_run_and_other_vocabularies():
+    table = settings_table(_record())
+    shipped = [line for line in table.splitlines() if "(shipped)" in line]
+    assert len(shipped) == 1 and "44.16" in shipped[0]
+    assert table.count("†") == 1 + sum(not r["comparable_loss"] for r in _record()["runs"])
+
+
+def test_the_stored_record_teaches_lower_loss_is_not_better_bleu():
+    record = _record()
+    text = what_the_table_shows(record)
+    best = max(record["runs"], key=lambda r: r["valid_beam5"])
+    expected = [r for r in record["runs"] if r["comparable_loss"]
+                and r["valid_loss"] < best["valid_loss"] and r["valid_beam5"] < best["valid_beam5"]]
+    assert f"{len(expected)} runs reached a lower validation loss and a lower BLEU" in text
+    assert "the model that shipped" in text and "not the model" not in text
+
+
+def test_a_record_where_the_lowest_loss_is_also_best_says_so():
+    record = {"runs": [_run("a", 1.5, 44.0, shipped=True), _run("b", 1.6, 43.0),
+                       _run("c", 1.4, 40.0, comparable=False)]}
+    text = what_the_table_shows(record)
+    assert "No comparable run reached a lower validation loss" in text
+    assert "a lower BLEU" not in text
+
+
+def test_a_lower_loss_with_an_equal_bleu_is_not_called_worse():
+    record = {"runs": [_run("a", 1.5, 44.0, shipped=True), _run("b", 1.4, 44.0)]}
+    text = what_the_table_shows(record)
+    assert "1 run reached a lower validation loss and at least as high a BLEU" in text
+
+
+def test_a_record_whose_shipped_run_is_not_the_best_is_called_out():
+    record = {"runs": [_run("a", 1.5, 43.0, shipped=True), _run("b", 1.6, 44.0)]}
+    text = what_the_table_shows(record)
+    assert "'b' (44.00" in text and "not the model that shipped" in text
+
+
+def test_the_paragraph_reads_the_numbers_it_is_given():
+    record = copy.deepcopy(_record())
+    for run in record["runs"]:
+        run["valid_loss"] += 1.0 if not run["shipped"] else 0.0
+    text = what_the_table_shows(record)
+    assert "No comparable run reached a lower validation loss" in text
+    assert not re.search(r"\d+ runs? reached a lower validation loss and a lower", text)
