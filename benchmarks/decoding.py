@@ -15,7 +15,7 @@ median of ``--repeats`` rounds, each round running every variant once in turn, i
 so the ratios compare like with like.
 
 ``--compile MODE`` (``default``, ``reduce-overhead``: CUDA graphs on a GPU, ``max-autotune``)
-adds greedy decoding with compiled incremental steps (``greedy_decode(..., compile=MODE)``) to
+adds greedy decoding with compiled incremental steps (``compiled_greedy_decode(..., mode=MODE)``) to
 each length's timings, next to eager incremental decoding: ``compiled s/s`` and its speed-up
 over eager incremental. Its compile time (the first compiled call, at the first length) and
 each length's warm-up call are timed apart (``compile_s``, ``compiled_warmup_s``), not in the
@@ -38,6 +38,7 @@ from common import json_arg, run_main, write_report
 from convs2s.model import ConvS2S, count_parameters
 from convs2s.model.search import beam_search, greedy_decode
 from convs2s.run.checkpoint import Checkpoint
+from convs2s.run.compiled_decoding import compiled_greedy_decode
 from convs2s.run.presets import PRESETS
 from convs2s.run.translate_cli import device_arg
 from convs2s.system import environment
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
     compile_s = None
     if args.compile:
         kw = dict(max_len=args.lengths[0], bos_idx=bos, eos_idx=never)
-        compile_s = _time(lambda: greedy_decode(model, src, compile=args.compile, **kw))
+        compile_s = _time(lambda: compiled_greedy_decode(model, src, mode=args.compile, **kw))
         print(f"compiled steps ({args.compile}): first call {compile_s:.1f} s (compiling)")
     compiled_head = f" {'compiled s/s':>13} {'vs inc':>6}" if args.compile else ""
     print(f"{'length':>6} {'incremental s/s':>16}{compiled_head} {'full s/s':>10} {'ratio':>6} "
@@ -111,8 +112,8 @@ def main(argv=None) -> int:
         row = {"length": length}
         variants = {"inc": lambda kw=kw: greedy_decode(model, src, incremental=True, **kw)}
         if args.compile:  # its warm-up apart: a new shape may still compile (or record)
-            variants["comp"] = lambda kw=kw: greedy_decode(model, src, compile=args.compile,
-                                                           **kw)
+            variants["comp"] = lambda kw=kw: compiled_greedy_decode(model, src,
+                                                                    mode=args.compile, **kw)
             row["compiled_warmup_s"] = _time(variants["comp"])
         variants.update(
             full=lambda kw=kw: greedy_decode(model, src, incremental=False, **kw),

@@ -5,7 +5,8 @@ Every ``import`` of a ``convs2s`` module is read from the source (those inside f
 A module's layer is the folder it sits in:
 
     system    convs2s/system/    environment, atomic files and locks, signals (nothing of convs2s)
-    model     convs2s/model/     ConvS2S, search, loss, the RNN baseline, variants (torch only)
+    model     convs2s/model/     ConvS2S, search, loss, the RNN baseline, variants (torch's
+                                 public API only)
     data      convs2s/data/      Multi30k, tokenizers, vocabularies, batching, subwords
     run       convs2s/run/       presets, training, checkpoints, final choices, translate, evaluate
     package   convs2s/__init__.py                   (what ``import convs2s`` gives)
@@ -13,7 +14,8 @@ A module's layer is the folder it sits in:
     course    convs2s/course/    figures, probes, baselines, analysis, checks: the notebooks'
 
 A module may import its own layer or the layers below it (data and model never each other), and
-the whole graph, function-level imports included, has no cycle.
+the whole graph, function-level imports included, has no cycle. convs2s/model/ imports no private
+torch module (compiled decoding, which needs one, is convs2s/run/compiled_decoding.py).
 """
 
 from __future__ import annotations
@@ -147,6 +149,48 @@ def test_the_model_layer_needs_torch_only():
     assert not {k: v for k, v in extra.items() if v}
 
 
+def private_torch_imports_of(path: Path, text: str | None = None) -> set[str]:
+    """What ``path`` imports from torch's private modules (a part of the dotted name, or an
+    imported name, that starts with ``_``: ``torch._dynamo``, ``from torch.fx.experimental
+    import _config``); ``text``: its source, if not the file's."""
+    tree = ast.parse(text if text is not None else path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found |= {n for n in names if n.split(".")[0] == "torch"
+                  and any(part.startswith("_") for part in n.split(".")[1:])}
+    return found
+
+
+def test_the_model_layer_uses_public_torch_only():
+    """The paper's code relies on torch's public API only: private modules (compiler
+    configuration and the like, which change between releases) belong to convs2s/run/ (the
+    compiled steps) or convs2s/system/."""
+    private = {str(p.relative_to(SRC)): private_torch_imports_of(p)
+               for p in sorted((SRC / "model").rglob("*.py"))}
+    assert not {k: v for k, v in private.items() if v}
+
+
+def test_the_private_torch_check_sees_a_planted_import():
+    """The negative control: private imports in every spelling are found, public ones not."""
+    f = SRC / "model" / "search.py"
+    planted = (f.read_text(encoding="utf-8") + "\n\ndef _late():\n"
+               "    import torch._dynamo\n"
+               "    from torch.fx.experimental import _config\n"
+               "    from torch._inductor.config import patch\n"
+               "    from torch.nn.utils import parametrize\n"
+               "    return torch._dynamo, _config, patch, parametrize\n")
+    assert private_torch_imports_of(f) == set()
+    assert private_torch_imports_of(f, planted) == {
+        "torch._dynamo", "torch.fx.experimental._config", "torch._inductor.config.patch"}
+    assert private_torch_imports_of(SRC / "run" / "compiled_decoding.py")  # it is seen there
+
+
 def test_the_commands_are_only_entry_points():
     """``convs2s/train.py`` etc. exist so that ``python -m convs2s.train`` keeps working: each
     imports its ``convs2s.run`` module's ``main`` and nothing else."""
@@ -221,8 +265,9 @@ def test_the_torch_only_check_sees_a_planted_import(tmp_path):
     assert third_party_imports_of(f) - {"torch"} == {"numpy", "spacy"}
 
 
-@pytest.mark.parametrize("name", ["checkpoint", "checkpoint_guard", "translator", "translate_cli",
-                                  "train", "evaluate", "final_choices", "presets"])
+@pytest.mark.parametrize("name", ["checkpoint", "checkpoint_guard", "compiled_decoding",
+                                  "translator", "translate_cli", "train", "evaluate",
+                                  "final_choices", "presets"])
 def test_the_run_layer_knows_nothing_of_the_course(name):
     deps = imports_of(SRC / "run" / f"{name}.py")
     assert not {d for d in deps if layer_of(d) == "course"}

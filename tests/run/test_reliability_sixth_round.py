@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from convs2s.data import Vocab
-from convs2s.model import ConvS2S, search
+from convs2s.model import ConvS2S
+from convs2s.run import compiled_decoding
 from convs2s.run import pretrained as shipped_models
 from convs2s.run import train as train_mod
 from convs2s.run import translate_cli as translate
@@ -170,14 +171,14 @@ def no_compiling(monkeypatch):
     def reached(*args, **kwargs):
         raise AssertionError("compiling started: the mode was not refused first")
 
-    monkeypatch.setattr(search, "_compiled_steps", reached)
-    monkeypatch.setattr(search, "check_compiler", reached)
+    monkeypatch.setattr(compiled_decoding, "_compiled_steps", reached)
+    monkeypatch.setattr(compiled_decoding, "check_compiler", reached)
 
 
 def test_a_huge_compile_mode_is_refused_in_a_short_line(no_compiling):
     src = torch.tensor([[4, 5, 3]])
-    for call in (lambda: search.greedy_decode(_tiny_model(), src, max_len=3, bos_idx=2,
-                                              eos_idx=3, compile=HUGE),
+    for call in (lambda: compiled_decoding.compiled_greedy_decode(
+                     _tiny_model(), src, mode=HUGE, max_len=3, bos_idx=2, eos_idx=3),
                  lambda: PRESETS["quick"].replace(compile=HUGE),
                  lambda: check_mode(HUGE)):
         with pytest.raises(ValueError) as e:
@@ -190,8 +191,8 @@ def test_a_huge_compile_mode_is_refused_in_a_short_line(no_compiling):
                          ids=["a numpy array", "a numpy str", "a list"])
 def test_a_compile_mode_that_is_not_a_plain_str_is_refused_at_once(no_compiling, mode):
     src = torch.tensor([[4, 5, 3]])
-    for call in (lambda: search.greedy_decode(_tiny_model(), src, max_len=3, bos_idx=2,
-                                              eos_idx=3, compile=mode),
+    for call in (lambda: compiled_decoding.compiled_greedy_decode(
+                     _tiny_model(), src, mode=mode, max_len=3, bos_idx=2, eos_idx=3),
                  lambda: PRESETS["quick"].replace(compile=mode),
                  lambda: check_mode(mode)):
         with pytest.raises(ValueError, match="compile must be None or one of"):

@@ -151,7 +151,7 @@ class Decoder(nn.Module):
         if incremental:  # at the start: k-1 zeros per layer, exactly the causal padding
             histories = (incremental_state.get("conv_inputs")
                          or [block.empty_history(x) for block in self.blocks])
-        x, attention, new_histories = self._layers(x, g, encoder_out, histories)
+        x, attention, new_histories = self.layers(x, g, encoder_out, histories)
 
         out = self.hid2emb(x.transpose(1, 2))  # out = [batch, n_new, emb_dim]
         out = self.dropout(out)
@@ -163,12 +163,14 @@ class Decoder(nn.Module):
             incremental_state["conv_inputs"] = new_histories
         return logits, attention  # attention = [batch, n_layers, n_new, src_len]
 
-    def _layers(self, x: Tensor, g: Tensor, encoder_out: EncoderOut,
-                histories: Sequence[Tensor] | None) -> tuple[Tensor, Tensor, list[Tensor] | None]:
+    def layers(self, x: Tensor, g: Tensor, encoder_out: EncoderOut,
+               histories: Sequence[Tensor] | None) -> tuple[Tensor, Tensor, list[Tensor] | None]:
         """The blocks and their attentions: ``x = [batch, hid_dim, n]`` -> the same shape, and
         the attention ``[batch, n_layers, n, src_len]``. ``histories``: None for a full pass
         (causal padding), else per layer the last k-1 inputs of its convolution
-        (``[batch, hid_dim, k-1]``), whose successors (after ``x``) come back third."""
+        (``[batch, hid_dim, k-1]``), whose successors (after ``x``) come back third. Public
+        for the compiled decoding step (:mod:`convs2s.run.compiled_decoding`), which runs the
+        same layers with its own cache."""
         new_histories = None if histories is None else []
         attentions = []
         for i, (block, attention) in enumerate(zip(self.blocks, self.attentions, strict=True)):
@@ -184,40 +186,6 @@ class Decoder(nn.Module):
             x = (h + residual) * RESIDUAL_SCALE  # the block's residual
             attentions.append(a)
         return x, torch.stack(attentions, dim=1), new_histories
-
-    def start_histories(self, batch: int, like: Tensor) -> Tensor:
-        """:meth:`step`'s cache at the start of a sentence: ``[n_layers, batch, hid_dim, k-1]``
-        zeros (what the causal padding gives), of ``like``'s dtype and device."""
-        block = self.blocks[0]
-        return like.new_zeros(len(self.blocks), batch, block.hid_dim, block.kernel_size - 1)
-
-    def step(self, tokens: Tensor, position: Tensor, histories: Tensor,
-             encoder_out: EncoderOut) -> tuple[Tensor, Tensor, Tensor]:
-        """One step of incremental decoding in static shapes, for a compiled decoding loop.
-
-        The same computation as ``forward(tokens, encoder_out, incremental_state)`` for one new
-        token, but every input and output is a tensor whose shape is the same at every step
-        (CUDA graphs replay one recorded shape, and a Python int would be compiled into the
-        graph): the position is a tensor, and the cache is one tensor of all layers' last k-1
-        inputs, already full at the start (:meth:`start_histories`: the causal padding's zeros).
-        No input checks: the caller's (:func:`convs2s.model.search.greedy_decode`).
-
-        Args:
-            tokens: ``[batch, 1]``, the new token of every sentence.
-            position: ``[1]`` long tensor, its position (0 for <bos>).
-            histories: ``[n_layers, batch, hid_dim, k-1]``, the cache before this step.
-            encoder_out: :class:`convs2s.model.encoder.EncoderOut`.
-
-        Returns ``(logits [batch, vocab_size], attention [batch, n_layers, src_len],
-        histories [n_layers, batch, hid_dim, k-1])``: the cache after this step.
-        """
-        g = self.tok_embedding(tokens) + self.pos_embedding(position)  # g = [batch, 1, emb]
-        g = self.dropout(g)
-        x = self.emb2hid(g).transpose(1, 2)  # x = [batch, hid_dim, 1]
-        x, attention, new_histories = self._layers(x, g, encoder_out, histories.unbind(0))
-        out = self.dropout(self.hid2emb(x.transpose(1, 2)))  # out = [batch, 1, emb_dim]
-        logits = self.fc_out(out)  # logits = [batch, 1, vocab_size]
-        return logits[:, 0], attention[:, :, 0], torch.stack(new_histories)
 
     def _check_inputs(self, trg_in: Tensor, encoder_out: EncoderOut,
                       incremental_state: IncrementalState | None) -> None:

@@ -17,34 +17,25 @@ last k-1 inputs of each convolution in a cache, so a step costs the same at posi
 position 1. ``greedy_decode(..., incremental=False)`` recomputes the whole prefix every step
 instead (same tokens, quadratic cost) for timing comparisons.
 
-``greedy_decode(..., compile=MODE)`` runs each incremental step through ``torch.compile``
-(:func:`_compiled_steps`): one compiled function from the new token to the next one
-(:meth:`convs2s.model.decoder.Decoder.step`, then the argmax without <pad>/<bos>), whose
-inputs and outputs keep their shapes from step to step, so that under CUDA graphs
-(``"reduce-overhead"``) a step is one recorded graph replayed instead of dozens of kernel
-launches. The loop, the <eos> bookkeeping and the check that every sentence has ended stay in
-Python. The same tokens as eager decoding (``tests/model/test_compiled_decoding.py``).
+Greedy decoding's loop (:func:`greedy_loop`) takes its steps from a function, so that
+:mod:`convs2s.run.compiled_decoding` can run the same loop with each step compiled by
+``torch.compile`` (an engineering option of this course, kept out of the model layer).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import numbers
-import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
-from torch.fx.experimental import _config as fx_config
 from torch.nn.utils import parametrize
 
 from convs2s.model.convs2s import ConvS2S
-from convs2s.model.decoder import Decoder
 from convs2s.model.encoder import EncoderOut
 from convs2s.system.arguments import MAX_BEAM_SIZE, brief, check_size
-from convs2s.system.compiling import CUDA_GRAPH_MODES, check_compiler, check_mode
 
 
 @contextmanager
@@ -126,7 +117,6 @@ def greedy_decode(
     pad_idx: int | None = None,
     incremental: bool = True,
     return_attention: bool = False,
-    compile: str | None = None,
 ):
     """Translate each sentence by always taking the most probable next token.
 
@@ -144,32 +134,36 @@ def greedy_decode(
             ``[dec_layers, out_len, src_real_len]``: row i is the attention while producing
             output token i (``out_len = len(tokens)``, <eos> excluded), columns are the real
             (non-pad) source tokens.
-        compile: None (default): eager steps. A mode of
-            :data:`convs2s.system.compiling.COMPILE_MODES`: the incremental steps run through
-            ``torch.compile`` in that mode (needs ``incremental=True`` and a ConvS2S decoder,
-            whose ``step`` it calls rather than ``model.decode``; see :func:`_compiled_steps`).
-            The first call compiles (seconds to a minute); later calls reuse the compiled step,
-            whatever their batch size and source length.
 
     Returns:
         ``tokens`` (a list of token-id lists), or ``(tokens, attentions)``.
     """
+    def steps(encoded: EncoderOut, banned: list[int]) -> StepFn:
+        return _eager_steps(model, encoded, banned, incremental)
+
+    return greedy_loop(model, src, steps, max_len=max_len, bos_idx=bos_idx, eos_idx=eos_idx,
+                       pad_idx=pad_idx, return_attention=return_attention)
+
+
+StepFn = Callable[[Tensor, int], tuple[Tensor, Tensor]]
+"""``next_step(trg, step) -> (next_token [batch], attention [batch, dec_layers, src_len])``:
+``trg`` holds <bos> and the tokens so far, ``step`` is how many there are so far."""
+
+
+def greedy_loop(model: ConvS2S, src: Tensor,
+                steps: Callable[[EncoderOut, list[int]], StepFn], *, max_len: int,
+                bos_idx: int, eos_idx: int, pad_idx: int | None, return_attention: bool):
+    """:func:`greedy_decode`'s loop, whatever computes its steps: ``steps(encoded, banned)``
+    gives the step function for one batch (``banned``: the token ids never to output, from
+    :func:`never_generated`). The loop keeps the <eos> bookkeeping and stops once every
+    sentence has ended. Arguments and result as for :func:`greedy_decode`."""
     max_len = check_max_len(model, max_len)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
-    if compile is not None:
-        _check_compile(model, compile, incremental, src.device)
-    # no duck sizing where a step may compile: a batch as long as its source would otherwise be
-    # compiled again for the first batch that is not (see convs2s.run.train.compiled_loss)
-    no_duck_sizing = fx_config.patch(use_duck_shape=False) if compile else nullcontext()
-    with _inference(model), no_duck_sizing:
+    with _inference(model):
         encoded = model.encode(src)
         batch = src.size(0)
         trg = src.new_full((batch, 1), bos_idx)  # trg = [batch, 1 + steps so far]
-        if compile is None:
-            next_step = _eager_steps(model, encoded, banned, incremental)
-        else:
-            next_step = _compiled_steps(model.decoder, encoded, banned, compile,
-                                        keep_attention=return_attention)
+        next_step = steps(encoded, banned)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         lengths = torch.full((batch,), max_len, dtype=torch.long, device=src.device)
         step_attention = []
@@ -194,11 +188,6 @@ def greedy_decode(
     return tokens, attentions
 
 
-StepFn = Callable[[Tensor, int], tuple[Tensor, Tensor]]
-"""``next_step(trg, step) -> (next_token [batch], attention [batch, dec_layers, src_len])``:
-``trg`` holds <bos> and the tokens so far, ``step`` is how many there are so far."""
-
-
 def _eager_steps(model: ConvS2S, encoded: EncoderOut, banned: list[int],
                  incremental: bool) -> StepFn:
     """The steps of eager greedy decoding: ``model.decode`` with its cache (or without:
@@ -212,133 +201,6 @@ def _eager_steps(model: ConvS2S, encoded: EncoderOut, banned: list[int],
         return _forbid(logits[:, -1], banned).argmax(dim=-1), attention[:, :, -1]
 
     return next_step
-
-
-def _greedy_step(decoder: Decoder, tokens: Tensor, position: Tensor, histories: Tensor,
-                 encoded: EncoderOut, banned: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """One greedy step, the function torch.compile compiles: the decoder's step, then the
-    argmax with the ``banned`` tokens (a ``[vocab]`` bool mask) at −inf, as :func:`_forbid`."""
-    logits, attention, histories = decoder.step(tokens, position, histories, encoded)
-    next_token = logits.masked_fill(banned, float("-inf")).argmax(dim=-1)  # [batch]
-    return next_token, attention, histories
-
-
-_COMPILED: dict[str, Callable] = {}  # mode -> torch.compile(_greedy_step, mode=mode)
-
-
-def _compiled_steps(decoder: Decoder, encoded: EncoderOut, banned: list[int], mode: str,
-                    *, keep_attention: bool) -> StepFn:
-    """The steps of greedy decoding, each one call of :func:`_greedy_step` compiled in
-    ``mode`` (compiled once per mode, for every batch size and source length:
-    ``dynamic=True``).
-
-    Everything the compiled function takes and returns has the same shape at every step:
-    the new token ``[batch, 1]``, its position as a ``[1]`` tensor (not a Python int, which
-    would be compiled into the graph, once per position), the cache of every layer's last
-    k-1 convolution inputs as one ``[dec_layers, batch, hid_dim, k-1]`` tensor (full from the
-    start: the causal padding's zeros), the encoder output, the banned tokens as a mask.
-    Under CUDA graphs each step's outputs are overwritten by the next replay, so the cache
-    (and the attention, if kept) are cloned before it (one small copy each).
-    The decoder's weights: see :func:`_plain_weights`."""
-    step_fn = _COMPILED.get(mode)
-    if step_fn is None:
-        step_fn = _COMPILED[mode] = torch.compile(_greedy_step, mode=mode, dynamic=True,
-                                                  fullgraph=True)  # one graph: no break
-    plain = _plain_weights(decoder)
-    device = encoded.src_mask.device
-    graphs = mode in CUDA_GRAPH_MODES and device.type == "cuda"
-    banned_mask = torch.zeros(decoder.vocab_size, dtype=torch.bool, device=device)
-    banned_mask[banned] = True
-    position = torch.zeros(1, dtype=torch.long, device=device)  # [1]: of the new tokens
-    histories = plain.start_histories(encoded.src_mask.size(0), encoded.conved)
-    tokens = None  # the new tokens, [batch, 1]: contiguous (trg[:, -1:]'s strides change)
-
-    def next_step(trg: Tensor, step: int) -> tuple[Tensor, Tensor]:
-        nonlocal histories, tokens
-        if tokens is None:
-            tokens = trg[:, -1:].contiguous()
-        if graphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        next_token, attention, histories = step_fn(plain, tokens, position, histories, encoded,
-                                                   banned_mask)
-        position.add_(1)  # in place; not a view of a tensor of positions (guarded by its base)
-        tokens = next_token.unsqueeze(1)
-        if graphs:  # the outputs the next replay needs or overwrites
-            tokens, histories = tokens.clone(), histories.clone()
-            next_token = tokens[:, 0]
-            attention = attention.clone() if keep_attention else attention
-        return next_token, attention
-
-    return next_step
-
-
-# decoder -> its twin with plain weights (weakly held: a twin lives as long as its decoder)
-_PLAIN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _plain_weights(decoder: Decoder) -> Decoder:
-    """``decoder`` itself if none of its weights is weight-normed; else its twin whose weights
-    are plain tensors holding what the decoder's are now (W = g·v/‖v‖, computed once).
-
-    Inside a compiled step a weight-normed weight would be computed again at every step
-    (3 times the weight memory traffic), or, read from ``parametrize.cached()``, would be a
-    new tensor at every call, which torch.compile guards on (it compiled again) and CUDA
-    graphs record anew. So the twin is made once per decoder and kept (weakly, for as long
-    as the decoder lives), and each call copies the current weights into it in place: its
-    tensors keep their addresses, and follow the decoder's training. Costs one more copy of
-    the decoder's weights in memory."""
-    if not any(parametrize.is_parametrized(m) for m in decoder.modules()):
-        return decoder
-    twin = _PLAIN.get(decoder)
-    if twin is None or not all(_same_layout(p, _attribute(decoder, name))
-                               for name, p in twin.named_parameters()):
-        twin = copy.deepcopy(decoder).eval()  # a new twin: the first call, or a moved decoder
-        for module in twin.modules():
-            if parametrize.is_parametrized(module):
-                _unparametrize(module)
-        _PLAIN[decoder] = twin.requires_grad_(False)
-    with torch.no_grad():
-        for name, p in twin.named_parameters():
-            p.copy_(_attribute(decoder, name))  # a weight-normed one: g·v/‖v‖ (once, cached)
-    return twin
-
-
-def _unparametrize(module: torch.nn.Module) -> None:
-    """``module`` (a deep copy) as its class before parametrization, each parametrized tensor
-    a plain parameter holding its current value. Not ``parametrize.remove_parametrizations``:
-    a deep copy shares its original's parametrized class, from which that function deletes
-    the properties, and the original would lose its weights."""
-    values = {name: getattr(module, name) for name in module.parametrizations}
-    module.__class__ = parametrize.type_before_parametrizations(module)  # this object only
-    del module.parametrizations
-    for name, value in values.items():
-        module.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
-
-
-def _same_layout(a: Tensor, b: Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
-
-
-def _attribute(module: torch.nn.Module, dotted: str) -> Tensor:
-    """``module``'s tensor at ``dotted`` (``"blocks.0.conv.weight"``), a parametrized one
-    computed."""
-    path, _, name = dotted.rpartition(".")
-    return getattr(module.get_submodule(path), name)
-
-
-def _check_compile(model: ConvS2S, mode, incremental: bool, device: torch.device) -> None:
-    """A ``ValueError`` line unless ``greedy_decode`` can compile its steps in ``mode``."""
-    check_mode(mode)
-    if not incremental:
-        raise ValueError("compile compiles the incremental step: use incremental=True with it.")
-    decoder = getattr(model, "decoder", None)
-    if not isinstance(decoder, Decoder):
-        raise ValueError("compile needs a ConvS2S decoder (convs2s.model.decoder.Decoder), "
-                         f"and {type(model).__name__}'s is a {type(decoder).__name__}.")
-    if decoder.padding != "causal":
-        raise ValueError("compile needs a decoder that decodes incrementally "
-                         f"(padding='causal'), not padding={decoder.padding!r}.")
-    check_compiler(device, "decode without compile")
 
 
 def beam_search(

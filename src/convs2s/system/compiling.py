@@ -1,5 +1,5 @@
 """What ``torch.compile`` needs, shared by the compiled training step (``convs2s.run.train``,
-``--compile``) and compiled greedy decoding (``convs2s.model.search``, ``compile=``): its modes,
+``--compile``) and compiled greedy decoding (``convs2s.run.compiled_decoding``): its modes,
 the ones that replay CUDA graphs, and a one-line refusal where the machine cannot build kernels.
 """
 

@@ -1,10 +1,10 @@
-"""Greedy decoding with compiled incremental steps (``greedy_decode(..., compile=MODE)``) on a
-CPU: the same tokens and attention as eager decoding, the decoder's one-token ``step`` (static
-shapes) the same as its incremental ``forward``, and wrong uses refused in one line.
+"""Greedy decoding with compiled incremental steps (``convs2s.run.compiled_decoding``) on a
+CPU: the same tokens and attention as eager decoding, the decoder's one-token ``decoder_step``
+(static shapes) the same as its incremental ``forward``, and wrong uses refused in one line.
 
 torch.compile's inductor builds C++ kernels here (it needs g++ or clang++; without one
-``greedy_decode`` refuses in a line, and these tests fail rather than pass). To keep the file
-short, the step is compiled once, in the module's fixture, and every test reuses it: a
+``compiled_greedy_decode`` refuses in a line, and these tests fail rather than pass). To keep
+the file short, the step is compiled once, in the module's fixture, and every test reuses it: a
 recompilation is an error in them (``error_on_recompile``), so each batch shape, weight change
 and wrong cache below runs the one compiled step.
 
@@ -21,8 +21,9 @@ from conftest import padded_batch
 
 from convs2s.course.baselines import RNNAttentionSeq2Seq
 from convs2s.model import ConvS2S
-from convs2s.model import search as search_mod
 from convs2s.model.search import greedy_decode
+from convs2s.run import compiled_decoding
+from convs2s.run.compiled_decoding import compiled_greedy_decode, decoder_step, start_histories
 
 PAD, BOS, EOS = 0, 1, 2
 VOCAB = 20
@@ -57,7 +58,7 @@ def compiled():
     torch._dynamo.reset()
     model = tiny_model()
     with inductor_config.patch(compile_threads=1):
-        out = greedy_decode(model, SRC, compile="default", return_attention=True, **KW)
+        out = compiled_greedy_decode(model, SRC, mode="default", return_attention=True, **KW)
         with torch._dynamo.config.patch(error_on_recompile=True):
             yield model, out
     torch._dynamo.reset()
@@ -73,8 +74,8 @@ def test_compiled_greedy_gives_the_eager_tokens_and_attention(compiled):
         torch.testing.assert_close(got, want, **TOL)
     # other batch sizes and source lengths: the same compiled step (no recompilation)
     for src in (SRC[:3, :5], SRC[3:].flip(0)):
-        assert greedy_decode(model, src, compile="default", **KW) == greedy_decode(model, src,
-                                                                                   **KW)
+        assert compiled_greedy_decode(model, src, mode="default", **KW) == greedy_decode(
+            model, src, **KW)
 
 
 def test_the_compiled_step_follows_the_weights_and_leaves_the_model_as_it_was(compiled):
@@ -88,10 +89,10 @@ def test_the_compiled_step_follows_the_weights_and_leaves_the_model_as_it_was(co
         with torch.no_grad():
             fc_out.bias[[PAD, BOS]] += 100.0  # <pad>, <bos>: the argmax everywhere if allowed
             fc_out.parametrizations.weight.original0.mul_(1.5)  # weight norm's g
-        tokens = greedy_decode(model, SRC, compile="default", **KW)
+        tokens = compiled_greedy_decode(model, SRC, mode="default", **KW)
         assert tokens == greedy_decode(model, SRC, **KW)
         assert not any(PAD in t or BOS in t for t in tokens)
-        plain = search_mod._PLAIN[model.decoder].fc_out  # the compiled step's fc_out
+        plain = compiled_decoding._PLAIN[model.decoder].fc_out  # the compiled step's fc_out
         torch.testing.assert_close(plain.weight, fc_out.weight, rtol=0, atol=0)
         torch.testing.assert_close(plain.bias, fc_out.bias, rtol=0, atol=0)
     finally:
@@ -107,7 +108,7 @@ def test_a_wrong_cache_or_position_changes_the_tokens(compiled, monkeypatch, wro
     """Negative controls, through the same compiled step: keeping the first cache at every step
     (no shift), or telling every step it is at position 0, does not give the eager tokens."""
     model, (tokens, _) = compiled
-    step = search_mod._COMPILED["default"]
+    step = compiled_decoding._COMPILED["default"]
     first = {}
 
     def wrong_step(decoder, new, position, histories, encoded, banned):
@@ -119,12 +120,12 @@ def test_a_wrong_cache_or_position_changes_the_tokens(compiled, monkeypatch, wro
             new_histories = first.setdefault("histories", new_histories)
         return next_token, attention, new_histories
 
-    monkeypatch.setitem(search_mod._COMPILED, "default", wrong_step)
-    assert greedy_decode(model, SRC, compile="default", **KW) != tokens
+    monkeypatch.setitem(compiled_decoding._COMPILED, "default", wrong_step)
+    assert compiled_greedy_decode(model, SRC, mode="default", **KW) != tokens
 
 
 def test_the_decoder_step_is_its_incremental_forward():
-    """Eager: ``Decoder.step`` (static shapes) gives the logits, attention and cache that
+    """Eager: ``decoder_step`` (static shapes) gives the logits, attention and cache that
     ``forward`` with an incremental state gives, token by token, whatever the kernel width."""
     for k in (1, 3, 5):
         model = tiny_model(kernel_size=k, dec_layers=3).eval()
@@ -132,12 +133,12 @@ def test_the_decoder_step_is_its_incremental_forward():
         with torch.no_grad():
             encoded = model.encode(SRC[:3])
             state: dict = {}
-            histories = model.decoder.start_histories(3, encoded.conved)
+            histories = start_histories(model.decoder, 3, encoded.conved)
             assert histories.shape == (3, 3, 16, k - 1) and not histories.any()
             for t in range(trg.size(1)):
                 logits, attention = model.decode(trg[:, t : t + 1], encoded, state)
-                s_logits, s_attention, histories = model.decoder.step(
-                    trg[:, t : t + 1], torch.tensor([t]), histories, encoded)
+                s_logits, s_attention, histories = decoder_step(
+                    model.decoder, trg[:, t : t + 1], torch.tensor([t]), histories, encoded)
                 torch.testing.assert_close(s_logits, logits[:, 0], rtol=0, atol=0)
                 torch.testing.assert_close(s_attention, attention[:, :, 0], rtol=0, atol=0)
                 torch.testing.assert_close(histories, torch.stack(state["conv_inputs"]),
@@ -151,16 +152,16 @@ def test_wrong_compile_uses_are_refused_in_one_line(monkeypatch):
                               trg_pad_idx=PAD)
     cheat = tiny_model(decoder_padding="same")
     cases = [
-        (model, dict(compile="fast"), r"compile must be None or one of default, "
-                                      r"reduce-overhead, max-autotune, not 'fast'\.$"),
-        (model, dict(compile=True), r"^compile must be None or one of .*, not True\.$"),
-        (model, dict(compile="default", incremental=False), r"^compile compiles the incr"),
-        (rnn, dict(compile="default"), r"^compile needs a ConvS2S decoder .* RNN"),
-        (cheat, dict(compile="default"), r"^compile needs a decoder that decodes incremen"),
+        (model, "fast", r"compile must be None or one of default, "
+                        r"reduce-overhead, max-autotune, not 'fast'\.$"),
+        (model, True, r"^compile must be None or one of .*, not True\.$"),
+        (model, None, r"^mode must be one of default, .*: for eager steps, use .*greedy_decode"),
+        (rnn, "default", r"^compile needs a ConvS2S decoder .* RNN"),
+        (cheat, "default", r"^compile needs a decoder that decodes incremen"),
     ]
-    for m, kw, message in cases:
+    for m, mode, message in cases:
         with pytest.raises(ValueError, match=message) as e:
-            greedy_decode(m, SRC, **kw, **KW)
+            compiled_greedy_decode(m, SRC, mode=mode, **KW)
         assert len(str(e.value).splitlines()) == 1
     assert model.training  # refused before anything ran
 
@@ -171,4 +172,4 @@ def test_wrong_compile_uses_are_refused_in_one_line(monkeypatch):
 
     monkeypatch.setattr(cpp_builder, "get_cpp_compiler", no_compiler)
     with pytest.raises(ValueError, match=r"^compile on a CPU needs a C\+\+ compiler"):
-        greedy_decode(model, SRC, compile="default", **KW)
+        compiled_greedy_decode(model, SRC, mode="default", **KW)
