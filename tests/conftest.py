@@ -149,3 +149,52 @@ def tab(web):
     t = shots.SitePage(browser, base)
     yield t
     t.close()
+
+
+# --------------------------------------------------------------------------------------------
+# python -m convs2s.evaluate, shared by tests/run/test_evaluate.py and test_evaluate_files.py
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_ckpt(tmp_path, tiny_pairs) -> Path:
+    """A tiny random word-level German-English model on TINY_PAIRS' vocabularies, saved as
+    ``run/best.pt`` in the test's folder (what the evaluate tests score)."""
+    from convs2s.data import Vocab, make_tokenizer
+    from convs2s.model import ConvS2S
+    from convs2s.run.checkpoint import save_checkpoint, vocab_to_dict
+
+    tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
+    src = Vocab.build((tok_de(de) for de, _ in tiny_pairs), min_freq=1)
+    trg = Vocab.build((tok_en(en) for _, en in tiny_pairs), min_freq=1)
+    torch.manual_seed(0)
+    model = ConvS2S(len(src), len(trg), emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=2,
+                    max_positions=24, src_pad_idx=src.pad_idx, trg_pad_idx=trg.pad_idx)
+    return save_checkpoint(tmp_path / "run" / "best.pt", {
+        "model_config": dict(model.config), "model": model.state_dict(),
+        "src_vocab": vocab_to_dict(src), "trg_vocab": vocab_to_dict(trg)})
+
+
+@pytest.fixture
+def no_evaluation(monkeypatch):
+    """Fail the test if ``convs2s.evaluate`` starts its work (loading the model or the data)
+    before it has checked its arguments and input files."""
+    from convs2s.run import evaluate
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the work started before the arguments and input were checked")
+
+    monkeypatch.setattr(evaluate.Translator, "from_checkpoint", forbidden)
+    monkeypatch.setattr(evaluate, "load_multi30k", forbidden)
+
+
+def run_evaluate(argv, capsys) -> tuple[int, str, list[str]]:
+    """``python -m convs2s.evaluate ARGV`` in this process: (exit status, stdout, stderr lines)."""
+    from convs2s.run import evaluate
+
+    try:
+        code = evaluate.main([str(a) for a in argv])
+    except SystemExit as e:
+        code = e.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.splitlines()

@@ -10,8 +10,9 @@ import os
 
 import pytest
 import torch
+from conftest import run_evaluate
 
-from convs2s.data import Vocab, load_multi30k, make_tokenizer, multi30k
+from convs2s.data import load_multi30k, multi30k
 from convs2s.model import ConvS2S
 from convs2s.run import evaluate
 from convs2s.run.checkpoint import save_checkpoint, vocab_to_dict
@@ -29,49 +30,17 @@ def corpus(tiny_corpus, monkeypatch, tmp_path):
     return tiny_corpus
 
 
-@pytest.fixture
-def checkpoint(tmp_path, tiny_pairs):
-    tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
-    src = Vocab.build((tok_de(de) for de, _ in tiny_pairs), min_freq=1)
-    trg = Vocab.build((tok_en(en) for _, en in tiny_pairs), min_freq=1)
-    torch.manual_seed(0)
-    model = ConvS2S(len(src), len(trg), emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=2,
-                    max_positions=24, src_pad_idx=src.pad_idx, trg_pad_idx=trg.pad_idx)
-    return save_checkpoint(tmp_path / "run" / "best.pt", {
-        "model_config": dict(model.config), "model": model.state_dict(),
-        "src_vocab": vocab_to_dict(src), "trg_vocab": vocab_to_dict(trg)})
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if evaluation starts (loading the model or the data)."""
-    def forbidden(*args, **kwargs):
-        raise AssertionError("the work started before the arguments were checked")
-
-    monkeypatch.setattr(evaluate.Translator, "from_checkpoint", forbidden)
-    monkeypatch.setattr(evaluate, "load_multi30k", forbidden)
-
-
-def run(argv, capsys):
-    try:
-        code = evaluate.main([str(a) for a in argv])
-    except SystemExit as e:
-        code = e.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err.splitlines()
-
-
 @pytest.mark.parametrize("limit", ["0", "-995", "2.5", "all"])
-def test_limit_must_be_positive_refused_at_parse_time(limit, checkpoint, capsys, no_work):
-    code, out, err = run(["--checkpoint", checkpoint, "--limit", limit], capsys)
+def test_limit_must_be_positive_refused_at_parse_time(limit, tiny_ckpt, capsys, no_evaluation):
+    code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, "--limit", limit], capsys)
     assert code == 2 and out == "" and len(err) == 1
     assert err[0].startswith("python -m convs2s.evaluate: error: argument --limit: ")
 
 
-def test_beam_sizes_and_device_refused_at_parse_time(checkpoint, capsys, no_work):
+def test_beam_sizes_and_device_refused_at_parse_time(tiny_ckpt, capsys, no_evaluation):
     for argv in (["--beam-sizes", "1", "0"], ["--device", "quantum"],
                  ["--beam-sizes", "5", str(10**23)], ["--beam-sizes", "1001"]):
-        code, out, err = run(["--checkpoint", checkpoint, *argv], capsys)
+        code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, *argv], capsys)
         assert code == 2 and out == "" and len(err) == 1, err
 
 
@@ -84,12 +53,13 @@ def test_evaluate_function_refuses_a_limit_that_is_not_positive(limit):
 
 
 @pytest.mark.parametrize("where", ["missing folder", "folder is a file", "path is a folder"])
-def test_an_unwritable_json_fails_before_the_work(where, checkpoint, tmp_path, capsys, no_work):
+def test_an_unwritable_json_fails_before_the_work(where, tiny_ckpt, tmp_path, capsys,
+                                                  no_evaluation):
     (tmp_path / "a_file").write_text("x")
     target = {"missing folder": tmp_path / "nope" / "m.json",
               "folder is a file": tmp_path / "a_file" / "m.json",
               "path is a folder": tmp_path}[where]
-    code, out, err = run(["--checkpoint", checkpoint, "--json", target], capsys)
+    code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, "--json", target], capsys)
     assert code == 1 and out == "" and len(err) == 1, err
     assert err[0].startswith(f"error: cannot write the metrics to {target}: ")
     assert not (tmp_path / "nope").exists()
@@ -97,23 +67,23 @@ def test_an_unwritable_json_fails_before_the_work(where, checkpoint, tmp_path, c
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
                     reason="needs a POSIX user that folder permissions apply to")
-def test_a_read_only_json_folder_fails_before_the_work(checkpoint, tmp_path, capsys, no_work):
+def test_a_read_only_json_folder_fails_before_the_work(tiny_ckpt, tmp_path, capsys, no_evaluation):
     folder = tmp_path / "ro"
     folder.mkdir(mode=0o555)
-    code, _, err = run(["--checkpoint", checkpoint, "--json", folder / "m.json"], capsys)
+    code, _, err = run_evaluate(["--checkpoint", tiny_ckpt, "--json", folder / "m.json"], capsys)
     assert code == 1 and len(err) == 1 and f"cannot write in {folder}" in err[0]
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o027], ids=["umask022", "umask027"])
-def test_metrics_json_gets_the_umask_mode(mask, corpus, checkpoint, tmp_path, capsys):
+def test_metrics_json_gets_the_umask_mode(mask, corpus, tiny_ckpt, tmp_path, capsys):
     old = os.umask(mask)
     try:
-        code, out, err = run(["--checkpoint", checkpoint, "--data-dir", corpus, "--split",
+        code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, "--data-dir", corpus, "--split",
                               "valid", "--beam-sizes", "1", "2", "--limit", "1"], capsys)
     finally:
         os.umask(old)
     assert code == 0, err
-    path = checkpoint.with_name("metrics_valid_best.json")
+    path = tiny_ckpt.with_name("metrics_valid_best.json")
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
     metrics = json.loads(path.read_text())
     assert metrics["sentences"] == 1 and metrics["split"] == "valid"
@@ -121,8 +91,8 @@ def test_metrics_json_gets_the_umask_mode(mask, corpus, checkpoint, tmp_path, ca
     assert sorted(p.name for p in path.parent.iterdir()) == ["best.pt", "metrics_valid_best.json"]
 
 
-def test_limit_evaluates_exactly_the_first_n(corpus, checkpoint):
-    translator = Translator.from_checkpoint(checkpoint, device="cpu")
+def test_limit_evaluates_exactly_the_first_n(corpus, tiny_ckpt):
+    translator = Translator.from_checkpoint(tiny_ckpt, device="cpu")
     train = load_multi30k(corpus)["train"]
     for n in (1, 5, len(train), len(train) + 3):
         result = evaluate.evaluate(translator, train, beam_sizes=(1,), limit=n)
@@ -132,14 +102,14 @@ def test_limit_evaluates_exactly_the_first_n(corpus, checkpoint):
 
 
 def test_a_missing_checkpoint_is_named_first(tmp_path, capsys):
-    code, out, err = run(["--checkpoint", tmp_path / "nowhere" / "best.pt"], capsys)
+    code, out, err = run_evaluate(["--checkpoint", tmp_path / "nowhere" / "best.pt"], capsys)
     assert code == 1 and len(err) == 1 and err[0].startswith("error: No checkpoint at ")
 
 
-def test_scores_are_sacrebleu_and_chrf_of_the_detokenized_output(corpus, checkpoint):
+def test_scores_are_sacrebleu_and_chrf_of_the_detokenized_output(corpus, tiny_ckpt):
     import sacrebleu
 
-    translator = Translator.from_checkpoint(checkpoint, device="cpu")
+    translator = Translator.from_checkpoint(tiny_ckpt, device="cpu")
     pairs = load_multi30k(corpus)["valid"]
     result = evaluate.evaluate(translator, pairs, beam_sizes=(2,))
     hyps = translator.translate([de for de, _ in pairs], beam_size=2)
@@ -186,10 +156,10 @@ def _evaluate_args(corpus):
     return ["--data-dir", corpus, "--split", "valid", "--beam-sizes", "1", "--limit", "1"]
 
 
-def test_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoint, tmp_path,
-                                                                 capsys, no_work):
-    last = checkpoint.with_name("last.pt")
-    last.write_bytes(checkpoint.read_bytes())
+def test_json_metrics_never_overwrite_a_file_that_is_not_metrics(tiny_ckpt, tmp_path,
+                                                                 capsys, no_evaluation):
+    last = tiny_ckpt.with_name("last.pt")
+    last.write_bytes(tiny_ckpt.read_bytes())
     (tmp_path / "notes.json").write_text("my notes, not JSON\n")
     (tmp_path / "list.json").write_text("[1, 2, 3]\n")
     (tmp_path / "other.json").write_text('{"loss": 1.5, "epochs": 3}\n')
@@ -202,7 +172,7 @@ def test_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoint, tmp
              tmp_path / "other.json": "not a metrics file written by convs2s.evaluate"}
     before = {p: p.read_bytes() for p in cases if p.exists()}
     for target, why in cases.items():
-        code, out, err = run(["--checkpoint", checkpoint, "--json", target], capsys)
+        code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, "--json", target], capsys)
         assert code == 1 and out == "" and len(err) == 1, (target, err)
         assert err[0].startswith(f"error: cannot write the metrics to {target}: "), err
         assert why in err[0] and "--json" in err[0], err
@@ -210,46 +180,47 @@ def test_json_metrics_never_overwrite_a_file_that_is_not_metrics(checkpoint, tmp
     assert not (tmp_path / "new.txt").exists()
 
 
-def test_metrics_of_best_and_last_go_to_files_named_after_them(corpus, checkpoint, tmp_path,
+def test_metrics_of_best_and_last_go_to_files_named_after_them(corpus, tiny_ckpt, tmp_path,
                                                                capsys):
-    last = checkpoint.with_name("last.pt")
-    last.write_bytes(checkpoint.read_bytes())
-    for ckpt in (checkpoint, last):
-        code, out, err = run(["--checkpoint", ckpt, *_evaluate_args(corpus)], capsys)
+    last = tiny_ckpt.with_name("last.pt")
+    last.write_bytes(tiny_ckpt.read_bytes())
+    for ckpt in (tiny_ckpt, last):
+        code, out, err = run_evaluate(["--checkpoint", ckpt, *_evaluate_args(corpus)], capsys)
         assert code == 0, err
         path = ckpt.with_name(f"metrics_valid_{ckpt.stem}.json")
         assert out.splitlines()[-1] == f"wrote {path}"
-    for ckpt in (checkpoint, last):
+    for ckpt in (tiny_ckpt, last):
         metrics = json.loads(ckpt.with_name(f"metrics_valid_{ckpt.stem}.json").read_text())
         assert metrics["checkpoint"] == str(ckpt) and metrics["written_by"] == "convs2s.evaluate"
     # evaluating best.pt again replaces its own metrics, and says so
-    code, out, err = run(["--checkpoint", checkpoint, *_evaluate_args(corpus)], capsys)
-    path = checkpoint.with_name("metrics_valid_best.json")
+    code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, *_evaluate_args(corpus)], capsys)
+    path = tiny_ckpt.with_name("metrics_valid_best.json")
     assert code == 0 and out.splitlines()[-1].startswith(
         f"wrote {path}, replacing the metrics it held (")
     # an explicit --json may replace metrics this tool wrote, including an older file's
     older = tmp_path / "older.json"
     older.write_text(json.dumps({"checkpoint": "x.pt", "split": "test", "sentences": 3,
                                  "perplexity": 9.0, "loss": 2.2}))
-    code, out, err = run(["--checkpoint", last, *_evaluate_args(corpus), "--json", older], capsys)
+    code, out, err = run_evaluate(["--checkpoint", last, *_evaluate_args(corpus), "--json", older],
+                                  capsys)
     assert code == 0, err
     assert json.loads(older.read_text())["checkpoint"] == str(last)
 
 
-def test_evaluate_checkpoint_dot_is_one_line(checkpoint, tmp_path, monkeypatch, capsys):
+def test_evaluate_checkpoint_dot_is_one_line(tiny_ckpt, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(["--checkpoint", "."], capsys)
+    code, out, err = run_evaluate(["--checkpoint", "."], capsys)
     assert code == 1 and out == "" and err == [
         "error: . is a folder, not a checkpoint file."]
-    monkeypatch.chdir(checkpoint.parent)  # a folder holding best.pt
-    code, out, err = run(["--checkpoint", "."], capsys)
+    monkeypatch.chdir(tiny_ckpt.parent)  # a folder holding best.pt
+    code, out, err = run_evaluate(["--checkpoint", "."], capsys)
     assert code == 1 and err == ["error: . is a folder, not a checkpoint file. Did you mean "
                                  "best.pt?"]
 
 
-def test_evaluate_of_a_folder_says_did_you_mean_best_pt(checkpoint, capsys):
-    folder = checkpoint.parent
-    code, out, err = run(["--checkpoint", folder], capsys)
+def test_evaluate_of_a_folder_says_did_you_mean_best_pt(tiny_ckpt, capsys):
+    folder = tiny_ckpt.parent
+    code, out, err = run_evaluate(["--checkpoint", folder], capsys)
     assert code == 1 and out == "" and err == [
         f"error: {folder} is a folder, not a checkpoint file. Did you mean "
         f"{folder / 'best.pt'}?"]

@@ -1,7 +1,7 @@
 """``python -m convs2s.evaluate --source FILE --reference FILE``: any pair of line-aligned files
 scores exactly as the split they hold does, and every bad input is one line, exit status 2,
-before any work, with no metrics file left. A tiny random model (as tests/run/test_evaluate.py
-builds) on Multi30k's own test files."""
+before any work, with no metrics file left. A tiny random model (``tiny_ckpt``, in
+tests/conftest.py, which tests/run/test_evaluate.py scores too) on Multi30k's own test files."""
 
 from __future__ import annotations
 
@@ -11,29 +11,13 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
+from conftest import run_evaluate
 
-from convs2s.data import Vocab, make_tokenizer
 from convs2s.data.multi30k import MULTI30K_FILES
-from convs2s.model import ConvS2S
 from convs2s.run import evaluate
-from convs2s.run.checkpoint import save_checkpoint, vocab_to_dict
 
 PROG = "python -m convs2s.evaluate: error: "
 TEST_STEM = MULTI30K_FILES["test"]  # test_2016_flickr
-
-
-@pytest.fixture
-def checkpoint(tmp_path, tiny_pairs):
-    tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
-    src = Vocab.build((tok_de(de) for de, _ in tiny_pairs), min_freq=1)
-    trg = Vocab.build((tok_en(en) for _, en in tiny_pairs), min_freq=1)
-    torch.manual_seed(0)
-    model = ConvS2S(len(src), len(trg), emb_dim=16, hid_dim=32, enc_layers=2, dec_layers=2,
-                    max_positions=24, src_pad_idx=src.pad_idx, trg_pad_idx=trg.pad_idx)
-    return save_checkpoint(tmp_path / "run" / "best.pt", {
-        "model_config": dict(model.config), "model": model.state_dict(),
-        "src_vocab": vocab_to_dict(src), "trg_vocab": vocab_to_dict(trg)})
 
 
 @pytest.fixture
@@ -43,25 +27,6 @@ def multi30k_dir() -> Path:
                              for lang in ("de", "en")):
         pytest.skip("needs the Multi30k files in CONVS2S_DATA_DIR")
     return Path(folder)
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if evaluation starts (loading the model or the data)."""
-    def forbidden(*args, **kwargs):
-        raise AssertionError("the work started before the input was checked")
-
-    monkeypatch.setattr(evaluate.Translator, "from_checkpoint", forbidden)
-    monkeypatch.setattr(evaluate, "load_multi30k", forbidden)
-
-
-def run(argv, capsys):
-    try:
-        code = evaluate.main([str(a) for a in argv])
-    except SystemExit as e:
-        code = e.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err.splitlines()
 
 
 #: What differs between two runs of the same evaluation (the clock) or names its data.
@@ -74,11 +39,11 @@ def _scores(metrics: dict) -> dict:
             for k, v in metrics.items() if k not in _NOT_SCORES}
 
 
-def test_the_test_splits_own_files_score_exactly_as_split_test(checkpoint, multi30k_dir,
+def test_the_test_splits_own_files_score_exactly_as_split_test(tiny_ckpt, multi30k_dir,
                                                                tmp_path, capsys):
-    common = ["--checkpoint", checkpoint, "--device", "cpu", "--beam-sizes", "1", "2",
+    common = ["--checkpoint", tiny_ckpt, "--device", "cpu", "--beam-sizes", "1", "2",
               "--limit", "12"]
-    code, _, err = run([*common, "--split", "test", "--data-dir", multi30k_dir,
+    code, _, err = run_evaluate([*common, "--split", "test", "--data-dir", multi30k_dir,
                         "--json", tmp_path / "split.json"], capsys)
     assert code == 0, err
     by_split = json.loads((tmp_path / "split.json").read_text())
@@ -88,9 +53,10 @@ def test_the_test_splits_own_files_score_exactly_as_split_test(checkpoint, multi
     plain_de.write_bytes(gzip.decompress(de.read_bytes()))
     plain_en.write_bytes(gzip.decompress(en.read_bytes()))
     for source, reference in ((plain_de, plain_en), (de, en)):  # plain text, and gzip as shipped
-        code, out, err = run([*common, "--source", source, "--reference", reference], capsys)
+        code, out, err = run_evaluate([*common, "--source", source, "--reference", reference],
+                                      capsys)
         assert code == 0, err
-        path = checkpoint.with_name(f"metrics_{source.name}_best.json")  # the default name
+        path = tiny_ckpt.with_name(f"metrics_{source.name}_best.json")  # the default name
         assert f"wrote {path}" in out and f"of {source}" in out
         by_files = json.loads(path.read_text())
         assert "split" not in by_files
@@ -173,40 +139,41 @@ BAD = {  # case: words the one line must hold
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_bad_input_is_one_line_exit_2_before_the_work_and_no_file(case, checkpoint, tmp_path,
-                                                                  capsys, no_work):
+def test_bad_input_is_one_line_exit_2_before_the_work_and_no_file(case, tiny_ckpt, tmp_path,
+                                                                  capsys, no_evaluation):
     if case == "unreadable" and (os.name != "posix" or os.geteuid() == 0):
         pytest.skip("needs a POSIX user that file permissions apply to")
     argv = _bad(tmp_path, case)
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, out, err = run(["--checkpoint", checkpoint, *argv], capsys)
+    code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, *argv], capsys)
     assert code == 2 and out == "" and len(err) == 1, err
     assert err[0].startswith(PROG) and "Traceback" not in err[0]
     for words in BAD[case]:
         assert words in err[0], err[0]
-    assert sorted(p.name for p in checkpoint.parent.iterdir()) == ["best.pt"]  # no metrics
+    assert sorted(p.name for p in tiny_ckpt.parent.iterdir()) == ["best.pt"]  # no metrics
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_an_explicit_json_is_not_written_either(checkpoint, tmp_path, capsys, no_work):
+def test_an_explicit_json_is_not_written_either(tiny_ckpt, tmp_path, capsys, no_evaluation):
     argv = _bad(tmp_path, "different line counts")
-    code, _, err = run(["--checkpoint", checkpoint, *argv, "--json", tmp_path / "m.json"],
+    code, _, err = run_evaluate(["--checkpoint", tiny_ckpt, *argv, "--json", tmp_path / "m.json"],
                        capsys)
     assert code == 2 and len(err) == 1 and not (tmp_path / "m.json").exists()
 
 
 @pytest.mark.parametrize("limit", ["lines", "bytes of a line"])
-def test_too_many_lines_or_too_long_a_line_is_refused_in_one_line(limit, checkpoint, tmp_path,
-                                                                  capsys, no_work, monkeypatch):
+def test_too_many_lines_or_too_long_a_line_is_refused_in_one_line(limit, tiny_ckpt, tmp_path,
+                                                                  capsys, no_evaluation,
+                                                                  monkeypatch):
     monkeypatch.setattr(evaluate, "MAX_SENTENCES" if limit == "lines" else "MAX_LINE_BYTES", 3)
     argv = _bad(tmp_path, "missing source")  # writes good.en (2 lines)
     many = tmp_path / "many.de"
     many.write_text("a\nb\nc\nd\n" if limit == "lines" else "ab\nEin Hund läuft.\n")
-    code, out, err = run(["--checkpoint", checkpoint, "--source", many,
+    code, out, err = run_evaluate(["--checkpoint", tiny_ckpt, "--source", many,
                           "--reference", argv[-1]], capsys)
     assert code == 2 and out == "" and len(err) == 1, err
     assert ("more than 3 lines" if limit == "lines" else "line 2 of --source") in err[0]
-    assert sorted(p.name for p in checkpoint.parent.iterdir()) == ["best.pt"]
+    assert sorted(p.name for p in tiny_ckpt.parent.iterdir()) == ["best.pt"]
 
 
 def test_read_parallel_reads_as_the_multi30k_loader_does(tmp_path):
