@@ -145,9 +145,9 @@ def greedy_decode(
                        pad_idx=pad_idx, return_attention=return_attention)
 
 
-StepFn = Callable[[Tensor, int], tuple[Tensor, Tensor]]
-"""``next_step(trg, step) -> (next_token [batch], attention [batch, dec_layers, src_len])``:
-``trg`` holds <bos> and the tokens so far, ``step`` is how many there are so far."""
+StepFn = Callable[[Tensor], tuple[Tensor, Tensor]]
+"""``next_step(trg) -> (next_token [batch], attention [batch, dec_layers, src_len])``: ``trg``
+holds <bos> and the tokens so far."""
 
 
 def greedy_loop(model: ConvS2S, src: Tensor,
@@ -168,7 +168,7 @@ def greedy_loop(model: ConvS2S, src: Tensor,
         lengths = torch.full((batch,), max_len, dtype=torch.long, device=src.device)
         step_attention = []
         for step in range(max_len):
-            next_token, attention = next_step(trg, step)  # [batch], [batch, dec_layers, src_len]
+            next_token, attention = next_step(trg)  # [batch], [batch, dec_layers, src_len]
             if return_attention:
                 step_attention.append(attention)
             ended = (next_token == eos_idx) & ~finished
@@ -194,7 +194,7 @@ def _eager_steps(model: ConvS2S, encoded: EncoderOut, banned: list[int],
     the whole prefix again), then the argmax of the logits without ``banned``."""
     state: dict | None = {} if incremental else None
 
-    def next_step(trg: Tensor, step: int) -> tuple[Tensor, Tensor]:
+    def next_step(trg: Tensor) -> tuple[Tensor, Tensor]:
         decoder_in = trg[:, -1:] if incremental else trg
         logits, attention = model.decode(decoder_in, encoded, state)
         # argmax of the logits = argmax of the log-probabilities: no softmax needed

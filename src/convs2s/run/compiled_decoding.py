@@ -144,7 +144,7 @@ def _compiled_steps(decoder: Decoder, encoded: EncoderOut, banned: list[int], mo
     histories = start_histories(plain, encoded.src_mask.size(0), encoded.conved)
     tokens = None  # the new tokens, [batch, 1]: contiguous (trg[:, -1:]'s strides change)
 
-    def next_step(trg: Tensor, step: int) -> tuple[Tensor, Tensor]:
+    def next_step(trg: Tensor) -> tuple[Tensor, Tensor]:
         nonlocal histories, tokens
         if tokens is None:
             tokens = trg[:, -1:].contiguous()
