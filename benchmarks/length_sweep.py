@@ -17,7 +17,9 @@ whether the device has parallel units left idle by the batch. This sweep measure
   of target tokens; and, for decoding, batches from 1 sentence to that full budget.
 - **Training tokens/s.** One training step (forward, backward, AdamW step) of each model on the
   same batch, interleaved (:func:`~convs2s.course.baselines.train_side_by_side`), after warm-up
-  steps; the median of ``--repeats`` timed steps.
+  steps; the median of ``--repeats`` timed steps, and every step's rate (their spread).
+- **The machine.** Its CPU, cores (and those this process may use), threads, and how busy other
+  processes kept it during the run, in cores (:class:`convs2s.course.length_sweep.Watch`).
 - **Decoding sentences/s.** Greedy and beam 5, incremental, <eos> switched off so that both models
   produce exactly ``n`` tokens; the median of ``--repeats`` runs.
 
@@ -50,8 +52,9 @@ def _batch(n_sentences: int, length: int, vocab: int, generator: torch.Generator
 
 
 def train_rates(models: dict, length: int, tokens: int, vocab: int, repeats: int, warmup: int,
-                device: torch.device, generator: torch.Generator) -> dict[str, float]:
-    """Median target tokens/s of one training step of each model at sentence ``length``."""
+                device: torch.device, generator: torch.Generator) -> dict[str, float | list]:
+    """Median target tokens/s of one training step of each model at sentence ``length``
+    (``"convs2s"``, ``"rnn"``), and every timed step's (``"convs2s_steps"``, ``"rnn_steps"``)."""
     from convs2s.course.baselines import train_side_by_side
 
     n_sentences = max(1, tokens // length)
@@ -63,7 +66,8 @@ def train_rates(models: dict, length: int, tokens: int, vocab: int, repeats: int
                                   warmup_steps=1)
         for name, run in logs.items():
             per_step[name].append(run.tokens / run.seconds)
-    return {name: statistics.median(rates) for name, rates in per_step.items()}
+    return {**{name: statistics.median(rates) for name, rates in per_step.items()},
+            **{f"{name}_steps": rates for name, rates in per_step.items()}}
 
 
 def decode_rates(models: dict, length: int, n_sentences: int, vocab: int, beam: int,
@@ -99,6 +103,7 @@ def crossover(rows: list[dict], key: str = "ratio") -> int | None:
 
 def main(argv: list[str] | None = None) -> dict:
     from convs2s.course.baselines import RNNAttentionSeq2Seq, matched_rnn_config
+    from convs2s.course.length_sweep import Watch, machine, machine_line
     from convs2s.model import ConvS2S, count_parameters
     from convs2s.run.presets import PRESETS
     from convs2s.system import environment
@@ -140,6 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"ConvS2S {params['convs2s']:,} vs GRU + attention {params['rnn']:,} parameters on "
           f"{environment.describe_device(device)}, {torch.get_num_threads()} threads", flush=True)
     g = torch.Generator().manual_seed(args.seed)
+    watch = Watch()  # how busy other processes keep the machine meanwhile
 
     training = []
     for length in args.lengths:
@@ -169,11 +175,13 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "length_sweep",
         "device": environment.describe_device(device), "device_type": device.type,
         "threads": torch.get_num_threads(), "torch": torch.__version__,
+        "machine": {**machine(device), **watch.stop()},
         "preset": args.preset, "parameters": params, "rnn_config": rnn_config,
         "tokens_per_batch": args.tokens, "repeats": args.repeats, "vocab": args.vocab,
         "training": training, "training_crossover": crossover(training),
         "decoding": decoding,
     })
+    print(f"machine: {machine_line(report['machine'])}")
     print(f"ConvS2S trains faster from n = {report['training_crossover']} on"
           if report["training_crossover"] else "ConvS2S trains faster at no length measured")
     write_report(args.json, report)

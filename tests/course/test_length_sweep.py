@@ -82,9 +82,10 @@ def test_first_length_at_is_the_shortest_length_reaching_the_factor():
 def test_summary_lines_give_every_length_and_the_first_length_at_the_factor():
     lines = length_sweep.summary_lines(made_up(), factor=1.5)
     assert lines[0] == "CPU, 4 cores (x86_64), 4 threads, 2030-01-02:"
-    assert "1,024 target tokens per batch" in lines[1] and "median of 3" in lines[1]
-    assert [line.split(" tokens")[0].strip() for line in lines[2:6]] == ["8", "16", "32", "64"]
-    assert "ratio 1.60x" in lines[4]
+    assert lines[1] == "  machine: machine not recorded"
+    assert "1,024 target tokens per batch" in lines[2] and "median of 3" in lines[2]
+    assert [line.split(" tokens")[0].strip() for line in lines[3:7]] == ["8", "16", "32", "64"]
+    assert "ratio 1.60x" in lines[5]
     assert lines[-1].endswith("at least 1.5x the RNN's tokens/s at 32 tokens")
     never = length_sweep.summary_lines(made_up(), factor=9)
     assert never[-1].endswith("at no length from 8 to 64")
@@ -119,13 +120,29 @@ def test_plot_draws_each_record_in_a_row_titled_with_its_device():
             assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
             assert [t.get_text() for t in ax.get_xticklabels()] == ["8", "16", "32", "64"]
             assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 9
-        names = [line.get_label() for line in rate.lines]
-        assert names[:2] == ["ConvS2S", "GRU + attention"] and "Multi30k" in names
-        assert list(rate.lines[0].get_ydata()) == [900.0, 1200.0, 1600.0, 2500.0]
-        assert list(ratio.lines[0].get_ydata()) == [0.9, 1.2, 1.6, 2.5]
-        levels = {line.get_label(): line.get_ydata()[0] for line in ratio.lines[1:3]}
+        names = [text.get_text() for text in rate.get_legend().get_texts()]
+        assert {"ConvS2S", "GRU + attention", "Multi30k"} <= set(names)
+        assert list(rate.containers[0].lines[0].get_ydata()) == [900.0, 1200.0, 1600.0, 2500.0]
+        assert list(ratio.containers[0].lines[0].get_ydata()) == [0.9, 1.2, 1.6, 2.5]
+        levels = {line.get_label(): line.get_ydata()[0] for line in ratio.lines
+                  if line.get_label() in ("1x: equally fast", "1.5x")}
         assert levels == {"1x: equally fast": 1.0, "1.5x": 1.5}
     assert "1,024 target tokens per batch" in fig._suptitle.get_text()
+    assert "bars" not in fig._suptitle.get_text()  # medians only: no bars claimed
+    plt.close("all")
+    with_steps = made_up()
+    for row in with_steps["training"]:
+        row["convs2s_steps"] = [row["convs2s"] * 0.9, row["convs2s"], row["convs2s"] * 1.2]
+        row["rnn_steps"] = [row["rnn"] * 1.1, row["rnn"], row["rnn"]]
+    fig = length_sweep.plot([with_steps])
+    rate, ratio = fig.axes
+    bars = rate.containers[0].lines[2][0].get_segments()  # ConvS2S's: lowest to highest step
+    assert [y for seg in bars for y in (seg[0][1], seg[1][1])] == pytest.approx(
+        [y for r in (0.9, 1.2, 1.6, 2.5) for y in (900 * r, 1200 * r)])
+    ratio_bars = ratio.containers[0].lines[2][0].get_segments()
+    assert [y for seg in ratio_bars for y in (seg[0][1], seg[1][1])] == pytest.approx(
+        [y for r in (0.9, 1.2, 1.6, 2.5) for y in (0.9 * r / 1.1, 1.2 * r)])
+    assert "bars: lowest to highest timed step" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="no length-sweep record"):
         length_sweep.plot([])
     plt.close("all")
@@ -148,7 +165,16 @@ def test_measure_runs_the_sweep_on_copies_and_returns_a_record():
         assert row["ratio"] == pytest.approx(row["convs2s"] / row["rnn"])
     assert record["device_type"] == "cpu" and record["threads"] == torch.get_num_threads()
     assert record["parameters"]["convs2s"] == sum(p.numel() for p in conv.parameters())
-    assert length_sweep.summary_lines(record)[1].startswith("  64 target tokens per batch")
+    assert length_sweep.summary_lines(record)[2].startswith("  64 target tokens per batch")
+    assert "median (lowest-highest) of 1 timed training steps" in \
+        length_sweep.summary_lines(record)[2]
+    for row in rows:  # every timed step kept: the spread
+        assert row["convs2s_steps"] == [row["convs2s"]] and row["rnn_steps"] == [row["rnn"]]
+    machine = record["machine"]
+    assert machine["cores"] >= 1 and machine["threads"] == torch.get_num_threads()
+    assert machine["seconds"] > 0 and machine["cpu"]
+    assert length_sweep.summary_lines(record)[1] == \
+        f"  machine: {length_sweep.machine_line(machine)}"
     with pytest.raises(ValueError, match="lengths"):
         length_sweep.measure(conv, rnn, [128], tokens=64, src_vocab_size=30, trg_vocab_size=30)
 
