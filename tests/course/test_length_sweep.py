@@ -103,7 +103,8 @@ def test_compare_words_a_prediction_against_each_record():
     assert "reaches 1.5x at no length measured" in length_sweep.compare(
         16, [made_up(ratios=(1, 1, 1, 1))])[0]
     assert length_sweep.compare(None, records) == [
-        "no prediction: crossover_prediction is None (Exercise 5)"]
+        "no prediction checked yet: write yours into crossover_prediction (Exercise 5), run its "
+        "check, then run this cell again"]
     assert "should be a whole number" in length_sweep.compare("64", records)[0]
     assert "should be a whole number" in length_sweep.compare(True, records)[0]
 

@@ -200,9 +200,9 @@ def machine_line(info: dict | None) -> str:
     head = " ".join(parts) + (f", {threads} thread{'s' if threads != 1 else ''}" if threads
                               else "")
     others = info.get("others_cores")
-    if others is None:
-        load = "how busy the machine was is not recorded"
-    elif others < QUIET_CORES:
+    if others is None:  # an older record: what its note says, or that it is not known
+        return f"{head}; {info.get('note') or 'how busy the machine was is not recorded'}"
+    if others < QUIET_CORES:
         load = f"quiet: other processes used {others:.2f} cores on average while it ran"
     else:
         of = f" of its {cores}" if cores else ""
@@ -300,12 +300,13 @@ def summary_lines(record: dict, factor: float = 1.5) -> list[str]:
     tokens, repeats = record.get("tokens_per_batch"), record.get("repeats")
     params, vocab = record.get("parameters") or {}, record.get("vocab")
     with_steps = any(spread(row, "convs2s") for row in training_rows(record))
-    each = ("median (lowest-highest) of" if with_steps else "median of")
+    each = ("median (lowest-highest) of {} timed training steps" if with_steps else
+            "median of {} timed training steps (their spread was not kept in this record)")
     setup = [f"{tokens:,} target tokens per batch" if tokens else "",
              f"ConvS2S {params['convs2s']:,} vs RNN {params['rnn']:,} parameters"
              if {"convs2s", "rnn"} <= set(params) else "",
              f"vocabularies of {vocab:,}" if vocab else "",
-             f"{each} {repeats} timed training steps" if repeats else ""]
+             each.format(repeats) if repeats else ""]
     if any(setup):
         lines.append("  " + "; ".join(part for part in setup if part))
     for row in training_rows(record):
@@ -534,7 +535,8 @@ def not_measured_lines(found: Sequence[dict]) -> list[str]:
 def compare(prediction, found: Sequence[dict], factor: float = 1.5) -> list[str]:
     """A learner's predicted crossover (a length, or None) against each record, one line each."""
     if prediction is None:
-        return ["no prediction: crossover_prediction is None (Exercise 5)"]
+        return ["no prediction checked yet: write yours into crossover_prediction (Exercise 5), "
+                "run its check, then run this cell again"]
     try:
         if isinstance(prediction, bool):
             raise TypeError

@@ -275,6 +275,19 @@ def accept_speed_crossover(prediction) -> int:
     return value
 
 
+#: The prediction the learner's own check accepted last (notebook 07 compares it with the
+#: course's measurement after the figure); None until a check accepts one.
+_checked: dict[str, int | None] = {"prediction": None}
+
+
+def checked_crossover_prediction() -> int | None:
+    """The crossover prediction that ``speed_crossover``'s check accepted last, or None. The
+    notebook's comparison reads this, not the variable: the course's own run of the notebook
+    executes the folded solution, which sets ``crossover_prediction`` but calls no check, so
+    its stored comparison is what a learner who has predicted nothing sees."""
+    return _checked["prediction"]
+
+
 def _speed_crossover_lines() -> list[str]:
     from convs2s.course import length_sweep
 
@@ -301,6 +314,7 @@ def speed_crossover(prediction) -> None:
     run = _Run("speed_crossover")
     with run.case("the prediction's form", CROSSOVER_FORM):
         value = accept_speed_crossover(prediction)
+    _checked["prediction"] = value
     print(f"✓ speed_crossover: prediction recorded ({value} tokens). Practice, not graded for "
           "correctness: where the crossover lies depends on the machine; the course's "
           "measurement comes after the task")
