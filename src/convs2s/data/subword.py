@@ -591,19 +591,14 @@ class TextPipeline:
     def from_checkpoint(cls, data: dict) -> TextPipeline:
         """The pipeline a checkpoint's fields describe; ``ValueError`` (one line) if malformed.
 
-        Reads ``src_lang``/``trg_lang``/``tokenizer`` (:meth:`record`); older checkpoints have
-        only ``tokenizers: {"src_lang", "trg_lang", "lower"}`` or nothing at all, which means
-        German to English, word-level, lower-cased.
+        Reads ``src_lang``/``trg_lang``/``tokenizer`` (:meth:`record`); each one missing
+        means its default: German to English, word-level, lower-cased.
         """
-        old = data.get("tokenizers", {})
-        if not isinstance(old, dict):
-            raise ValueError("its tokenizers entry is not a dictionary.")
-        src = data.get("src_lang", old.get("src_lang", "de"))
-        trg = data.get("trg_lang", old.get("trg_lang", "en"))
+        src, trg = data.get("src_lang", "de"), data.get("trg_lang", "en")
         for side, lang in (("src_lang", src), ("trg_lang", trg)):
             if lang not in LANGUAGES:
                 raise ValueError(f"its {side} {lang!r} is not one of {', '.join(LANGUAGES)}.")
-        tok = data.get("tokenizer", {"kind": "word", "lower": old.get("lower", True)})
+        tok = data.get("tokenizer", {"kind": "word", "lower": True})
         if not isinstance(tok, dict) or tok.get("kind") not in TOKENIZER_KINDS:
             raise ValueError("its tokenizer entry is not one of the kinds "
                              f"{', '.join(TOKENIZER_KINDS)}.")

@@ -1,27 +1,23 @@
 """What a checkpoint is: :class:`Checkpoint` reads, builds and writes them.
 
-A checkpoint is one ``torch.save`` file holding:
+A checkpoint is one ``torch.save`` file, format ``convs2s-checkpoint`` version 1, holding:
 
 - ``model_class`` (one of :data:`MODEL_CLASSES`; none means ConvS2S), ``model_config`` (its
   keyword arguments) and ``model`` (the weights),
 - both vocabularies (``src_vocab``/``trg_vocab``: token lists and specials) and the text
-  pipeline (``src_lang``, ``trg_lang``, ``tokenizer``: :class:`convs2s.data.subword.TextPipeline`),
-  so that a checkpoint translates on its own,
+  pipeline (``src_lang``, ``trg_lang``, ``tokenizer``: :class:`convs2s.data.subword.TextPipeline`;
+  none means German to English, word-level, lower-cased), so that it translates on its own,
 - for a training run: ``preset`` (the settings), ``data`` (a fingerprint of the pairs),
   ``run_id`` (which run wrote it) and ``train_state`` (optimizer, step, epoch, position in the
   epoch, random-number states, history), so ``--resume`` continues exactly where it stopped,
 - for a final model: ``choices`` (averaged epochs and length penalty,
   :mod:`convs2s.run.final_choices`).
 
-Every reader goes through :meth:`Checkpoint.load`: translate, evaluate, resume, the baselines,
-the benchmarks and the notebooks. A checkpoint may come from someone else (a shared run, a
-download), so it is data: :mod:`convs2s.run.checkpoint_guard` checks the file, its tensors and
-its parts before anything is built from them, and any fault is one :class:`CheckpointError`
-line naming the file.
-
-Files are written with :func:`convs2s.system.atomic_files.atomic_write` (a temporary file in the
-same folder, then a rename), so an interruption while saving leaves the previous checkpoint intact,
-never a half-written one; a new file gets the mode the user's umask gives (not ``mkstemp``'s 0600).
+Only tensors, numbers, strings, bytes, lists and dicts: nothing that names a convs2s module, so
+moving one never breaks a file. Every reader goes through :meth:`Checkpoint.load`, and
+:mod:`convs2s.run.checkpoint_guard` checks what it reads (a file may come from elsewhere).
+Files are written with :func:`convs2s.system.atomic_files.atomic_write` (a temporary file, then
+a rename): an interruption leaves the previous checkpoint intact, never a half-written one.
 """
 
 from __future__ import annotations
@@ -55,7 +51,8 @@ MODEL_CLASSES: dict[str, type[nn.Module]] = {
     cls.__name__: cls for cls in (ConvS2S, RNNAttentionSeq2Seq, VariantConvS2S)
 }
 
-# The entries Checkpoint knows; any other entry is kept as it is (``extra``) and written back.
+# The entries Checkpoint knows; any other is kept as it is (``extra``) and written back.
+# ("tokenizers" was written beside "tokenizer" before; the guard checks that they agree.)
 _KNOWN = {"format", "version", "model_class", "model_config", "model", "src_vocab",
           "trg_vocab", "src_lang", "trg_lang", "tokenizer", "tokenizers", "preset", "data",
           "run_id", "train_state", "choices"}
@@ -67,10 +64,10 @@ def vocab_to_dict(vocab: Vocab) -> dict:
 
 @dataclass
 class Checkpoint:
-    """A checkpoint's contents, validated: build the model, translate, resume, save.
+    """A checkpoint's contents, checked: build the model, translate, resume, save.
 
-    Read one with :meth:`load` (a file) or :meth:`from_dict`; make one for saving with the
-    constructor (:meth:`from_model` for a trained model and its vocabularies).
+    Read one with :meth:`load` (a file) or :meth:`from_dict`; make one to save with the
+    constructor, or :meth:`from_model` for a trained model and its vocabularies.
     """
 
     model_config: dict
@@ -83,39 +80,32 @@ class Checkpoint:
     data: dict | None = None  # {"train": {"pairs": n, "sha256": h}, "valid": {...}}
     run_id: str | None = None
     train_state: dict | None = None
-    # final.pt: averaged epochs and length penalty (convs2s.run.final_choices)
-    choices: dict | None = None
+    choices: dict | None = None  # final.pt: averaged epochs and length penalty
     extra: dict = field(default_factory=dict)
     path: Path | None = None
 
-    # -- reading -------------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike,
              map_location: str | torch.device | None = "cpu") -> Checkpoint:
-        """Read and validate the checkpoint file ``path`` (see the module's docstring).
+        """Read and check the checkpoint file ``path``: :class:`CheckpointError` (one line
+        naming the file and what is wrong) for a file that is missing, not a checkpoint, asks
+        for more than :data:`~convs2s.run.checkpoint_guard.LIMITS` allow, or whose parts do not
+        belong together.
 
-        :class:`CheckpointError` (one line naming the file and what is wrong) for a missing
-        file, a folder, a file that is not a checkpoint, a checkpoint that asks for more than
-        :data:`~convs2s.run.checkpoint_guard.LIMITS` allow, or parts that do not belong together.
-
-        The tensors are checked through a copy-on-write mapping of the file, then copied, each
-        storage once, to ``map_location`` (the CPU by default): the checkpoint never depends on
-        the file afterwards, so changing its tensors never changes the file, and replacing or
-        overwriting the file (saving ``last.pt`` again; Windows cannot replace a mapped file)
-        never changes them.
-        """
-        data = checkpoint_guard.read(path, FORMAT, VERSION)  # the file and its tensors
-        ckpt = cls.from_dict(data, path=path)  # its parts
+        The tensors are checked through a mapping of the file, then copied, each storage once,
+        to ``map_location``: the checkpoint never depends on the file afterwards (changing its
+        tensors never changes the file; overwriting the file never changes them)."""
+        ckpt = cls.from_dict(checkpoint_guard.read(path, FORMAT, VERSION), path=path)
         device = torch.device(map_location if map_location is not None else "cpu")
-        moved: dict[tuple[int, int], torch.UntypedStorage] = {}  # off the file's mapping
+        moved: dict[tuple[int, int], torch.UntypedStorage] = {}
         return replace(ckpt, **{
             name: checkpoint_guard.copied(getattr(ckpt, name), device, moved)
             for name in ("state_dict", "train_state", "choices", "preset", "data", "extra")})
 
     @classmethod
     def from_dict(cls, data: dict, path: str | os.PathLike | None = None) -> Checkpoint:
-        """A checkpoint's raw dictionary, validated (:func:`convs2s.run.checkpoint_guard.
-        check_dict`; see :meth:`load`)."""
+        """A checkpoint's raw dictionary, checked (:func:`convs2s.run.checkpoint_guard.
+        check_dict`)."""
         where = Path(path) if path is not None else None
         try:
             parts = checkpoint_guard.check_dict(data, MODEL_CLASSES)
@@ -127,8 +117,7 @@ class Checkpoint:
     @classmethod
     def from_model(cls, model: nn.Module, src_vocab: Vocab, trg_vocab: Vocab,
                    pipeline: TextPipeline | None = None, **fields) -> Checkpoint:
-        """A checkpoint of ``model`` (any class of :data:`MODEL_CLASSES`), ready to save.
-
+        """A checkpoint of ``model`` (a class of :data:`MODEL_CLASSES`), ready to save;
         ``pipeline`` defaults to German to English, word-level; ``fields``: ``preset``,
         ``data``, ``run_id``, ``train_state``, ``extra``."""
         name = type(model).__name__
@@ -139,16 +128,14 @@ class Checkpoint:
                    pipeline=pipeline if pipeline is not None else TextPipeline.word(),
                    model_class=name, **fields)
 
-    # -- using ---------------------------------------------------------------------------------
     @property
     def history(self) -> list[dict]:
-        """The training run's per-epoch rows (empty for a checkpoint without a train state)."""
+        """The training run's per-epoch rows (none without a train state)."""
         return list((self.train_state or {}).get("history", []))
 
     @property
     def length_penalty(self) -> float:
-        """The beam length penalty chosen on validation for this model (final.pt), else 1.0
-        (fairseq's default)."""
+        """The beam length penalty chosen on validation (final.pt), else fairseq's 1.0."""
         return float((self.choices or {}).get("length_penalty", 1.0))
 
     @property
@@ -173,24 +160,18 @@ class Checkpoint:
                                   "state, so it cannot be resumed. Start a new --out folder.")
         return state
 
-    # -- writing -------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """What :meth:`save` writes (and :meth:`from_dict` reads back)."""
         out: dict[str, Any] = {"model_class": self.model_class,
                                "model_config": dict(self.model_config),
                                "model": self.state_dict,
                                "src_vocab": vocab_to_dict(self.src_vocab),
-                               "trg_vocab": vocab_to_dict(self.trg_vocab)}
-        if self.pipeline.kind == "word":  # what convs2s read before tokenizer was recorded
-            out["tokenizers"] = {"src_lang": self.pipeline.src_lang,
-                                 "trg_lang": self.pipeline.trg_lang,
-                                 "lower": self.pipeline.lower}
-        out.update(self.pipeline.record())  # src_lang, trg_lang, tokenizer (+ subword models)
-        for key in ("preset", "data", "run_id", "train_state", "choices"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        out.update(self.extra)
-        return out
+                               "trg_vocab": vocab_to_dict(self.trg_vocab),
+                               **self.pipeline.record()}
+        out.update({key: getattr(self, key) for key in ("preset", "data", "run_id",
+                                                        "train_state", "choices")
+                    if getattr(self, key) is not None})
+        return {**out, **self.extra}
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write this checkpoint to ``path`` atomically (temp file, then rename)."""
@@ -198,7 +179,7 @@ class Checkpoint:
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
-    """A checkpoint's entries as a dictionary, validated by :meth:`Checkpoint.load`."""
+    """A checkpoint's entries as a dictionary, checked by :meth:`Checkpoint.load`."""
     return Checkpoint.load(path, map_location).to_dict()
 
 
@@ -206,13 +187,13 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     """Write ``payload`` (plus format tags) to ``path`` atomically (temp file, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"format": FORMAT, "version": VERSION, **payload}
-    return atomic_write(path, lambda f: _torch_save(data, f))
+    return atomic_write(path, lambda f: _torch_save({"format": FORMAT, "version": VERSION,
+                                                     **payload}, f))
 
 
 def _torch_save(data: dict, f) -> None:
     """``torch.save``, except that a failed write (a full disk) raises its OSError (ENOSPC),
-    not the RuntimeError ("unexpected pos", "iostream error") torch raises on top of it."""
+    not the RuntimeError ("unexpected pos") torch raises on top of it."""
     try:
         torch.save(data, f)
     except RuntimeError as e:
@@ -228,4 +209,3 @@ def copy_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> Pat
     """Copy the checkpoint file ``source`` to ``target`` atomically (byte for byte)."""
     with open(source, "rb") as src:
         return atomic_write(target, lambda f: shutil.copyfileobj(src, f))
-

@@ -1,12 +1,11 @@
 """Resuming a training run from its ``last.pt``: exactly where it stopped, or a clear refusal.
 
-A resumed run continues as if never stopped: the weights, the optimizer, the random-number
-states and the position inside the epoch come back, so it draws the same batches and dropout
-masks. It refuses a checkpoint trained with other settings, data, direction or tokenizer (only
-the run's length may change), and one whose training state is not what a run writes (a
-``last.pt`` may come from elsewhere: its contents are data, checked before they are used).
-``best.pt`` is always the checkpoint the history calls best: a run killed between writing
-``last.pt`` and copying it to ``best.pt`` is repaired here.
+The weights, the optimizer, the random-number states and the position in the epoch come back,
+so a resumed run draws the batches and dropout masks the uninterrupted one would have. It
+refuses a checkpoint trained with other settings, data, direction or tokenizer (only the run's
+length may change), and a training state that is not what a run writes (a ``last.pt`` may come
+from elsewhere). ``best.pt`` is always the one the history calls best: a run killed between
+writing ``last.pt`` and copying it to ``best.pt`` is repaired here.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from convs2s.data.subword import TextPipeline
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.final_choices import SNAPSHOT_NAME
 from convs2s.run.presets import FIELDS_ADDED_LATER, Preset
+from convs2s.system.arguments import brief
 
 __all__ = ["check_compatible", "check_same_run", "check_train_state", "reconcile_best",
            "restore", "rng_state", "set_rng_state"]
@@ -33,7 +33,7 @@ __all__ = ["check_compatible", "check_same_run", "check_train_state", "reconcile
 #: What a resumed run may change: its length and its name.
 MAY_CHANGE = ("name", "epochs", "max_steps", "max_minutes")
 
-# ConvS2S arguments that older checkpoints do not record, with the value they were trained with
+#: Model options added after checkpoints were first written, with the value those were built with.
 MODEL_OPTIONS_ADDED_LATER = {"share_input_output_embed": False}
 
 
@@ -84,8 +84,8 @@ def _unusable(path: Path | None, what: str, e: BaseException | None = None) -> C
 def load_optimizer_state(optimizer: torch.optim.Optimizer, stored: object,
                          path: Path | None) -> None:
     """Load a checkpoint's optimizer state into ``optimizer`` (made from the preset), checked:
-    every state tensor has its parameter's shape (or is a scalar, e.g. Adam's step count), and
-    the hyperparameters stay the preset's (the learning rate is the schedule's, set every step;
+    every state tensor has its parameter's shape (or is a scalar: Adam's step count), and the
+    hyperparameters stay the preset's (the learning rate is the schedule's, set every step;
     the checkpoint's is kept for the history row of an epoch resumed at its validation)."""
     settings = [{k: v for k, v in g.items() if k not in ("params", "lr")}
                 for g in optimizer.param_groups]
@@ -94,11 +94,11 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, stored: object,
     except (RuntimeError, NotImplementedError, TypeError, ValueError, KeyError,
             IndexError, AttributeError) as e:
         raise _unusable(path, "its optimizer state does not fit the model", e) from None
-    params = {id(p): p for g in optimizer.param_groups for p in g["params"]}
+    params = {id(p) for g in optimizer.param_groups for p in g["params"]}
     for group, preset in zip(optimizer.param_groups, settings, strict=True):
         group.update(preset)
-        if not _number(group.get("lr")) or not 0 <= group["lr"] < math.inf:
-            raise _unusable(path, f"its optimizer's learning rate {_brief(group.get('lr'))} "
+        if not _amount(group.get("lr")):
+            raise _unusable(path, f"its optimizer's learning rate {brief(group.get('lr'))} "
                             "is not a number >= 0")
     for p, state in optimizer.state.items():
         if id(p) not in params or not isinstance(state, dict):
@@ -109,14 +109,8 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, stored: object,
             if not isinstance(value, torch.Tensor) or value.is_meta or value.dim() and (
                     value.shape != p.shape or not value.is_floating_point()):
                 shape = tuple(value.shape) if isinstance(value, torch.Tensor) else value
-                raise _unusable(path, f"its optimizer state {_brief(name)} {_brief(shape)} "
+                raise _unusable(path, f"its optimizer state {brief(name)} {brief(shape)} "
                                 f"does not fit a parameter of shape {tuple(p.shape)}")
-
-
-def _brief(value: object) -> str:
-    """``repr(value)``, cut short: a crafted checkpoint's values may be huge."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _number(x: object) -> bool:
@@ -131,79 +125,63 @@ def _amount(x: object) -> bool:
     return _number(x) and 0 <= x < math.inf
 
 
-_COUNTS = ("step", "epoch", "batch_in_epoch", "bad_epochs", "ep_tokens")
-_AMOUNTS = ("seconds", "ep_loss", "final_reserve")  # finite, >= 0
-_ROW_NUMBERS = ("train_loss", "valid_loss", "valid_ppl", "lr", "seconds", "tokens_per_s")
-
-
-def _is_row(row: object, epoch: int, last_step: int) -> bool:
-    """Whether ``row`` is a history row of ``epoch``, ended by ``last_step`` at the latest."""
-    if not isinstance(row, dict) or row.get("epoch") != epoch or "valid_loss" not in row:
-        return False
-    if not _count(row.get("step")) or row["step"] > last_step:
-        return False
-    return all(_number(row[k]) and math.isfinite(row[k]) for k in _ROW_NUMBERS if k in row)
-
-
 def check_train_state(stored: dict, path: Path | None = None) -> None:
     """Refuse, in one ``CheckpointError`` line, a stored train state whose fields are not what
     a run writes: counts that are not whole numbers >= 0, times and losses that are not finite,
     a history that is not one row per finished epoch (``epoch`` 1, 2, ... with its ``step`` and
-    numbers), snapshot names other than ``epochNN.pt`` (a run removes the old ones by name).
-    Fields a checkpoint lacks are left to their defaults (older checkpoints lack some)."""
+    finite numbers), snapshot names other than ``epochNN.pt`` (a run removes old ones by name).
+    A field missing keeps its default."""
     def refuse(what: str) -> CheckpointError:
         return _unusable(path, f"its train_state {what}")
 
-    for key in _COUNTS:
+    for key in ("step", "epoch", "batch_in_epoch", "bad_epochs", "ep_tokens"):
         if key in stored and not _count(stored[key]):
-            raise refuse(f"{key} {_brief(stored[key])} is not a whole number >= 0")
-    for key in _AMOUNTS:
+            raise refuse(f"{key} {brief(stored[key])} is not a whole number >= 0")
+    for key in ("seconds", "ep_loss", "final_reserve"):
         if key in stored and not _amount(stored[key]):
-            raise refuse(f"{key} {_brief(stored[key])} is not a finite number >= 0")
+            raise refuse(f"{key} {brief(stored[key])} is not a finite number >= 0")
     if "lr_scale" in stored and not (_amount(stored["lr_scale"]) and stored["lr_scale"] > 0):
-        raise refuse(f"lr_scale {_brief(stored['lr_scale'])} is not a finite number > 0")
+        raise refuse(f"lr_scale {brief(stored['lr_scale'])} is not a finite number > 0")
     best = stored.get("best_valid_loss", math.inf)
     if not _number(best) or math.isnan(best):
-        raise refuse(f"best_valid_loss {_brief(best)} is not a number")
+        raise refuse(f"best_valid_loss {brief(best)} is not a number")
     history = stored.get("history", [])
     if not isinstance(history, list) or len(history) != stored.get("epoch", 0):
         raise refuse("history is not a list of one row per finished epoch")
-    for i, row in enumerate(history):
-        if not _is_row(row, i + 1, stored.get("step", 0)):
-            raise refuse(f"history row {i + 1} is not the record of epoch {i + 1} (its epoch, "
-                         "step and finite losses)")
+    numbers_ = ("train_loss", "valid_loss", "valid_ppl", "lr", "seconds", "tokens_per_s")
+    for i, row in enumerate(history, 1):
+        if not (isinstance(row, dict) and row.get("epoch") == i and "valid_loss" in row
+                and _count(row.get("step")) and row["step"] <= stored.get("step", 0)
+                and all(_number(row[k]) and math.isfinite(row[k]) for k in numbers_ if k in row)):
+            raise refuse(f"history row {i} is not the record of epoch {i} (its epoch, step and "
+                         "finite losses)")
     snapshots = stored.get("snapshots", [])
     if not isinstance(snapshots, list) or not all(
             isinstance(n, str) and SNAPSHOT_NAME.fullmatch(n) for n in snapshots):
-        raise refuse(f"snapshots {_brief(snapshots)} are not a list of snapshot names "
+        raise refuse(f"snapshots {brief(snapshots)} are not a list of snapshot names "
                      "(epochNN.pt)")
     costs = stored.get("final_costs")
     if costs is not None and not (isinstance(costs, dict) and all(
             _amount(costs.get(k)) for k in ("greedy", "beam"))):
-        raise refuse(f"final_costs {_brief(costs)} are not seconds (greedy, beam)")
+        raise refuse(f"final_costs {brief(costs)} are not seconds (greedy, beam)")
     if stored.get("final_costs_epoch") is not None and not _count(stored["final_costs_epoch"]):
-        raise refuse(f"final_costs_epoch {_brief(stored['final_costs_epoch'])} is not an epoch")
+        raise refuse(f"final_costs_epoch {brief(stored['final_costs_epoch'])} is not an epoch")
 
 
 def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path) -> None:
-    """Refuse to resume a run trained in another direction or with another tokenizer.
-
-    The preset's fields say so for checkpoints that recorded them; this also covers older
-    checkpoints (German to English, word-level) and compares what the checkpoint holds."""
+    """Refuse to resume a run trained in another direction or with another tokenizer: what
+    the checkpoint's pipeline holds against what the preset asks for."""
     recorded = pipeline.settings_dict()
     wanted = {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang, "kind": preset.tokenizer}
-    if preset.tokenizer == "word":
-        wanted["lower"] = preset.lower
-    else:
-        wanted.update(preset.subword_settings().as_dict())
+    wanted.update({"lower": preset.lower} if preset.tokenizer == "word"
+                  else preset.subword_settings().as_dict())
     diffs = [f"{k}: checkpoint {recorded.get(k)!r}, now {v!r}"
              for k, v in wanted.items() if recorded.get(k) != v]
     if diffs:
         raise CheckpointError(
-            f"{path} was trained with other settings or data (direction or "
-            "tokenizer: " + "; ".join(diffs) + "). Resume with the settings it was trained "
-            "with (--src, --trg, --tokenizer, --vocab-size, --joint-vocab), or start a new "
-            "--out folder.")
+            f"{path} was trained with other settings or data (direction or tokenizer: "
+            + "; ".join(diffs) + "). Resume with the settings it was trained with (--src, "
+            "--trg, --tokenizer, --vocab-size, --joint-vocab), or start a new --out folder.")
 
 
 def reconcile_best(history: list[dict], best_valid_loss: float, step: int,
@@ -225,72 +203,50 @@ def reconcile_best(history: list[dict], best_valid_loss: float, step: int,
         f"{best_path} does not match the history in {last_path} (best.pt: "
         f"{'missing' if found is None else f'step {found}'}; the history's best: {wanted}) "
         "and cannot be rebuilt from it. Put back this run's best.pt, or start a new "
-        "--out folder."
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Does a checkpoint fit the run asked for?
-# --------------------------------------------------------------------------------------------
+        "--out folder.")
 
 
 def check_compatible(ckpt: Checkpoint | dict, model_config: dict, src_vocab: Vocab,
                      trg_vocab: Vocab, path: str | os.PathLike = "checkpoint") -> None:
-    """Raise :class:`CheckpointError` unless the checkpoint fits this model config and vocabs.
-
-    Options added to the model later count as their default in checkpoints made before them."""
-    ckpt = _as_checkpoint(ckpt, path)
+    """:class:`CheckpointError` unless the checkpoint fits this model config and vocabularies
+    (an option added to the model later counts as its default in checkpoints made before)."""
+    ckpt = ckpt if isinstance(ckpt, Checkpoint) else Checkpoint.from_dict(ckpt, path=path)
     recorded = {**MODEL_OPTIONS_ADDED_LATER, **ckpt.model_config}
-    diffs = [
-        f"{k}: checkpoint {recorded.get(k)!r}, now {v!r}"
-        for k, v in model_config.items()
-        if recorded.get(k) != v
-    ]
+    diffs = [f"{k}: checkpoint {recorded.get(k)!r}, now {v!r}"
+             for k, v in model_config.items() if recorded.get(k) != v]
     if diffs:
-        raise CheckpointError(
-            f"{path} was trained with a different model configuration ("
-            + "; ".join(diffs)
-            + "). Resume with the preset it was trained with, or start a new --out folder."
-        )
+        raise CheckpointError(f"{path} was trained with a different model configuration ("
+                              + "; ".join(diffs) + "). Resume with the preset it was trained "
+                              "with, or start a new --out folder.")
     for side, had, vocab in (("src_vocab", ckpt.src_vocab, src_vocab),
                              ("trg_vocab", ckpt.trg_vocab, trg_vocab)):
         if list(had.itos) != list(vocab.itos):
-            raise CheckpointError(
-                f"{path} was trained with a different {side} ({len(had)} tokens; "
-                f"the data now gives {len(vocab)}). Resume on the same data and preset, or start "
-                "a new --out folder."
-            )
+            raise CheckpointError(f"{path} was trained with a different {side} ({len(had)} "
+                                  f"tokens; the data now gives {len(vocab)}). Resume on the "
+                                  "same data and preset, or start a new --out folder.")
 
 
 def check_same_run(ckpt: Checkpoint | dict, settings: dict,
                    path: str | os.PathLike = "checkpoint", *, ignore: tuple[str, ...] = (),
                    defaults: dict | None = None) -> None:
-    """Raise :class:`CheckpointError` unless the checkpoint was trained with ``settings``.
+    """:class:`CheckpointError` unless the checkpoint was trained with ``settings``.
 
     ``settings`` maps the names recorded in the checkpoint's ``preset`` (plus ``data``, the
-    fingerprint of the pairs it trained on) to the values requested now. Names in ``ignore``, and
-    names the checkpoint did not record (an older format), are not compared, except those of
-    ``defaults`` where it recorded a preset: a preset records them only where they differ from
-    these values (``presets.FIELDS_ADDED_LATER``), so without them it was trained with these.
+    fingerprint of its pairs) to the values asked for now. Names in ``ignore``, and names it
+    did not record, are not compared, except those of ``defaults`` where it recorded a preset:
+    a preset records them only where they differ from these (``presets.FIELDS_ADDED_LATER``).
     """
-    ckpt = _as_checkpoint(ckpt, path)
-    recorded = ({**(defaults or {}), **ckpt.preset} if ckpt.preset is not None else {})
+    ckpt = ckpt if isinstance(ckpt, Checkpoint) else Checkpoint.from_dict(ckpt, path=path)
+    recorded = {**(defaults or {}), **ckpt.preset} if ckpt.preset is not None else {}
     if ckpt.data is not None:
         recorded["data"] = ckpt.data
-    diffs = [
-        f"{k}: checkpoint {_show(k, recorded[k])}, now {_show(k, v)}"
-        for k, v in settings.items()
-        if k not in ignore and k in recorded and recorded[k] != v
-    ]
+    diffs = [f"{k}: checkpoint {_show(k, recorded[k])}, now {_show(k, v)}"
+             for k, v in settings.items() if k not in ignore and k in recorded
+             and recorded[k] != v]
     if diffs:
         raise CheckpointError(
             f"{path} was trained with other settings or data (" + "; ".join(diffs) + "). "
-            "Resume with the preset and data it was trained with, or start a new --out folder."
-        )
-
-
-def _as_checkpoint(ckpt: Checkpoint | dict, path: str | os.PathLike) -> Checkpoint:
-    return ckpt if isinstance(ckpt, Checkpoint) else Checkpoint.from_dict(ckpt, path=path)
+            "Resume with the preset and data it was trained with, or start a new --out folder.")
 
 
 def _show(name: str, value: Any) -> str:
