@@ -1,16 +1,25 @@
-"""Notebook 06's translator on the website (issues 38 and 47): what a reader downloads from the
-click to the first translation, how long that takes, how fast the page translates beside the
-package on the same CPU, and whether it translates as the package does.
+"""Notebook 06's translator on the website (issues 38, 47 and 63): what a reader downloads from
+the click to the first translation, how long that takes, how fast the page translates beside
+the package on the same CPU, and whether it translates as the package does.
 
     make site && python benchmarks/browser_translator.py [--site build/site] [--json out.json]
 
 Serves the built site on localhost and opens notebook 06's page in Debian's Chromium
-(headless, onnxruntime-web's WebAssembly backend, one thread). Then:
+(headless, onnxruntime-web's WebAssembly backend, one thread). "The package" is the package
+computing with the weights the page downloads (``tools.site.translator.page_package``: for int8
+weights, ``convs2s.pretrained("de-en")`` with its matrices dequantised). Then:
 
-- the click: presses the page's button in a fresh tab and counts every response from the
-  click until the page shows its first translation (the starting sentence, beam 5, as the
-  slider starts): their bytes (bodies, and headers apart) and the time (``performance.now()``
-  in the page, from the click to the widget's ``translated`` state);
+- the reader who types: in a fresh tab (an empty cache), clicks into the box (which starts the
+  download, and the page makes its onnxruntime sessions while the reader types), types
+  ``TYPED`` at ``--typing-ms`` a character and presses Enter: the time from Enter to the
+  page's translation (``performance.now()`` in the page, to the widget's ``translated``
+  state), from the click into the box to the model being loaded, and every response's bytes
+  from the click into the box (bodies, and headers apart); ``--first-runs`` times, each in a
+  fresh tab;
+- the click: presses the page's button in a fresh tab, without typing, and counts every
+  response from the click until the page shows its first translation (the starting
+  sentence, beam 5, as the slider starts): their bytes and the time from the click;
+  ``--first-runs`` times;
 - speed: ``--speed-sentences`` test2016 sentences of 6 to 40 words (spread over that range),
   all translated three times to warm up, then each ``--repeat`` times, with beam 5 and greedily, by
   the page (``window.convs2sTranslator.translate``) and by the package
@@ -20,12 +29,14 @@ Serves the built site on localhost and opens notebook 06's page in Debian's Chro
   beam 5, page and package (batched): how many translations differ (among the first 100 too),
   and each one's sacreBLEU against the references.
 
-Run it alone on the machine where the times matter (the sizes are exact either way).
+Run it alone on the machine where the times matter (the sizes are exact either way): the
+report records the machine's load (``os.getloadavg()``) before and after each measurement.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -39,6 +50,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = "06_inference_beam_search_bleu.html"
 #: Sentences of the speed comparison: this many words at least and at most.
 WORDS = (6, 40)
+#: What the reader types (invented, caption-like; tests/site_and_tools/test_site_translator.py
+#: types it too).
+TYPED = "Zwei Kinder spielen am Strand mit einem roten Ball und lachen laut."
 
 
 def speed_sentences(test: list[str], count: int) -> list[str]:
@@ -64,6 +78,118 @@ _CLICK = """() => { window.convs2sBench = new Promise((resolve) => {
       }
     }).observe(root, {attributes: true, attributeFilter: ['data-state']});
   }); }"""
+
+#: The reader who types: times from the click into the box (focus), the model loaded (the
+#: Translate button enabled), Enter and the translation shown.
+_TYPE = """() => { window.convs2sBench = new Promise((resolve) => {
+    const root = document.querySelector('.convs2s-translator');
+    const box = root.querySelector('input[name=sentence]');
+    const go = root.querySelector('.translator-go');
+    const t = {focus: null, loaded: null, enter: null, enterState: null};
+    box.addEventListener('focus', () => { t.focus = t.focus ?? performance.now(); },
+                         {capture: true});
+    box.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && t.enter === null) {
+        t.enter = performance.now(); t.enterState = root.dataset.state; }
+    }, {capture: true});
+    new MutationObserver(() => {
+      if (t.loaded === null && !go.disabled) t.loaded = performance.now();
+    }).observe(go, {attributes: true});
+    new MutationObserver(() => {
+      if (['translated', 'failed'].includes(root.dataset.state)) {
+        resolve({ms: performance.now() - t.enter, loaded_after_focus_ms: t.loaded - t.focus,
+                 typing_ms: t.enter - t.focus, state_at_enter: t.enterState,
+                 state: root.dataset.state,
+                 output: root.querySelector('.translator-output').textContent});
+      }
+    }).observe(root, {attributes: true, attributeFilter: ['data-state']});
+  }); }"""
+
+
+def load() -> dict:
+    """The machine's load: the 1, 5 and 15-minute load averages and the number of CPUs."""
+    one, five, fifteen = os.getloadavg()
+    return {"loadavg_1m": round(one, 2), "loadavg_5m": round(five, 2),
+            "loadavg_15m": round(fifteen, 2), "cpus": os.cpu_count()}
+
+
+def first_translation(browser, base: str, mode: str, typing_ms: int) -> dict:
+    """One reader's first translation in a fresh tab: ``mode`` "type" (click into the box, type
+    TYPED, Enter) or "click" (the button); the times, the responses' bytes from the first
+    action on, and the load before and after."""
+    from tools import site_screenshots as shots
+
+    before = load()
+    tab = shots.SitePage(browser, base)
+    try:
+        tab.open(PAGE)
+        responses = []
+        tab.page.on("requestfinished", lambda r: responses.append(r))
+        root = tab.page.locator(".convs2s-translator")
+        if mode == "type":
+            tab.page.evaluate(_TYPE)
+            box = root.locator("input[name=sentence]")
+            box.click()
+            box.press("Control+a")
+            box.press_sequentially(TYPED, delay=typing_ms)
+            box.press("Enter")
+        else:
+            tab.page.evaluate(_CLICK)
+            root.locator(".translator-load").click()
+        out = tab.page.evaluate("() => window.convs2sBench")
+        # the last requestfinished events: one for each of the translator's files the page got
+        asked = ("() => performance.getEntriesByType('resource')"
+                 ".filter(e => e.name.includes('/_static/translator/')).length")
+        for _ in range(200):
+            if sum("/_static/translator/" in r.url for r in responses) >= \
+                    tab.page.evaluate(asked):
+                break
+            tab.page.wait_for_timeout(50)
+        sizes = [(r.url, r.sizes()) for r in responses]
+        out.update({"mode": mode, "requests": len(sizes),
+                    "body_bytes": sum(s["responseBodySize"] for _, s in sizes),
+                    "header_bytes": sum(s["responseHeadersSize"] for _, s in sizes),
+                    "files": {url.split("/_static/translator/", 1)[-1]: s["responseBodySize"]
+                              for url, s in sizes},
+                    "download_bytes_shown": int(root.get_attribute("data-download-bytes")),
+                    "problems": tab.problems(), "load_before": before, "load_after": load()})
+        return out
+    finally:
+        tab.close()
+
+
+def page_figures(site: Path, speed: list[str], agreement: list[str], repeat: int,
+                 runs: int, typing_ms: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from tools import screenshots
+    from tools import site_screenshots as shots
+
+    with shots.serve(site) as base, screenshots.Browser() as browser:
+        out = {"typed": [first_translation(browser, base, "type", typing_ms)
+                         for _ in range(runs)],
+               "click": [first_translation(browser, base, "click", typing_ms)
+                         for _ in range(runs)]}
+        tab = shots.SitePage(browser, base)
+        try:
+            tab.open(PAGE)
+            out["user_agent"] = tab.page.evaluate("navigator.userAgent")
+            tab.page.locator(".convs2s-translator .translator-load").click()
+            tab.page.wait_for_function("document.querySelector('.convs2s-translator')"
+                                       ".dataset.state === 'translated'", timeout=300_000)
+            out["speed_load_before"] = load()
+            t0 = time.perf_counter()
+            out["speed_ms"] = tab.page.evaluate(_TIMES, [speed, [5, 1], repeat])
+            out["speed_wall_s"] = time.perf_counter() - t0
+            out["speed_load_after"] = load()
+            for k in (1, 5):
+                t0 = time.perf_counter()
+                out[f"beam{k}_tokens"] = tab.page.evaluate(_TOKENS, [agreement, k])
+                out[f"beam{k}_wall_s"] = time.perf_counter() - t0
+            out["problems"] = tab.problems()
+            return out
+        finally:
+            tab.close()
+
 
 _TIMES = """async ([sentences, beams, repeat]) => {
     const T = window.convs2sTranslator, out = [];
@@ -94,52 +220,14 @@ _TOKENS = """async ([sentences, k]) => {
     return out; }"""
 
 
-def page_figures(site: Path, speed: list[str], agreement: list[str], repeat: int) -> dict:
-    sys.path.insert(0, str(ROOT))
-    from tools import screenshots
-    from tools import site_screenshots as shots
-
-    with shots.serve(site) as base, screenshots.Browser() as browser:
-        tab = shots.SitePage(browser, base)
-        try:
-            tab.open(PAGE)
-            responses = []
-            tab.page.on("requestfinished", lambda r: responses.append(r))
-            tab.page.evaluate(_CLICK)
-            tab.page.locator(".convs2s-translator .translator-load").click()
-            click = tab.page.evaluate("() => window.convs2sBench")
-            tab.page.wait_for_timeout(200)  # the last requestfinished events
-            sizes = [(r.url, r.sizes()) for r in responses]
-            files = {url.split("/_static/translator/", 1)[-1]: s["responseBodySize"]
-                     for url, s in sizes}
-            out = {"first_translation_ms": click["ms"], "state": click["state"],
-                   "first_output": click["output"], "requests": len(sizes),
-                   "body_bytes": sum(s["responseBodySize"] for _, s in sizes),
-                   "header_bytes": sum(s["responseHeadersSize"] for _, s in sizes),
-                   "files": files,
-                   "download_bytes_shown": int(tab.page.locator(".convs2s-translator")
-                                               .get_attribute("data-download-bytes")),
-                   "user_agent": tab.page.evaluate("navigator.userAgent")}
-            t0 = time.perf_counter()
-            out["speed_ms"] = tab.page.evaluate(_TIMES, [speed, [5, 1], repeat])
-            out["speed_wall_s"] = time.perf_counter() - t0
-            for k in (1, 5):
-                t0 = time.perf_counter()
-                out[f"beam{k}_tokens"] = tab.page.evaluate(_TOKENS, [agreement, k])
-                out[f"beam{k}_wall_s"] = time.perf_counter() - t0
-            out["problems"] = tab.problems()
-            return out
-        finally:
-            tab.close()
-
-
-def package_figures(speed: list[str], agreement: list[str], repeat: int) -> dict:
+def package_figures(speed: list[str], agreement: list[str], repeat: int, weights: str) -> dict:
     import torch
 
-    import convs2s
+    sys.path.insert(0, str(ROOT))
+    from tools.site.translator import page_package
 
     torch.set_num_threads(1)
-    translator = convs2s.pretrained("de-en")
+    translator = page_package("de-en", weights, device="cpu")
     rows = []
     for _ in range(3):  # as the page: a few rounds first
         for s in speed:
@@ -172,11 +260,20 @@ def main(argv=None) -> int:
     parser.add_argument("--speed-sentences", type=int, default=10)
     parser.add_argument("--sentences", type=int, default=1000,
                         help="test2016 sentences compared with the package (default: all)")
+    parser.add_argument("--first-runs", type=int, default=3,
+                        help="fresh tabs for each way to the first translation (default 3)")
+    parser.add_argument("--typing-ms", type=int, default=150,
+                        help="milliseconds a typed character (default 150: 80 words a minute)")
     parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
+    if args.first_runs < 1 or args.typing_ms < 0:
+        raise ValueError("--first-runs takes 1 or more, --typing-ms 0 or more")
     translator_dir = args.site / "_static" / "translator"
     if not translator_dir.is_dir():
         raise FileNotFoundError(f"{translator_dir} is missing: build the site first (make site)")
+    manifest = json.loads((translator_dir / "manifest.js").read_text(encoding="utf-8")
+                          .split("=", 1)[1].strip().rstrip(";"))
+    weights = manifest["models"]["de-en"]["weights"]
     import sacrebleu
 
     from convs2s.data.multi30k import load_multi30k
@@ -186,8 +283,9 @@ def main(argv=None) -> int:
     sources = [de for de, _ in test]
     speed = speed_sentences(sources, args.speed_sentences)
     agreement, references = sources[:args.sentences], [en for _, en in test[:args.sentences]]
-    page = page_figures(args.site, speed, agreement, args.repeat)
-    package = package_figures(speed, agreement, args.repeat)
+    page = page_figures(args.site, speed, agreement, args.repeat, args.first_runs,
+                        args.typing_ms)
+    package = package_figures(speed, agreement, args.repeat, weights)
     detokenize = package.pop("detokenize")
 
     per_sentence = []
@@ -209,23 +307,39 @@ def main(argv=None) -> int:
                              "first_differing": differ[:10], "sacrebleu": bleu,
                              "page_wall_s": page.pop(f"beam{k}_wall_s"),
                              "package_batched_wall_s": package.pop(f"beam{k}_wall_s")}
-    manifest = json.loads((translator_dir / "manifest.js").read_text(encoding="utf-8")
-                          .split("=", 1)[1].strip().rstrip(";"))
+    first = {}
+    for mode in ("typed", "click"):
+        runs = page[mode]
+        first[mode] = {"median_ms": statistics.median(r["ms"] for r in runs),
+                       "ms": [round(r["ms"]) for r in runs],
+                       "body_bytes": max(r["body_bytes"] for r in runs),
+                       "loadavg_1m": [r["load_before"]["loadavg_1m"] for r in runs]}
     report = stamp({
         "benchmark": "browser_translator", "device": describe_device("cpu"),
         "weights": {n: m["weights"] for n, m in manifest["models"].items()},
-        "onnxruntime_web": manifest["onnxruntime_web"], "page": page,
+        "quality": {n: m["quality"] for n, m in manifest["models"].items()},
+        "onnxruntime_web": manifest["onnxruntime_web"], "typed": TYPED,
+        "typing_ms": args.typing_ms, "first_translation": first, "page": page,
         "speed": {"words": list(WORDS), "repeat": args.repeat, "sentences": per_sentence,
                   **{f"beam{k}_median_ratio": statistics.median(r[f"beam{k}_ratio"]
                                                                 for r in per_sentence)
                      for k in ("5", "1")}},
         "agreement": agree,
     })
-    mb = page["body_bytes"] / 1e6
-    print(f"click to first translation: {page['body_bytes']:,} bytes ({mb:.2f} MB) in "
-          f"{page['requests']} responses (+{page['header_bytes']:,} bytes of headers), "
-          f"{page['first_translation_ms']:.0f} ms; the button says "
-          f"{page['download_bytes_shown']:,}")
+    print(f"weights: {report['weights']}; machine load before each run (1-minute average, "
+          f"{os.cpu_count()} CPUs): typed {first['typed']['loadavg_1m']}, "
+          f"click {first['click']['loadavg_1m']}")
+    for mode, what in (("typed", "Enter after typing (the download began on the click into "
+                                 "the box)"), ("click", "the button's click, nothing typed")):
+        for r in page[mode]:
+            extra = (f"; loaded {r['loaded_after_focus_ms'] / 1000:.1f} s after the click into "
+                     f"the box, Enter at {r['typing_ms'] / 1000:.1f} s (state "
+                     f"{r['state_at_enter']})" if mode == "typed" else "")
+            print(f"first translation from {what}: {r['ms']:.0f} ms; {r['body_bytes']:,} "
+                  f"bytes ({r['body_bytes'] / 1e6:.2f} MB) in {r['requests']} responses "
+                  f"(+{r['header_bytes']:,} bytes of headers); the button says "
+                  f"{r['download_bytes_shown']:,}{extra}; load "
+                  f"{r['load_before']['loadavg_1m']} -> {r['load_after']['loadavg_1m']}")
     for k in ("5", "1"):
         print(f"beam {k}: page / package (1 thread), median over {len(per_sentence)} "
               f"sentences: {report['speed'][f'beam{k}_median_ratio']:.2f}x; " + ", ".join(
@@ -236,8 +350,10 @@ def main(argv=None) -> int:
         print(f"{'greedy' if k == 1 else 'beam 5'}: {a['differ']} of {a['sentences']} differ "
               f"({a['differ_first_100']} of the first 100); sacreBLEU page "
               f"{a['sacrebleu']['page']:.2f}, package {a['sacrebleu']['package']:.2f}")
-    if page["problems"]:
-        print("problems in the page:", page["problems"])
+    problems = page["problems"] + [p for mode in ("typed", "click") for r in page[mode]
+                                   for p in r["problems"]]
+    if problems:
+        print("problems in the page:", problems)
     write_report(args.json, report)
     return 0
 

@@ -390,11 +390,13 @@ def translator_directions(download_bytes: dict[str, int] | int) -> list[dict]:
     out = []
     for name, settings in TRANSLATOR_MODELS.items():
         src, _, trg = name.partition("-")
+        value = download_bytes if isinstance(download_bytes, int) else download_bytes[name]
+        # write_assets's "directions": the bytes, the weights shipped and their measured scores
+        extra = value if isinstance(value, dict) else {"bytes": value}
         out.append({"name": name, "source_lang": src, "target_lang": trg,
                     "source": LANGUAGE_NAMES.get(src, src),
                     "target": LANGUAGE_NAMES.get(trg, trg), "sentence": settings["sentence"],
-                    "bytes": download_bytes if isinstance(download_bytes, int)
-                    else download_bytes[name]})
+                    **extra})
     return out
 
 
@@ -414,8 +416,9 @@ def _translator_widget(n: int, download_bytes: dict[str, int] | int) -> dict:
         "your browser with onnxruntime-web: choose a "
         "direction, type a sentence and translate, with no Python, greedily (beam size 1) or "
         "with beam search, as the notebook's widget does. Only the direction you choose is "
-        "downloaded, when you press its button. Each decoder layer's attention is drawn as in "
-        "the notebook. Tests compare its translations with the package's.", "",
+        "downloaded, when you click into its box or press its button. Each decoder layer's "
+        "attention is drawn as in the notebook. Tests compare its translations with the "
+        "package's computing with the same weights.", "",
         f"**What to expect.** {TRANSLATOR_SCOPE}", "",
         f'<div class="convs2s-translator" data-download-bytes="{first["bytes"]}" '
         f'data-sentence="{html.escape(first["sentence"], quote=True)}" '
@@ -1086,7 +1089,7 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
         except TranslatorAssetError as e:
             raise SiteError(str(e)) from None
         staged = stage(work / "src", notebooks, root, repo_url,
-                       translator_bytes=assets["models"])
+                       translator_bytes=assets["directions"])
         html = work / "html"
         warnings = sphinx_build(work / "src", html, work / "doctrees")
         # the translator's and the flipbooks' files beside the site's other static files

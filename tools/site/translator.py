@@ -14,21 +14,26 @@ writes into ``_static/translator/`` for notebook 06's page (``static/translator.
   logits, every layer's attention and the updated histories (``next<i>``) out. A step costs
   the same at position 50 as at position 1; the page reorders the histories as beam search
   reorders its hypotheses.
-- Weights (``MODELS[name]["weights"]``):
+- Weights (``MODELS[name]["weights"]``, what the page downloads; :func:`chosen_weights`):
 
-  - ``"float16"`` (the default): stored as float16, as the shipped checkpoint stores them, and
-    cast to float32 when the page loads the model, so the page computes in float32 from the
-    same numbers as the package (the export refuses a weight that float16 would change); its
+  - ``"float16"``: stored as float16, as the shipped checkpoint stores them, and cast to
+    float32 when the page loads the model, so the page computes in float32 from the same
+    numbers as the package (the export refuses a weight that float16 would change); its
     translations are the package's. The float16 tensors travel outside the ONNX files, in one
     file per model (ONNX "external data") whose bytes are split into two planes (every
     tensor's low bytes, then its high bytes: the high bytes hold sign and exponent and
     compress to less than half), which gzip squeezes 8% more than the ONNX file itself.
-  - ``"int8"``: every matrix quantised to int8 with one float32 scale per output channel
-    (embedding rows included; ``DequantizeLinear`` nodes that onnxruntime folds when the page
-    loads the model), biases and position embeddings as float16. About 6 MB less to download,
-    but the page then computes with other numbers than the package: for the shipped de-en model
-    3.8% of test2016's greedy translations differ (sacreBLEU +0.05 greedy, -0.05 beam 5; see
-    benchmarks/RESULTS.md), so the tests that compare the page with the package would fail.
+  - ``"int8"`` (this course's choice for both directions, issue 63): every matrix quantised to
+    int8 with one float32 scale per output channel (embedding rows included;
+    ``DequantizeLinear`` nodes that onnxruntime folds into float32 weights when the page loads
+    the model), biases and position embeddings as float16: about 6 MB less to download. The
+    page then computes with other numbers than ``convs2s.pretrained``: the same as the package
+    running the dequantised weights (:func:`page_package`), which is what the tests compare the
+    page with. It ships only where the site's build measured, on the graphs the page runs
+    (``translator_quality``: the Multi30k validation split, greedy and beam 5, sacreBLEU), that
+    it scores at most ``MAX_BLEU_DROP`` below the float16 graphs; else the float16 weights ship
+    and the record says why. Each model's record of that measurement (``"quality"``) is in the
+    manifest, and the page shows its figures.
 
 - Every file is gzip-compressed (the page inflates it with the browser's
   ``DecompressionStream``): the page fetches it as binary when it is served over http(s), and,
@@ -45,8 +50,10 @@ writes into ``_static/translator/`` for notebook 06's page (``static/translator.
   ``<name>/tokenizer.json.gz`` holds the sentencepiece pieces and scores (the page's
   tokenizer).
 
-Nothing here is loaded until the reader presses the page's button, so the other pages, and
-notebook 06's page until then, weigh what they weighed before.
+Nothing here is loaded until the reader turns to the translator (puts the cursor in its box, or
+presses its button), so the other pages, and notebook 06's page until then, weigh what they
+weighed before; the page then fetches the files and makes its onnxruntime sessions while the
+reader types.
 """
 
 from __future__ import annotations
@@ -77,8 +84,8 @@ ORT_WASM = "ort-wasm-simd-threaded.wasm"
 #: direction is one more entry (its files go under ``<name>/``; the page loads only the ones
 #: the reader asks for).
 MODELS = {
-    "de-en": {"weights": "float16", "sentence": "Ein kleiner Hund spielt im Schnee."},
-    "en-de": {"weights": "float16", "sentence": "A little dog is playing in the snow."},
+    "de-en": {"weights": "int8", "sentence": "Ein kleiner Hund spielt im Schnee."},
+    "en-de": {"weights": "int8", "sentence": "A little dog is playing in the snow."},
 }
 WEIGHTS = ("float16", "int8")
 #: Bytes of (gzip-compressed) file per chunk script for a page opened from disk (about 1.4 MB
@@ -432,7 +439,8 @@ def tokenizer_data(translator) -> dict:
 
 
 def fallback_examples(translator, sentences) -> list[dict]:
-    """Greedy translations by the package, for a browser without WebAssembly."""
+    """Greedy translations by the package (``translator``: :func:`page_package`, computing with
+    the page's weights), for a browser without WebAssembly."""
     texts = translator.translate(list(sentences), beam_size=1)
     return [{"source": s, "target": t}
             for s, t in zip(sentences, texts, strict=True)]
@@ -452,16 +460,127 @@ def _exported(name: str, model_sha256: str, weights: str) -> dict[str, bytes]:
         check=lambda files: set(files) == {"encoder", "decoder", "weights"})
 
 
-def _validation_sentences(name: str, count: int) -> list[str]:
-    """The first ``count`` validation sentences of the direction ``name`` where the corpus is
-    here, else none."""
+@functools.lru_cache(maxsize=4)
+def _validation_pairs(name: str) -> tuple[tuple[str, str], ...]:
+    """The Multi30k validation pairs of the direction ``name`` where the corpus is here, else
+    none."""
     from convs2s.data.multi30k import DataError, load_multi30k
 
     src, trg = name.split("-")
     try:
-        return [s for s, _ in load_multi30k(download=False, src=src, trg=trg)["valid"][:count]]
+        return tuple(tuple(p) for p in load_multi30k(download=False, src=src, trg=trg)["valid"])
     except (DataError, OSError, ValueError):
-        return []
+        return ()
+
+
+def _validation_sentences(name: str, count: int) -> list[str]:
+    """The first ``count`` validation sentences of the direction ``name`` where the corpus is
+    here, else none."""
+    return [s for s, _ in _validation_pairs(name)[:count]]
+
+
+def page_package(name: str, weights: str, device=None):
+    """The package's translator ``convs2s.pretrained(name)`` computing with the numbers the page
+    computes with when it downloads ``weights``: for ``"float16"`` the package as shipped; for
+    ``"int8"`` its model with every matrix replaced by its dequantised int8 values (what the
+    page's ``DequantizeLinear`` nodes give), the rest unchanged. What "the page translates as
+    the package does" compares the page with."""
+    import convs2s
+
+    if weights not in WEIGHTS:
+        raise TranslatorAssetError(f"weights={weights!r}: the site stores weights as one of "
+                                   f"{', '.join(WEIGHTS)}")
+    translator = convs2s.pretrained(name, device=device)
+    if weights == "int8":
+        translator.model = _quantized_model(translator.model.float())[0].eval()
+    return translator
+
+
+def _libraries() -> dict[str, str]:
+    """The versions of the libraries that measure the graphs (part of the measurement's key
+    and record)."""
+    import importlib.metadata
+
+    out = {}
+    for name in ("onnxruntime", "sacrebleu"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            raise TranslatorAssetError(
+                f"measuring the site translator's int8 weights needs {name}: install the "
+                "package's dev extra (make install, or pip install -e '.[dev]')") from None
+    return out
+
+
+def _measure(name: str, model_sha256: str, pairs) -> dict:
+    """Validation sacreBLEU of the float16 and the int8 graphs of ``name`` (``translator_quality``),
+    with how long each took."""
+    import time
+
+    import convs2s
+    from tools.site.translator_quality import PageGraphs, validation_bleu
+
+    translator = convs2s.pretrained(name, device="cpu")
+    v, spec = translator.trg_vocab, decoder_spec(translator.model)
+    sources, references = [s for s, _ in pairs], [t for _, t in pairs]
+    out = {}
+    for weights in WEIGHTS:
+        t0 = time.perf_counter()
+        graphs = PageGraphs(_exported(name, model_sha256, weights), spec, bos=v.bos_idx,
+                            eos=v.eos_idx, pad=v.pad_idx, max_positions=translator.max_positions)
+        out[weights] = {**validation_bleu(translator, graphs, sources, references),
+                        "seconds": round(time.perf_counter() - t0, 1)}
+    return {"length_penalty": translator.length_penalty, "scores": out}
+
+
+def chosen_weights(name: str, model_sha256: str, asked: str, log=print) -> tuple[str, dict]:
+    """The weights the site ships for the model ``name`` when ``MODELS`` asks for ``asked``, and
+    the record of why: ``"int8"`` only where the build measured (on the validation split, with
+    the graphs the page runs: ``translator_quality``) that it scores at most ``MAX_BLEU_DROP``
+    below float16, greedy and with beam 5; else ``"float16"`` (the package's own numbers). The
+    measurement is kept in the build's cache (``build_cache``) for the next build."""
+    from tools.site import build_cache
+    from tools.site.translator_quality import BEAMS, MAX_BLEU_DROP
+
+    if asked not in WEIGHTS:
+        raise TranslatorAssetError(f"the site's translator asks for {asked!r} weights for "
+                                   f"{name!r} (tools/site/translator.py MODELS): give one of "
+                                   f"{', '.join(WEIGHTS)}")
+    record = {"asked": asked, "max_drop": MAX_BLEU_DROP, "split": "valid",
+              "metric": "sacreBLEU 13a", "beams": list(BEAMS)}
+    if asked == "float16":
+        return "float16", {**record, "shipped": "float16", "measured": False,
+                           "why": "float16 asked for: the package's own weights"}
+    pairs = _validation_pairs(name)
+    if not pairs:
+        log(f"translator: {name}: the Multi30k validation files are not here "
+            "(CONVS2S_DATA_DIR), so its int8 weights cannot be measured: float16 ships")
+        return "float16", {**record, "shipped": "float16", "measured": False,
+                           "why": "the int8 weights were not measured (no Multi30k "
+                                  "validation files where the site was built)"}
+    libraries = _libraries()
+    digest = hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()
+    files = build_cache.cached(
+        "translator-quality", {"model": name, "sha256": model_sha256, "valid": digest,
+                               **libraries},
+        lambda: {"quality.json": json.dumps(_measure(name, model_sha256, pairs)).encode()},
+        check=lambda f: set(json.loads(f["quality.json"])["scores"]) == set(WEIGHTS))
+    measured = json.loads(files["quality.json"])
+    scores = measured["scores"]
+    drop = max(scores["float16"][f"beam{k}"] - scores["int8"][f"beam{k}"] for k in BEAMS)
+    shipped = "int8" if drop <= MAX_BLEU_DROP + 1e-9 else "float16"
+    record.update(measured=True, sentences=len(pairs), shipped=shipped,
+                  length_penalty=measured["length_penalty"], drop=round(drop, 2),
+                  float16={f"beam{k}": scores["float16"][f"beam{k}"] for k in BEAMS},
+                  int8={f"beam{k}": scores["int8"][f"beam{k}"] for k in BEAMS},
+                  seconds=round(sum(s["seconds"] for s in scores.values()), 1), **libraries)
+    record["why"] = (f"int8 scores at most {MAX_BLEU_DROP} below float16" if shipped == "int8"
+                     else f"int8 scores {drop:.2f} below float16, more than {MAX_BLEU_DROP}")
+    log(f"translator: {name}: validation sacreBLEU, float16 / int8: " + ", ".join(
+        f"{'greedy' if k == 1 else f'beam {k}'} {record['float16'][f'beam{k}']:.2f} / "
+        f"{record['int8'][f'beam{k}']:.2f}" for k in BEAMS) + f": {shipped} ships "
+        f"({record['why']})")
+    return shipped, record
 
 
 def _gzip(data: bytes) -> bytes:
@@ -501,8 +620,9 @@ def _model_files(out: dict, files: dict, name: str, settings: dict,
     except PretrainedError as e:
         raise TranslatorAssetError(f"the site's translator lists {name!r} "
                                    f"(tools/site/translator.py MODELS), but {e}") from None
-    weights = settings.get("weights", "float16")
+    weights = settings["weights"]  # the weights chosen_weights chose
     parts = _exported(name, rec["sha256"], weights)
+    page = page_package(name, weights, device="cpu")
     tokenizer = json.dumps(tokenizer_data(translator), ensure_ascii=False,
                            separators=(",", ":")).encode("utf-8")
     entry = {
@@ -513,6 +633,7 @@ def _model_files(out: dict, files: dict, name: str, settings: dict,
         },
         "external_data": WEIGHTS_FILE if parts["weights"] else None,
         "weights": weights,
+        "quality": settings["quality"],
         "decoder": decoder_spec(translator.model),
         "source_language": rec.get("direction", name).split("-")[0],
         "target_language": rec.get("direction", name).split("-")[-1],
@@ -525,7 +646,7 @@ def _model_files(out: dict, files: dict, name: str, settings: dict,
                                        ["beam1"]["sacrebleu"] for split in ("valid", "test")}},
         "length_penalty": translator.length_penalty,
         "sentence": settings.get("sentence", ""),
-        "examples": fallback_examples(translator, examples),
+        "examples": fallback_examples(page, examples),
     }
     if parts["weights"]:
         entry["files"]["weights"] = _add_file(out, files, f"{name}/{WEIGHTS_FILE}",
@@ -537,7 +658,8 @@ def _model_files(out: dict, files: dict, name: str, settings: dict,
 def _asset_files(models: tuple, ort_version: str) -> tuple[dict[str, bytes], dict]:
     """The files of ``_static/translator/`` by path, and the manifest: made once per process for
     the same models, onnxruntime-web and examples (a test run builds the site several times).
-    ``models``: ``(name, model sha256, settings as JSON, examples)`` per model."""
+    ``models``: ``(name, model sha256, settings as JSON, examples)`` per model, the settings
+    with the weights to ship and their record (:func:`chosen_weights`)."""
     ort = ort_files()
     out: dict[str, bytes] = {}
     files: dict[str, dict] = {}
@@ -566,8 +688,10 @@ def download_bytes(files: dict[str, bytes], manifest: dict, model: str | None = 
 def write_assets(dest: Path, log=print) -> dict:
     """Write the translator's files into ``dest`` (a new folder under the built site's
     ``_static``); returns what was written: ``{"files": {path: bytes}, "download_bytes": n,
-    "models": {name: n}}`` (the bytes a reader downloads on pressing the button, for the
-    default model and for each)."""
+    "models": {name: n}, "directions": {name: {"bytes": n, "weights": ..., "quality": ...}}}``
+    (the bytes a reader downloads from turning to the translator to its first translation, for
+    the default model and for each; per model also the weights shipped and the record of their
+    measurement, :func:`chosen_weights`, which the page shows)."""
     from convs2s.run.pretrained import PretrainedError, record
 
     ort_files()  # the installed onnxruntime-web is the locked one, or one line says what to do
@@ -579,7 +703,9 @@ def write_assets(dest: Path, log=print) -> dict:
             raise TranslatorAssetError(f"the site's translator lists {name!r} "
                                        f"(tools/site/translator.py MODELS), but {e}") from None
         examples = (settings["sentence"], *_validation_sentences(name, FALLBACK_EXAMPLES - 1))
-        models.append((name, sha, json.dumps(settings, sort_keys=True), examples))
+        shipped, quality = chosen_weights(name, sha, settings.get("weights", "float16"), log)
+        chosen = {**settings, "weights": shipped, "quality": quality}
+        models.append((name, sha, json.dumps(chosen, sort_keys=True), examples))
     files, manifest = _asset_files(tuple(models), locked_version())
     dest.mkdir(parents=True)
     for path, data in files.items():
@@ -590,4 +716,8 @@ def write_assets(dest: Path, log=print) -> dict:
     download = per_model[manifest["default"]]
     log(f"translator: {download / 1e6:.1f} MB to download on request "
         f"({', '.join(f'{n}: {b / 1e6:.1f} MB' for n, b in per_model.items())})")
-    return {"files": written, "download_bytes": download, "models": per_model}
+    directions = {name: {"bytes": per_model[name], "weights": entry["weights"],
+                         "quality": entry["quality"]}
+                  for name, entry in manifest["models"].items()}
+    return {"files": written, "download_bytes": download, "models": per_model,
+            "directions": directions}

@@ -9,12 +9,17 @@
 
    The element lists the directions (data-models, written by the site's build) and the page
    offers them in a menu; the box is labelled with the chosen direction's source language.
-   Nothing is downloaded until the reader presses the button: then manifest.js, and the gzip
-   files of onnxruntime-web and of the one model chosen, fetched as binary over http(s), or
-   loaded as base64 classic scripts from a page opened from disk (which may load scripts but
-   not fetch files), with a progress bar. Choosing another direction afterwards offers to load
-   that one's model (its files only: the runtime is loaded); each model loads once, and
-   switching back to a loaded one translates at once.
+   Nothing is downloaded until the reader clicks into the sentence's box or presses the
+   button: then manifest.js, and the gzip files of onnxruntime-web and of the one model chosen,
+   fetched as binary over http(s), or loaded as base64 classic scripts from a page opened from
+   disk (which may load scripts but not fetch files), with a progress bar; the onnxruntime
+   sessions are made, and run a few times to warm them up, while the reader types, so that the
+   first translation waits for little. Enter or the button translates as soon as the model is
+   loaded. Choosing another direction afterwards offers to load that one's model (its files
+   only: the runtime is loaded); each model loads once, switching back to a loaded one
+   translates at once, and each direction's box keeps the sentence the reader typed in it.
+   Under the translator, the weights it downloads (int8 or float16) and the validation BLEU
+   that the site's build measured for both (translator.py chosen_weights).
 
    The tokenizer is sentencepiece's BPE encoding for a model learned with identity
    normalization (the course's, convs2s.data.subword): text in NFC; leading and trailing spaces
@@ -394,6 +399,35 @@
   }
 
   /* ---------------------------------------------------------------- translating */
+  /* the graphs' runs one after the other (a translation, the warm-up): ``work`` starts when the
+     work asked for before it has ended */
+  let queue = Promise.resolve();
+  function exclusive(work) {
+    const done = queue.then(work);
+    queue = done.catch(() => {});
+    return done;
+  }
+
+  /* Runs the graphs of a loaded model a few times, with the beam's rows, while the reader
+     types: onnxruntime's first runs (its buffers) and the browser's first compilation of the
+     hot WebAssembly then cost nothing to the first translation. Stops as soon as ``wanted()``
+     says a translation waits (between two steps of the decoder). */
+  async function warmUp(model, rows, wanted) {
+    const {ort, tok} = model;
+    await exclusive(async () => {
+      const encoded = await model.encoder.run({src: ids64(ort, [tok.first_normal, tok.eos],
+                                                          [1, 2])});
+      const rowsEncoded = {conved: repeated(ort, encoded.conved, rows),
+                           combined: repeated(ort, encoded.combined, rows)};
+      let histories = emptyHistories(model, rows);
+      const tokens = Array.from({length: rows}, () => tok.bos);
+      for (let step = 0; step < WARM_UP_STEPS && !wanted(); step++) {
+        histories = (await decoderStep(model, tokens, step, rowsEncoded, histories)).histories;
+      }
+    });
+  }
+  const WARM_UP_STEPS = 24;
+
   const ids64 = (ort, ids, dims) => new ort.Tensor("int64", BigInt64Array.from(ids, BigInt),
                                                    dims);
 
@@ -546,9 +580,11 @@
     if (checked.message) return {ok: false, message: checked.message, ...empty};
     const sourcePieces = checked.pieces;
     const srcIds = encodeIds(sourcePieces, tok);
-    const encoded = await m.encoder.run({src: ids64(m.ort, srcIds, [1, srcIds.length])});
-    const found = beamSize > 1 ? await beamSearch(m, encoded, beamSize, m.lengthPenalty)
-                               : await greedy(m, encoded);
+    const found = await exclusive(async () => {
+      const encoded = await m.encoder.run({src: ids64(m.ort, srcIds, [1, srcIds.length])});
+      return beamSize > 1 ? beamSearch(m, encoded, beamSize, m.lengthPenalty)
+                          : greedy(m, encoded);
+    });
     const tokens = found.ids.map((i) => tok.pieces[i]);
     return {ok: true, message: "", sourcePieces,
             unknown: sourcePieces.filter((p, i) => srcIds[i] === tok.unk),
@@ -672,6 +708,29 @@
     }
   }
 
+  /* what the page says of the weights it downloads for the direction ``d``: the site's build
+     measured (translator.py chosen_weights, translator_quality.py) the validation BLEU of the
+     int8 and the float16 graphs, and shipped int8 only where it loses at most max_drop */
+  function weightsNote(d) {
+    const q = d.quality;
+    if (!q || !d.weights) return "";
+    const figures = (w) => q.beams.map((k) => `${k === 1 ? "greedy" : `beam ${k}`} ` +
+                                               `${q[w][`beam${k}`].toFixed(2)}`).join(", ");
+    if (!q.measured) {
+      return `Weights: ${d.weights}, as the package stores them (${q.why}).`;
+    }
+    const measured = `validation sacreBLEU on the ${q.sentences.toLocaleString("en")} ` +
+      "Multi30k validation sentences, measured by the site's build with onnxruntime " +
+      `${q.onnxruntime} on the graphs this page runs: int8 ${figures("int8")}; float16 ` +
+      `${figures("float16")}`;
+    return d.weights === "int8"
+      ? "Weights: int8, one scale per output channel (the package's float16 weights " +
+        `quantised, to download less), shipped because they lose at most ${q.max_drop} BLEU: ` +
+        `${measured}. This page translates as the package does with the same int8 weights.`
+      : `Weights: float16, the package's own (int8 would lose ${q.drop.toFixed(2)} BLEU, more ` +
+        `than ${q.max_drop}: ${measured}).`;
+  }
+
   function mount(root) {
     if (!hasWebAssembly()) {
       showExamples(root, "This browser cannot run WebAssembly, which the translator needs " +
@@ -681,6 +740,9 @@
     const directions = directionsOf(root);
     let current = directions.find((d) => d.name === root.dataset.model) || directions[0];
     const ready = new Set();  // the directions whose model is loaded
+    const loads = new Map();  // the directions whose model is loading: {done, total} bytes
+    const wanted = new Set();  // the directions to translate as soon as their model is loaded
+    const typed = new Map();  // each direction's sentence as the reader left it
     // the menu of directions ("German → English", ...): choosing one loads nothing by itself
     const menu = node("select", {name: "direction"});
     menu.setAttribute("aria-label", "direction");
@@ -713,40 +775,68 @@
     output.setAttribute("aria-live", "polite");
     const maps = node("div", {className: "translator-maps"});
     const buttons = node("div", {className: "translator-buttons"});
+    const weights = node("p", {className: "translator-weights"});
     buttons.append(load, go);
-    root.replaceChildren(menuLabel, label, beamLabel, buttons, bar, status, output, maps);
+    root.replaceChildren(menuLabel, label, beamLabel, buttons, bar, status, output, maps,
+                         weights);
 
     const name = (d) => `${d.source} \u2192 ${d.target}`;
-    /* the controls for the direction chosen: its language on the box, its starting sentence,
-       and either Translate (its model is loaded) or the button that loads it */
+    /* the download of the direction chosen, on the bar (another's goes on unseen) */
+    const progress = () => {
+      const l = loads.get(current.name);
+      bar.hidden = !l;
+      if (!l) return;
+      bar.max = l.total || 1;
+      bar.value = l.done;
+      status.textContent = `downloading: ${(l.done / 1e6).toFixed(1)} of ` +
+                           `${(l.total / 1e6).toFixed(1)} MB`;
+    };
+    /* the controls for the direction chosen: its language on the box, the reader's sentence
+       for it (its starting sentence until the reader types), and either Translate (its model
+       is loaded) or the button that loads it */
     const show = () => {
       language.textContent = `${current.source} `;
       input.setAttribute("aria-label", current.source);
       input.lang = current.source_lang;
-      input.value = current.sentence || "";
+      input.value = typed.has(current.name) ? typed.get(current.name) : current.sentence || "";
       output.replaceChildren();
       output.lang = current.target_lang;
       maps.replaceChildren();
+      weights.textContent = weightsNote(current);
+      controls();
+    };
+    /* the buttons, the bar and the status line for the direction chosen */
+    const controls = () => {
       const loaded = ready.has(current.name);
+      bar.hidden = true;
       load.hidden = loaded;
       go.disabled = !loaded;
       if (loaded) {
         status.textContent = `Type ${current.source} and press Translate (or Enter).`;
         root.dataset.state = "ready";
+      } else if (loads.has(current.name)) {  // downloading (the button: translate then)
+        root.dataset.state = "loading";
+        progress();
       } else {
         const bytes = pendingBytes(current);
         root.dataset.downloadBytes = String(bytes);
         load.textContent = `Load ${name(current)} (${(bytes / 1e6).toFixed(0)} MB)`;
         status.textContent = ready.size
-          ? `The ${name(current)} model downloads only when you press the button.`
-          : "The model and onnxruntime-web download only when you press the button, " +
-            "for the direction chosen only.";
+          ? `The ${name(current)} model downloads when you click into the box or press the ` +
+            "button."
+          : "The model and onnxruntime-web download when you click into the box or press " +
+            "the button, for the direction chosen only.";
         root.dataset.state = "idle";
       }
     };
 
     const run = async () => {
       const d = current;
+      if (!ready.has(d.name)) {  // translated as soon as its model is loaded
+        wanted.add(d.name);
+        begin(d);
+        return;
+      }
       go.disabled = true;
       const t0 = performance.now();
       const k = Number(beam.value);
@@ -764,37 +854,41 @@
       root.dataset.state = "translated";
       go.disabled = false;
     };
-    load.addEventListener("click", async () => {
-      const d = current;
-      load.disabled = true;
-      menu.disabled = true;
-      bar.hidden = false;
-      root.dataset.state = "loading";
-      try {
-        await loadModel((done, total) => {
-          bar.max = total;
-          bar.value = done;
-          status.textContent = `downloading: ${(done / 1e6).toFixed(1)} of ` +
-                               `${(total / 1e6).toFixed(1)} MB`;
-        }, d.name || undefined);
-      } catch (e) {
+    /* Loads the direction ``d``'s model (once): onnxruntime-web and its files, then its two
+       onnxruntime sessions, all while the reader types; then warms them up, unless a
+       translation waits. Then translates, if the reader asked for it meanwhile. */
+    const begin = (d) => {
+      if (ready.has(d.name) || loads.has(d.name)) return;
+      const l = {done: 0, total: 0};
+      loads.set(d.name, l);
+      if (d === current) controls();
+      loadModel((done, total) => {
+        l.done = done;
+        l.total = total;
+        if (d === current) progress();
+      }, d.name || undefined).then(async (model) => {
+        loads.delete(d.name);
+        ready.add(d.name);
+        if (d === current) {  // the box as the reader is typing in it
+          controls();
+          status.textContent = `Loaded. Type ${d.source} and press Translate (or Enter).`;
+        }
+        if (!wanted.has(d.name)) {
+          await warmUp(model, Number(beam.value), () => wanted.has(d.name));
+        }
+        if (wanted.delete(d.name) && d === current) await run();
+      }, (e) => {
+        loads.delete(d.name);
+        wanted.delete(d.name);
+        if (d !== current) return;
+        controls();
         root.dataset.state = "failed";
         status.textContent = `The translator could not be loaded: ${e.message || e}`;
-        load.disabled = false;
-        menu.disabled = false;
-        bar.hidden = true;
-        return;
-      }
-      ready.add(d.name);
-      bar.hidden = true;
-      load.hidden = true;
-      load.disabled = false;
-      menu.disabled = false;
-      go.disabled = false;
-      status.textContent = `Loaded. Type ${d.source} and press Translate (or Enter).`;
-      root.dataset.state = "ready";
-      await run();
-    });
+      });
+    };
+    load.addEventListener("click", run);
+    input.addEventListener("focus", () => begin(current));
+    input.addEventListener("input", () => typed.set(current.name, input.value));
     menu.addEventListener("change", () => {
       current = directions.find((d) => d.name === menu.value) || directions[0];
       show();
@@ -803,7 +897,10 @@
     go.addEventListener("click", run);
     beam.addEventListener("input", () => { beamShown.value = beam.value; });
     beam.addEventListener("change", () => { if (!go.disabled) run(); });
-    input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !go.disabled) run(); });
+    // Enter translates (or loads, then translates), unless a translation is running
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && (!go.disabled || !ready.has(current.name))) run();
+    });
     show();
   }
 
