@@ -12,6 +12,16 @@ data that comes back here. The cell's output becomes the verdict line (an error 
 failed, so that nbgrader scores it 0); the student sees that line in the feedback, never a
 hidden value. What the advisory static read flagged is logged for the instructor.
 
+The project (notebook 09's, an exercise of kind ``project`` in ``grading.json``) is graded on
+the file the student hands in beside the notebook, ``final.pt``, read from the submission
+folder (``submitted/<student>/<assignment>/``; ``nbgrader_config.py`` makes autograde copy no
+file of a submission but its notebooks, so a huge file is never copied):
+:func:`convs2s.course.project.grade` puts its bytes and the source side of the instructor's
+test files (``project_test_files``) into a sandbox that loads it through the checkpoint guard
+and translates; the BLEU score and the points (the hidden test's bands, or ``project_bands``)
+are decided here. The cell's output is the verdict line and, when it scored, the points
+(nbgrader's partial credit); a bad submission's is an error line, 0 points.
+
 Where no sandbox can start, autograde stops with one line saying what to install: grading for
 credit never runs student code without one.
 """
@@ -26,8 +36,9 @@ from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_output
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Dict, Float, Integer, Unicode
 
+from convs2s.course import project
 from convs2s.course.checks import grader
 from convs2s.system import sandbox
 
@@ -65,6 +76,43 @@ class GradeInSandbox(Preprocessor):
                            ).tag(config=True)
     hidden_dir = Unicode("hidden", help="the hidden tests, NN.py per notebook").tag(config=True)
     workers = Integer(0, help="sandboxes at a time (0: one per core)").tag(config=True)
+    submitted_dir = Unicode("submitted", help="nbgrader's folder of submissions, where the "
+                            "project's final.pt is read").tag(config=True)
+    project_test_files = Dict({}, help="the project's test files by direction: "
+                              '{"fr-en": ["test.fr", "test.en"]}, source then reference, one '
+                              "sentence a line (plain or .gz); never released").tag(config=True)
+    project_bands = Dict({}, help="bands of your own by direction, replacing the hidden test's: "
+                         '{"fr-en": [[35.0, 1.0], [30.0, 0.5]]}, [lowest test BLEU, share of '
+                         "the points]").tag(config=True)
+    project_seconds = Float(project.DEFAULT_SECONDS, help="seconds one submission's sandbox "
+                            "may take to load final.pt and translate the test sentences"
+                            ).tag(config=True)
+
+    def _project_pairs(self, root: Path, direction: str) -> list[tuple[str, str]]:
+        """The instructor's test pairs of ``direction`` (ProjectConfigError, one line)."""
+        files = self.project_test_files.get(direction)
+        if not (isinstance(files, list | tuple) and len(files) == 2):
+            raise project.ProjectConfigError(
+                f"no test files for the project's direction {direction}: set "
+                f'c.GradeInSandbox.project_test_files = {{"{direction}": [SOURCE, REFERENCE]}} '
+                "in nbgrader_config.py (coursework/README.md, \"The project\")")
+        return project.read_test_files(*(root / Path(f).expanduser() for f in files))
+
+    def _project_test(self, test, direction: str, points: float):
+        """The hidden test's ProjectTest with this class's points, the time limit and the
+        configuration's bands, if it gives some for ``direction``."""
+        import dataclasses
+
+        bands = self.project_bands.get(direction)
+        changes = {"points": float(points), "seconds": float(self.project_seconds)}
+        if bands is not None:
+            try:
+                changes["bands"] = tuple(project.Band(float(f), float(s)) for f, s in bands)
+            except (TypeError, ValueError):
+                raise project.ProjectConfigError(
+                    f"c.GradeInSandbox.project_bands[{direction!r}] must be a list of [lowest "
+                    "test BLEU, share of the points] pairs") from None
+        return dataclasses.replace(test, **changes)
 
     def _course(self, resources) -> tuple[Path, dict]:
         root = Path(resources.get("nbgrader", {}).get("course_root") or os.getcwd())
@@ -105,8 +153,20 @@ class GradeInSandbox(Preprocessor):
                 f"the Python environment ({python}) lies inside the grading folder, which the "
                 "sandbox hides: install it elsewhere (e.g. the course's .venv) and grade again")
 
-        def verdict(item) -> grader.Verdict:
+        projects = {exercise: (ex, self._project_test(hidden[exercise](dict(ex["variant"])),
+                                                      ex["variant"]["direction"], ex["points"]))
+                    for _, exercise, ex in todo
+                    if ex is not None and ex.get("kind") == "project" and exercise in hidden}
+        pairs = {exercise: self._project_pairs(root, test.direction)
+                 for exercise, (_, test) in projects.items()}
+        student = resources.get("nbgrader", {}).get("student")
+        folder = root / self.submitted_dir / str(student) / str(assignment)
+
+        def verdict(item) -> grader.Verdict | project.ProjectVerdict:
             _cell, exercise, ex = item
+            if exercise in projects:
+                return project.grade(folder, projects[exercise][1], pairs[exercise],
+                                     hidden_folders=hidden_folders)
             if ex is None or exercise not in hidden:
                 return grader.Verdict(False, f"✗ {exercise}: not an exercise of this class's "
                                       "grading (grading.json)")
@@ -121,10 +181,18 @@ class GradeInSandbox(Preprocessor):
         workers = self.workers or max(1, min(len(todo), os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             verdicts = list(pool.map(verdict, todo))
-        student = resources.get("nbgrader", {}).get("student")
         flags = []
         for (cell, exercise, _), v in zip(todo, verdicts, strict=True):
             self.log.info("%s: %s", exercise, v.line)
+            cell.execution_count = None
+            if isinstance(v, project.ProjectVerdict):
+                cell.outputs = [new_output("error", ename="NotGraded", evalue=v.line,
+                                           traceback=[f"graded in a sandbox: {v.line}"])
+                                ] if v.refused else [
+                    new_output("stream", name="stdout", text=f"graded in a sandbox: {v.line}\n"),
+                    new_output("execute_result", data={"text/plain": f"{v.points:g}"},
+                               execution_count=None)]
+                continue
             for flag in v.flagged:
                 self.log.warning("%s: for the instructor: the static read flags: %s",
                                  exercise, flag)

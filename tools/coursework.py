@@ -36,7 +36,14 @@ then per exercise:
   ``--grade-practice``);
 - for ``explain``: the answer cell is a markdown cell graded by hand (nbgrader's "manually
   graded answer"), whose instructor version holds the model answer from the notebook's
-  ``<details>`` solution.
+  ``<details>`` solution;
+- for a ``project`` (notebook 09's, :mod:`convs2s.course.project`): the learner's working cell
+  as the notebook writes it (not graded: the direction this class trains written into it),
+  then a locked test cell, ``assert project.check_submission(...)`` (the notebook's visible
+  check), whose points grading gives by the test BLEU of the ``final.pt`` handed in beside the
+  notebook (``coursework/sandbox_grading.py``). The class's direction is drawn from its secret
+  (or ``--variant``) among :data:`convs2s.course.project.DIRECTIONS`, or given with
+  ``--project-direction``; ``--public`` keeps the notebook's.
 
 ``--clean`` removes what an earlier run wrote, and only that: the tool writes a marker file,
 ``.convs2s-coursework``, listing its files in every folder it creates, and refuses (exit 2) a
@@ -56,6 +63,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import hashlib
 import inspect
 import io
 import json
@@ -81,7 +89,9 @@ SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 DEFAULT_REPOSITORY = "https://github.com/convs2s-course/convs2s"
 #: The kinds of exercise (tools/README.md); only ``explain`` is graded by hand.
-KINDS = ("predict", "derive", "debug", "implement", "explain")
+KINDS = ("predict", "derive", "debug", "implement", "explain", "project")
+#: The kind of notebook 09's project: graded on the file it hands in, not on an answer cell.
+PROJECT = "project"
 ROLES = ("task", "answer", "check", "solution")
 #: The role of a cell whose stored output answers a predict or explain-before exercise above it
 #: (the measurement): folded on the website and in JupyterLab, never part of an assignment.
@@ -96,6 +106,8 @@ NBGRADER_COURSE_FILES = ("nbgrader_config.py", "gradebook.db")
 
 # "### Exercise 2 (predict, then measure): title": the parenthesis starts with the kind.
 _HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*(?:\(\s*([\w-]+)[^)]*\))?\s*:\s*(.+?)\s*$")
+# "### Project: title": a project's task (its kind is the metadata's; no number).
+_PROJECT_HEADING = re.compile(r"^###\s+Project\s*:\s*(.+?)\s*$")
 _TITLE_LINE = re.compile(r"^\s*#@title\b")
 _DETAILS = re.compile(r"<details>\s*<summary>.*?</summary>(.*)</details>", re.DOTALL)
 
@@ -149,6 +161,11 @@ class ExerciseCells:
     @property
     def manual(self) -> bool:
         return self.kind == "explain"
+
+    @property
+    def project(self) -> bool:
+        """Graded on the file the learner hands in (notebook 09's project), not on a cell."""
+        return self.kind == PROJECT
 
 
 @dataclass(frozen=True)
@@ -324,6 +341,8 @@ def _read_exercise(path: Path, ex_id: str,
     if task_cell.get("cell_type") != "markdown":
         raise CourseworkError(f"{where}: the task cell of {ex_id} must be markdown")
     task = cell_source(task_cell).strip("\n")
+    if kind == PROJECT:
+        return _read_project(path, ex_id, parts, points, task, where)
     m = _HEADING.match(task.splitlines()[0] if task else "")
     if not m:
         raise CourseworkError(f"{where}: a task starts with `### Exercise N ({kind}): title`")
@@ -360,6 +379,74 @@ def _read_exercise(path: Path, ex_id: str,
     solution = _strip_solution(cell_source(sol_cell), ex_id, sol_where)
     return ExerciseCells(ex_id, kind, points, int(m.group(1)), m.group(3), task, answer, check,
                          solution, names)
+
+def _read_project(path: Path, ex_id: str, parts: dict[str, tuple[int, dict]], points: int,
+                  task: str, where: str) -> ExerciseCells:
+    """A project: a task (``### Project: title``), the learner's working cell (code) and the
+    visible check (one call, ``project.check_submission(...)``); no solution cell (the run is
+    the learner's)."""
+    m = _PROJECT_HEADING.match(task.splitlines()[0] if task else "")
+    if not m:
+        raise CourseworkError(f"{where}: a project's task starts with `### Project: title`")
+    for role in ("answer", "check"):
+        if role not in parts:
+            raise CourseworkError(f"{path.name}: project {ex_id} has no {role} cell")
+        i, cell = parts[role]
+        if cell.get("cell_type") != "code":
+            raise CourseworkError(f"{_where(path, cell, i)}: the {role} cell of a project must "
+                                  "be a code cell")
+    if "solution" in parts:
+        i, cell = parts["solution"]
+        raise CourseworkError(f"{_where(path, cell, i)}: a project has no solution cell (its "
+                              "run is the learner's)")
+    indices = [parts[role][0] for role in ("task", "answer", "check")]
+    if indices != sorted(indices):
+        raise CourseworkError(f"{path.name}: project {ex_id}: cells out of order (want task, "
+                              "answer, check)")
+    answer = cell_source(parts["answer"][1]).strip("\n")
+    _parse(answer, _where(path, parts["answer"][1], parts["answer"][0]))
+    check_index, check_cell = parts["check"]
+    check_where = _where(path, check_cell, check_index)
+    tree = _parse(cell_source(check_cell), check_where)
+    call = tree.body[0].value if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) \
+        else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "check_submission" and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "project"):
+        raise CourseworkError(f"{check_where}: a project's check cell holds one call, "
+                              "project.check_submission(...)")
+    return ExerciseCells(ex_id, PROJECT, points, 0, m.group(1), task, answer,
+                         ast.unparse(call), "")
+
+
+#: The line of a project's working cell that names its direction (a class's copy rewrites it).
+_DIRECTION_LINE = re.compile(r'^(DIRECTION\s*=\s*)"([a-z]{2}-[a-z]{2})"(.*)$', re.MULTILINE)
+
+
+def project_direction(variant: str | None, chosen: str | None = None) -> str:
+    """The direction a class's project trains: ``chosen`` (``--project-direction``), else one
+    drawn from the class's secret (or ``--variant`` name) among the project's directions, else
+    (the public copy) the notebook's own."""
+    from convs2s.course import project
+
+    if chosen is not None:
+        try:
+            return project.check_direction(chosen)
+        except ValueError as e:
+            raise CourseworkError(f"--project-direction: {e}") from None
+    if variant is None:
+        return project.DEFAULT_DIRECTION
+    digest = hashlib.sha256(f"convs2s-project-direction:{variant}".encode()).digest()
+    return project.DIRECTIONS[int.from_bytes(digest[:8], "big") % len(project.DIRECTIONS)]
+
+
+def _project_answer(ex: ExerciseCells, direction: str, where: str) -> str:
+    """The project's working cell with ``DIRECTION = "<direction>"``."""
+    if len(_DIRECTION_LINE.findall(ex.answer)) != 1:
+        raise CourseworkError(f"{where}: the working cell of project {ex.id} must set "
+                              'DIRECTION = "<src>-<trg>" on one line, once')
+    return _DIRECTION_LINE.sub(lambda m: f'{m.group(1)}"{direction}"{m.group(3)}', ex.answer)
+
 
 # --------------------------------------------------------------------------------------------
 # Hidden tests: coursework/hidden/NN.py, the instructor's code, run outside any sandbox
@@ -452,6 +539,23 @@ def hidden_cases(test: Callable, ex_id: str, variant: dict, hidden_path: Path) -
     return cases
 
 
+def project_test(test: Callable, ex_id: str, variant: dict, hidden_path: Path):
+    """A project's hidden test ``test(variant)``, checked: a
+    :class:`convs2s.course.project.ProjectTest` for the variant's direction (or one line)."""
+    from convs2s.course import project
+
+    try:
+        found = test(dict(variant))
+    except Exception as e:  # noqa: BLE001
+        raise CourseworkError(f"{hidden_path}: {ex_id}(variant) raised {type(e).__name__}: "
+                              f"{e}") from None
+    if not isinstance(found, project.ProjectTest) or \
+            found.direction != variant.get("direction", found.direction):
+        raise CourseworkError(f"{hidden_path}: {ex_id}(variant) must return a "
+                              "convs2s.course.project.ProjectTest for the variant's direction")
+    return found
+
+
 def _check_hidden(nb: NotebookExercises, hidden: dict[str, Callable], hidden_path: Path) -> None:
     """Every autograded exercise has its hidden test, taking one argument (the variant), no
     hidden test names something that is not an autograded exercise, the file's ``VERSIONS``
@@ -465,6 +569,9 @@ def _check_hidden(nb: NotebookExercises, hidden: dict[str, Callable], hidden_pat
             raise CourseworkError(f"{hidden_path}: VERSIONS names {name}, {what}: a class's own "
                                   "version is for a predict or derive exercise")
     for name in samples_of(hidden):
+        if kinds.get(name) == PROJECT:
+            raise CourseworkError(f"{hidden_path}: SAMPLES names {name}, a project: it is "
+                                  "graded on the file handed in, not on answer cells")
         if name not in kinds or kinds[name] == "explain":
             what = "an explain exercise (graded by hand)" if name in kinds else \
                 f"not an exercise of {nb.path.name} (its exercises: {', '.join(sorted(ids))})"
@@ -672,6 +779,8 @@ def is_practice(ex: ExerciseCells) -> bool:
     depends on the machine)."""
     from convs2s.course.checks import EXERCISES
 
+    if ex.project:
+        return False
     declared = EXERCISES.get(ex.id)
     return ex.kind in ("implement", "debug") or (
         ex.kind == "predict" and declared is not None and declared.accept is None)
@@ -681,6 +790,13 @@ def grade_cell_source(ex: ExerciseCells, graded: bool = True) -> str:
     """The exercise's test cell: the notebook's visible check, asserted. Nothing hidden is in
     it: grading takes the hidden test from the instructor's folder (``hidden/NN.py``) and this
     class's values from ``grading.json``."""
+    if ex.project:
+        from convs2s.course import project
+
+        return (f"# Autograded ({ex.points} points, by test BLEU): grading translates test "
+                "sentences you never see\n# with the "
+                f"{project.SUBMISSION} you hand in beside this notebook, in a sandbox. Do not "
+                f"edit this cell.\nassert {ex.check}")
     points = f"{ex.points} point{'s' if ex.points != 1 else ''}"
     what = (f"# Autograded ({points}): the visible check convs2s.course.checks.{ex.id} runs "
             "here; grading runs\n# your answer cell alone, with hidden tests, in a sandbox. "
@@ -755,9 +871,51 @@ def repository_url(root: str | Path | None = None) -> str:
     return DEFAULT_REPOSITORY
 
 
+def _project_header(nb: NotebookExercises, link: str, direction: str) -> str:
+    """The header of a project's assignment (notebook 09)."""
+    from convs2s.course import project
+
+    auto = [ex for ex in nb.exercises if ex.project]
+    manual = [ex for ex in nb.exercises if ex.manual]
+    total = sum(ex.points for ex in auto + manual)
+    return "\n".join([
+        f"# Coursework {nb.number} · {nb.title}",
+        "",
+        f"The project of the course notebook [`{nb.name}.ipynb`]({link}) (Convolutional "
+        "Sequence to Sequence Learning, Gehring et al., 2017): train a translator for "
+        f"**{project.arrow(direction)}** within the budget, hand in its `{project.SUBMISSION}` "
+        "and a short report. Read the course notebook first: it explains the budget, the rules "
+        "and the evidence your report should cite.",
+        "",
+        "How to work:",
+        "",
+        "1. Run the setup cell below once.",
+        f"2. The working cell trains `{project.PRESET}` for {project.BUDGET_EPOCHS} epochs (the "
+        "budget: about an hour on a 2-core CPU) with the changes you chose, and saves "
+        f"`{project.SUBMISSION}` (float16 weights, at most "
+        f"{project.MAX_SUBMISSION_BYTES / 1e6:.0f} MB) beside this notebook. Make every choice "
+        "on the validation split: the test sentences grading uses are not in Multi30k's public "
+        "splits you have, and you never see them.",
+        "3. The test cell under it checks the file (it loads, its size, its direction). Do not "
+        "edit it.",
+        "4. Write the report in the cells marked \"YOUR ANSWER HERE\" (graded by hand).",
+        f"5. Hand in this notebook **and** `{project.SUBMISSION}`, in the same folder.",
+        "",
+        f"Grading: the test cell's {sum(ex.points for ex in auto)} points come from the BLEU "
+        f"score of your `{project.SUBMISSION}` on the instructor's test sentences (beam "
+        f"{project.GRADING_BEAM}, in a sandbox), by bands the instructor sets; a missing file, "
+        "one that is not a checkpoint, the wrong direction, a file over the limit or a decoder "
+        "that does not stop scores 0. "
+        f"This assignment is worth {total} points ({sum(ex.points for ex in auto)} autograded, "
+        f"{sum(ex.points for ex in manual)} graded by hand).",
+    ])
+
+
 def _header(nb: NotebookExercises, repo_url: str, class_version: bool,
-            graded: dict[str, bool]) -> str:
+            graded: dict[str, bool], direction: str | None = None) -> str:
     link = f"{repo_url}/blob/main/notebooks/{nb.name}.ipynb"
+    if any(ex.project for ex in nb.exercises):
+        return _project_header(nb, link, direction or "")
     auto = [ex for ex in nb.exercises if not ex.manual and graded[ex.id]]
     manual = [ex for ex in nb.exercises if ex.manual]
     practice = [ex for ex in nb.exercises if not ex.manual and not graded[ex.id]]
@@ -821,20 +979,24 @@ def _versioned(ex: ExerciseCells, version: class_variants.Variant | None,
 def build_assignment(nb: NotebookExercises, hidden: dict[str, Callable],
                      repo_url: str = DEFAULT_REPOSITORY, variant: str | None = None, *,
                      grade_practice: bool = False,
-                     hidden_path: Path = Path("hidden")) -> tuple[dict, dict]:
+                     hidden_path: Path = Path("hidden"),
+                     direction: str | None = None) -> tuple[dict, dict]:
     """The nbgrader source notebook (instructor version, a notebook JSON dict) of ``nb``, in the
     class's version drawn from ``variant`` (a secret or a name) or the public one (None), and
     its entry of ``grading.json``: per autograded exercise, this class's values, its answer
     names and its points. ``hidden`` is the notebook's hidden tests as :func:`read_hidden` reads
     them, with the versions its file declares (``VERSIONS``; a plain dict of tests declares
     none). Practice exercises (:func:`is_practice`) have a test cell worth nothing unless
-    ``grade_practice``."""
+    ``grade_practice``. A project trains ``direction`` (default: :func:`project_direction`
+    of ``variant``)."""
     prefix = f"cw{nb.number}"
     class_version = variant is not None
+    direction = project_direction(variant, direction)
     graded = {ex.id: not ex.manual and (grade_practice or not is_practice(ex))
               for ex in nb.exercises}
     cells = [
-        _cell("markdown", _header(nb, repo_url, class_version, graded), f"{prefix}-header",
+        _cell("markdown", _header(nb, repo_url, class_version, graded, direction),
+              f"{prefix}-header",
               _nbgrader("header", locked=True)),
         _cell("code", _graded_setup(nb, class_version), f"{prefix}-setup",
               _nbgrader("setup", locked=True)),
@@ -850,6 +1012,24 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, Callable],
         if ex.manual:
             cells.append(_cell("markdown", ex.solution, f"{cid}-answer",
                                _nbgrader(ex.id, solution=True, grade=True, points=ex.points)))
+            continue
+        if ex.project:
+            from convs2s.course import project
+
+            params = {"direction": direction}
+            project_test(hidden[ex.id], ex.id, params, hidden_path)  # it runs, before a release
+            cells[-1]["source"] = (cells[-1]["source"] + ["\n", "\n", "**Your class's "
+                                   f"direction: {project.arrow(direction)}.**"])
+            working = {"cell_type": "code", "id": f"{cid}-work", "metadata": {},
+                       "execution_count": None, "outputs": [],
+                       "source": _project_answer(ex, direction, nb.path.name
+                                                 ).splitlines(keepends=True)}
+            cells.append(working)
+            cells.append(_cell("code", grade_cell_source(ex), f"{cid}-tests",
+                               _nbgrader(f"{ex.id}_tests", grade=True, locked=True,
+                                         points=ex.points)))
+            exercises[ex.id] = {"variant": params, "answer_names": [], "points": ex.points,
+                                "kind": ex.kind, "file": project.SUBMISSION}
             continue
         cells.append(_cell("code", solution_cell_source(ex), f"{cid}-answer",
                            _nbgrader(ex.id, solution=True)))
@@ -1148,7 +1328,8 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
                       repo_url: str | None = None, clean_first: bool = False,
                       only: set[str] | None = None,
                       variant: str | None = None, grade_practice: bool = False,
-                      grading_file: str | Path | None = None) -> list[BuiltAssignment]:
+                      grading_file: str | Path | None = None,
+                      direction: str | None = None) -> list[BuiltAssignment]:
     """Write ``out_dir/<name>/<name>.ipynb`` for every course notebook with exercises (or those
     numbered or named in ``only``), and ``grading_file`` (default: ``grading.json`` beside
     ``out_dir``, the instructor's course folder): what autograding grades each exercise against.
@@ -1165,7 +1346,7 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
     for nb, hidden, hidden_path in _with_hidden_tests(notebooks_dir, hidden_dir, only):
         planned.append((nb, build_assignment(nb, hidden, repo_url, variant,
                                              grade_practice=grade_practice,
-                                             hidden_path=hidden_path)))
+                                             hidden_path=hidden_path, direction=direction)))
     targets = [f"{nb.name}/{nb.name}.ipynb" for nb, _ in planned]
     listed = _read_marker(resolved) if resolved.is_dir() else None
     _check_targets(out, resolved, targets, listed)
@@ -1207,6 +1388,13 @@ def check_hidden(notebooks_dir: str | Path, hidden_dir: str | Path,
     for nb, hidden, hidden_path in _with_hidden_tests(notebooks_dir, hidden_dir, only):
         for ex in nb.exercises:
             if ex.manual:
+                continue
+            if ex.project:  # graded on a file: its hidden test gives bands, not cases
+                direction = project_direction(variant)
+                found = project_test(hidden[ex.id], ex.id, {"direction": direction},
+                                     hidden_path)
+                out.append((ex.id, f"{nb.number} {ex.id}: a project; its hidden test grades "
+                                   f"{found.direction} by {len(found.bands)} bands", True))
                 continue
             version = class_variants.variant(ex.id, variant, versions_of(hidden))
             ex = _versioned(ex, version, nb.path.name)
@@ -1334,7 +1522,7 @@ def sample_setups(notebooks_dir: str | Path, hidden_dir: str | Path,
         check_setup = _with_checks_import(nb.setup)
         grading_setup = _graded_setup(nb, class_version=False)
         for ex in nb.exercises:
-            if ex.manual:
+            if ex.manual or ex.project:  # a project has no answer cell to sample
                 continue
             version = class_variants.variant(ex.id, None, versions_of(hidden))
             cases = hidden_cases(hidden[ex.id], ex.id, version.params if version else {},
@@ -1471,6 +1659,10 @@ def main(argv: list[str] | None = None) -> int:
                              "sample answer of its SAMPLES through the visible check and "
                              "sandboxed grading (the public version) and stop at the first "
                              "that disagrees")
+    parser.add_argument("--project-direction", default=None, metavar="SRC-TRG",
+                        help="the direction notebook 09's project trains in this class's copy "
+                             "(fr-en, en-fr, cs-en or en-cs); default: drawn from the class's "
+                             "secret or --variant (--public: the notebook's, fr-en)")
     parser.add_argument("--grading", default=None, metavar="FILE",
                         help="where to write what autograding grades against (default: "
                              "grading.json beside --out)")
@@ -1501,7 +1693,8 @@ def main(argv: list[str] | None = None) -> int:
         built = write_assignments(args.out, args.notebooks, args.hidden,
                                   clean_first=args.clean,
                                   only=set(args.only) if args.only else None, variant=variant,
-                                  grade_practice=args.grade_practice, grading_file=args.grading)
+                                  grade_practice=args.grade_practice, grading_file=args.grading,
+                                  direction=args.project_direction)
     except (CourseworkError, class_variants.VariantError, sandbox.SandboxUnavailable,
             OSError) as e:  # OSError: e.g. a hidden-test path that is a folder
         print(f"error: {cut(str(e))}", file=sys.stderr)  # a huge --out is not echoed whole

@@ -1047,6 +1047,12 @@ def class_course(tmp_path_factory) -> Path:
 
 
 def _assignments() -> list[coursework.NotebookExercises]:
+    """The exercise assignments (notebook 09's project, graded on the file it hands in, is
+    tested in test_project_grading.py)."""
+    return [nb for nb in _every_assignment() if not any(ex.project for ex in nb.exercises)]
+
+
+def _every_assignment() -> list[coursework.NotebookExercises]:
     return [nb for nb in map(coursework.read_notebook, coursework.course_notebooks(NOTEBOOKS))
             if nb.exercises]
 
@@ -1071,7 +1077,7 @@ def test_the_course_builds_with_a_test_cell_for_each_autograded_exercise(course)
     only its visible check, and its entry in grading.json: the public variant, its answer names
     and points. (That each instructor version passes is shown by its autograde below.)"""
     grading = _grading_file(course / "grading.json")["assignments"]
-    assert sorted(grading) == [nb.name for nb in _assignments()]
+    assert sorted(grading) == [nb.name for nb in _every_assignment()]
     for nb in _assignments():
         cells = _cells(course / "source" / nb.name / f"{nb.name}.ipynb")
         graded = {_meta(c)["grade_id"]: _source(c) for c in cells
@@ -1297,8 +1303,8 @@ def test_cli_builds_the_course(tmp_path):
                            str(tmp_path / "source")], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     built = sorted(p.name for p in (tmp_path / "source").iterdir() if p.is_dir())
-    assert built == [nb.name for nb in _assignments()]
-    assert len(built) == 8
+    assert built == [nb.name for nb in _every_assignment()]
+    assert len(built) == 9
     secret_file = tmp_path / "variant-secret"
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     secret = secret_file.read_text().strip()
