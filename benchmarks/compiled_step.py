@@ -80,15 +80,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     from convs2s.model import ConvS2S
     from convs2s.model.loss import next_token_loss
+    from convs2s.run.compiled_training import (
+        compile_for_training,
+        compiled_loss,
+        static_shapes,
+    )
     from convs2s.run.precision import clipped_gradients, mixed_precision, update
     from convs2s.run.prepare import make_optimizer
     from convs2s.run.presets import PRESETS
-    from convs2s.run.train import (
-        compile_for_training,
-        compiled_loss,
-        learning_rate,
-        static_shapes,
-    )
+    from convs2s.run.train import learning_rate
     from convs2s.system import environment
     from convs2s.system.arguments import OneLineParser
     from convs2s.system.compiling import COMPILE_MODES, CUDA_GRAPH_MODES

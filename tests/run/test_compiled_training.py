@@ -20,19 +20,19 @@ from conftest import TINY_PAIRS
 from convs2s.data import make_loader
 from convs2s.model import ConvS2S, ConvS2SConfig
 from convs2s.model.loss import next_token_loss
+from convs2s.run import compiled_training
 from convs2s.run import train as train_mod
 from convs2s.run.checkpoint import load_checkpoint
-from convs2s.run.prepare import build_model, prepare_data
-from convs2s.run.presets import Preset
-from convs2s.run.train import (
+from convs2s.run.compiled_training import (
     LENGTH_MULTIPLE,
     compile_for_training,
     compiled_loss,
-    main,
     padded_rows,
     static_shapes,
-    train,
 )
+from convs2s.run.prepare import build_model, prepare_data
+from convs2s.run.presets import Preset
+from convs2s.run.train import main, train
 
 TOL = dict(rtol=1e-4, atol=1e-5)
 # dropout 0: compiled dropout draws its masks with other random kernels than eager dropout
@@ -155,8 +155,8 @@ def test_a_compiled_run_trains_saves_and_resumes_like_an_eager_one(tmp_path, mon
     "max-autotune"; a CPU has none, and their kernels here are the default mode's, so it runs
     the default mode, which the first test compiled already, to keep the test short)."""
     padded = []
-    monkeypatch.setattr(train_mod, "static_shapes", lambda *a: padded.append(a[0].shape) or
-                        static_shapes(*a))
+    monkeypatch.setattr(compiled_training, "static_shapes",
+                        lambda *a: padded.append(a[0].shape) or static_shapes(*a))
     _run(tmp_path / "eager")
     want = load_checkpoint(tmp_path / "eager" / "last.pt")["model"]
     for first, then in (("default", None), (None, "default")):

@@ -39,8 +39,9 @@ from convs2s.run.evaluate import evaluate, score_alphas
 from convs2s.run.translator import Translator
 
 __all__ = ["ALPHAS", "FINAL", "SNAPSHOTS", "SNAPSHOT_NAME", "average", "choose",
-           "estimate_costs", "finalize", "load_snapshots", "measure_reserve", "reserve_seconds",
-           "seconds_to_keep", "snapshot_path"]
+           "estimate_costs", "finalize", "keep_snapshot", "load_snapshots", "measure_reserve",
+           "missing_snapshot", "reserve_seconds", "seconds_to_keep", "snapshot_path",
+           "write_snapshot"]
 
 ALPHAS = (0.0, 0.5, 1.0, 1.5, 2.0)
 SNAPSHOTS = "snapshots"
@@ -50,6 +51,39 @@ FINAL = "final.pt"
 
 def snapshot_path(folder: Path, epoch: int) -> Path:
     return Path(folder) / SNAPSHOTS / f"epoch{epoch:02d}.pt"
+
+
+def keep_snapshot(names: list[str], epoch: int, keep: int) -> tuple[list[str], list[str]]:
+    """A run's snapshot names (``train_state["snapshots"]``) with ``epoch``'s added last, cut
+    to the last ``keep``; and the names cut off, whose files are to be removed."""
+    name = snapshot_path(Path(), epoch).name
+    names = [n for n in names if n != name] + [name]
+    return names[-keep:], names[:-keep]
+
+
+def missing_snapshot(folder: Path, names: list[str], history: list[dict],
+                     batch_in_epoch: int) -> Path | None:
+    """The snapshot a run's ``last.pt`` names last (``names``) but ``folder`` lacks, if the
+    run stopped between writing an epoch's ``last.pt`` and its snapshot (``last.pt`` then holds
+    that epoch's end: ``batch_in_epoch`` 0); otherwise None."""
+    if not (history and names and batch_in_epoch == 0):
+        return None
+    path = snapshot_path(folder, history[-1]["epoch"])
+    return path if names[-1] == path.name and not path.exists() else None
+
+
+def write_snapshot(ckpt: Checkpoint, folder: Path, row: dict, dropped: Sequence[str] = ()) -> Path:
+    """``ckpt``'s weights (without its train state) as the snapshot of the epoch ``row``
+    records, ``snapshots/epochNN.pt`` in ``folder``, with the row; then the ``dropped``
+    snapshots are removed. A run writes it after ``last.pt`` names it. Only ``epochNN.pt``
+    files of this run's ``snapshots/`` are ever removed: the names come from the run's
+    ``snapshots``, which :func:`~convs2s.run.resume.check_train_state` checked."""
+    path = snapshot_path(folder, row["epoch"])
+    path.parent.mkdir(exist_ok=True)
+    dataclasses.replace(ckpt, train_state=None, extra={"row": dict(row)}).save(path)
+    for name in dropped:
+        (path.parent / name).unlink(missing_ok=True)
+    return path
 
 
 def average(weights: Sequence[dict]) -> dict:

@@ -8,6 +8,7 @@ import hashlib
 import json
 
 import torch
+from torch.utils.data import DataLoader
 
 from convs2s.data import TranslationDataset, Vocab, load_multi30k
 from convs2s.data.subword import SPECIALS, TextPipeline
@@ -16,7 +17,8 @@ from convs2s.run.checkpoint_guard import MAX_MODEL_ELEMENTS
 from convs2s.run.presets import Preset
 
 __all__ = ["MAX_MODEL_PARAMETERS", "build_model", "check_model_size", "fingerprint",
-           "make_optimizer", "make_pipeline", "model_parameters", "prepare_data", "select_pairs"]
+           "make_optimizer", "make_pipeline", "model_parameters", "prepare_data",
+           "sample_segmentations", "select_pairs"]
 
 #: The most parameters a training run's model may have. Far above every preset (the largest,
 #: ``gpu``, has 41 million with 8,000-token vocabularies), the classic tutorial's model (about
@@ -75,6 +77,18 @@ def prepare_data(
     valid_ds = TranslationDataset(valid_pairs, tok_src, tok_trg, src_vocab, trg_vocab, **kw)
     train_ds.pipeline = valid_ds.pipeline = pipeline
     return train_ds, valid_ds, src_vocab, trg_vocab
+
+
+def sample_segmentations(loader: DataLoader, pipeline: TextPipeline, alpha: float, seed: int,
+                         epoch: int) -> int:
+    """Subword regularisation: the ``loader``'s training pairs segmented afresh for ``epoch`` at
+    random (:meth:`convs2s.data.subword.TextPipeline.sample` with ``alpha``, seeded by ``seed``
+    and ``epoch``), and its batches cut from their new lengths. A pair whose sampled pieces are
+    too long for the model keeps its best segmentation; returns how many did."""
+    ds = loader.dataset
+    kept = ds.resegment(pipeline.sample(ds.pairs, alpha, (seed, epoch)))
+    loader.batch_sampler.set_lengths(list(zip(ds.src_lengths, ds.trg_lengths, strict=True)))
+    return kept
 
 
 def select_pairs(preset: Preset, data: dict | None = None) -> tuple[list, list]:

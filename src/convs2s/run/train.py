@@ -8,23 +8,26 @@ steps over the batches, the validation loss, a history row, ``last.pt`` (and ``b
 validation improved). The loop runs epochs until a limit; Ctrl-C or SIGTERM save ``last.pt``,
 and ``resume=True`` continues exactly. NaN/inf stops the run; diverged weights are never saved.
 ``preset.compile`` (``--compile``) runs the steps through ``torch.compile``
-(:func:`compile_for_training`, :func:`compiled_loss`); ``preset.rdrop``: R-Drop (``--rdrop``);
+(:mod:`~convs2s.run.compiled_training`); ``preset.rdrop``: R-Drop (``--rdrop``);
 ``preset.subword_sampling``: subword regularisation (:meth:`Trainer.sample_segmentations`).
-The rest is elsewhere: :mod:`~convs2s.run.prepare` (data, model, optimizer),
-:mod:`~convs2s.run.run_folder`, :mod:`~convs2s.run.resume`, :mod:`~convs2s.run.distributed`,
-:mod:`~convs2s.run.precision` (the optimizer step), :mod:`~convs2s.run.final_choices`
-(``final.pt``) and :mod:`convs2s.system.signals`.
+
+The plumbing is beside it, one module each: :mod:`~convs2s.run.prepare` (data, model,
+optimizer), :mod:`~convs2s.run.rng_state` (the random state a resumed run needs),
+:mod:`~convs2s.run.time_budget` (``max_minutes``, and the time kept for the final choices),
+:mod:`convs2s.system.signals` (Ctrl-C and SIGTERM wait for an update or a checkpoint write to
+finish), :mod:`~convs2s.run.run_folder`, :mod:`~convs2s.run.resume`,
+:mod:`~convs2s.run.distributed`, :mod:`~convs2s.run.precision` (the optimizer step),
+:mod:`~convs2s.run.final_choices` (``final.pt``) and :mod:`~convs2s.run.train_arguments` (the
+command line).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import itertools
 import math
 import os
-import random
 import sys
 import time
 import uuid
@@ -33,21 +36,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch.fx.experimental import _config as fx_config
 
-from convs2s.data import LANGUAGES, DataError, Vocab, load_multi30k, make_loader
-from convs2s.data.subword import TOKENIZER_KINDS
+from convs2s.data import DataError, Vocab, load_multi30k, make_loader
 from convs2s.model.convs2s import ConvS2S
-from convs2s.model.loss import evaluate_loss, next_token_loss, rdrop_loss, sequence_loss
-from convs2s.run import final_choices, prepare, run_folder
+from convs2s.model.loss import evaluate_loss, next_token_loss
+from convs2s.run import final_choices, prepare, run_folder, time_budget, train_arguments
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
+from convs2s.run.compiled_training import compile_for_training, compiled_loss
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
-from convs2s.run.presets import MAX_RDROP, PRESETS, Preset, get_preset
-from convs2s.run.resume import check_train_state, reconcile_best, restore, rng_state
+from convs2s.run.presets import PRESETS, Preset, get_preset
+from convs2s.run.resume import check_train_state, reconcile_best, restore
+from convs2s.run.rng_state import StepRandomState, loader_generator, seed_everything
 from convs2s.system import arguments, environment
-from convs2s.system.compiling import COMPILE_MODES, CUDA_GRAPH_MODES, check_compiler, check_mode
-from convs2s.system.signals import StopSignals, Terminated, exit_status
+from convs2s.system.compiling import CUDA_GRAPH_MODES
+from convs2s.system.signals import StopSignals, exit_status, how_stopped
 
 
 @dataclass
@@ -123,7 +126,7 @@ class Trainer:
         # raw text, for the final choices (convs2s.run.final_choices)
         self.valid_pairs = prepare.select_pairs(preset, data)[1][:preset.final_pairs]
         self.signals, self.saved = StopSignals(), {}  # saved: checkpoint name -> its step
-        self.rng_before_step = None  # the random state at the start of a step under way
+        self.rng = StepRandomState()  # what an interrupted step is saved with
         ckpt = Checkpoint.load(self.last_path) if resume else None
         self.run_id = (ckpt.run_id if ckpt is not None else None) or uuid.uuid4().hex
         seed_everything(preset.seed)
@@ -132,7 +135,7 @@ class Trainer:
         if ckpt is not None:
             self._restore(ckpt)
         self._prepare_steps(*datasets)
-        self._start, self._start_seconds = time.monotonic(), self.state.seconds
+        self.clock = time_budget.TrainingClock(self.state.seconds)  # across resumes
         if ckpt is not None and self.state.final_costs:  # the last session's measurement
             self.reserve_final_time(epoch=self.state.epoch, why="on resuming")
 
@@ -157,9 +160,7 @@ class Trainer:
         s, p = self.state, self.preset
         if p.max_steps is not None and s.step >= p.max_steps:
             return "max_steps"
-        keep = final_choices.seconds_to_keep(s.final_costs, s.epoch, p.average_last,
-                                             s.final_reserve)  # time for final.pt
-        if p.max_minutes and s.seconds + keep >= 60 * p.max_minutes:
+        if time_budget.out_of_time(s, p):  # with the time kept for final.pt
             return "time budget"
         if s.bad_epochs >= p.patience:
             return "early stop"
@@ -184,12 +185,14 @@ class Trainer:
     def train_batches(self) -> bool:
         """A step on each batch of the epoch not yet seen, until a limit; whether the epoch is
         finished."""
+        from tqdm.auto import tqdm  # the progress bar (disabled: nothing shown)
+
         s, sampler = self.state, self.loader.batch_sampler
         self.sample_segmentations(s.epoch)
         sampler.set_epoch(s.epoch)
         n_batches, skip = len(sampler), s.batch_in_epoch
-        bar = _Progress(n_batches, f"epoch {s.epoch + 1}/{self.preset.epochs}", self.progress,
-                        initial=skip)
+        bar = tqdm(total=n_batches, initial=skip, desc=f"epoch {s.epoch + 1}/{self.preset.epochs}",
+                   leave=False, dynamic_ncols=True, disable=not self.progress)
         if skip == 0:
             s.ep_loss, s.ep_tokens = 0.0, 0
         self._t0, self._t0_tokens = time.monotonic(), s.ep_tokens
@@ -197,7 +200,9 @@ class Trainer:
             if i < skip:
                 continue  # resuming inside an epoch: these batches were already seen
             loss = self.train_step(i, src, trg)
-            bar.step(loss, s.ep_tokens - self._t0_tokens, time.monotonic() - self._t0)
+            seen, seconds = s.ep_tokens - self._t0_tokens, time.monotonic() - self._t0
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{seen / max(seconds, 1e-9):,.0f}")
             if self.should_stop():
                 break
         bar.close()
@@ -209,7 +214,7 @@ class Trainer:
         The random state is kept first: a step interrupted before its end is saved as not
         taken, with that state, so the resumed run redraws the same dropout masks for it. The
         update and its record (:meth:`record_step`) happen together or not at all."""
-        self.rng_before_step = rng_state()
+        self.rng.step_begins()
         src, trg = src.to(self.device), trg.to(self.device)
         loss = self._loss(src, trg)  # eager, or compiled (preset.compile)
         if not torch.isfinite(loss):
@@ -232,8 +237,8 @@ class Trainer:
         s.step, s.batch_in_epoch = s.step + 1, i + 1
         s.ep_loss += loss * tokens
         s.ep_tokens += tokens
-        s.seconds = self._elapsed()
-        self.rng_before_step = None
+        s.seconds = self.clock.seconds()
+        self.rng.step_done()
 
     def end_epoch(self, valid_loss: float) -> bool:
         """Record the epoch in the history, move to the next, :func:`reduce_on_plateau`."""
@@ -283,20 +288,13 @@ class Trainer:
             best = reconcile_best(s.history, s.best_valid_loss, s.step, s.batch_in_epoch,
                                   self.last_path, self.best_path, log=self.say)
             self.saved.update({} if best is None else {"best.pt": best})
-            self._rebuild_snapshot()
+            missing = final_choices.missing_snapshot(self.folder, s.snapshots, s.history,
+                                                     s.batch_in_epoch)
+            if missing:  # last.pt holds the end of the epoch it names: written from it
+                final_choices.write_snapshot(self.checkpoint(), self.folder, s.history[-1])
+                self.say(f"{missing} was missing (the run stopped between the epoch's last.pt "
+                         "and its snapshot): written again from last.pt")
         self.say(f"resumed from {self.last_path}: epoch {s.epoch + 1}, step {s.step}")
-
-    def _rebuild_snapshot(self) -> None:
-        """A run stopped between an epoch's ``last.pt`` and its snapshot: ``last.pt`` holds
-        that epoch's end, so write the snapshot it names from it."""
-        s = self.state
-        if not (s.history and s.snapshots and s.batch_in_epoch == 0):
-            return
-        path = final_choices.snapshot_path(self.folder, s.history[-1]["epoch"])
-        if s.snapshots[-1] == path.name and not path.exists():
-            self.save_snapshot()
-            self.say(f"{path} was missing (the run stopped between the epoch's last.pt and "
-                     "its snapshot): written again from last.pt")
 
     def _prepare_steps(self, train_ds, valid_ds) -> None:
         """Loaders, the DDP wrapper and mixed precision; a resumed position inside the epoch is
@@ -305,13 +303,10 @@ class Trainer:
         self.loader = make_loader(train_ds, max_tokens=preset.max_tokens, shuffle=True,
                                   seed=preset.seed, num_replicas=self.dist.world,
                                   rank=self.dist.rank)
-        # Every iter(DataLoader) draws a seed from its generator, the global RNG by default.
-        # A private one keeps dropout's random stream independent of how often we start an
-        # epoch, so a run resumed mid-epoch draws exactly what the uninterrupted run drew.
-        self.loader.generator = torch.Generator().manual_seed(preset.seed)
+        self.loader.generator = loader_generator(preset.seed)  # the same draws after a resume
         self.valid_loader = make_loader(valid_ds, max_tokens=preset.max_tokens, shuffle=False,
                                         bucket=False, num_replicas=1, rank=0)
-        self.valid_loader.generator = torch.Generator().manual_seed(preset.seed)
+        self.valid_loader.generator = loader_generator(preset.seed)
         self.net = self.dist.wrap(self.model)
         if preset.compile is not None:  # self.model stays the module: checkpoints save its keys
             self.net = compile_for_training(self.net, preset.compile, self.device)
@@ -330,22 +325,18 @@ class Trainer:
 
     def sample_segmentations(self, epoch: int) -> None:
         """With ``preset.subword_sampling`` (alpha): the training pairs segmented afresh for
-        ``epoch``, at random (:meth:`convs2s.data.subword.TextPipeline.sample`), and the
-        batches cut from their new lengths; once per epoch, and nothing when it is 0. The draws
-        are seeded by the run's seed and the epoch, as the batches' order is, so a resumed run
-        (or another process under torchrun) gets the same segmentations. A pair whose sampled
-        pieces are too long for the model keeps its best segmentation. Validation, the final
-        choices and translation always tokenize the best way (the pipeline's tokenizers)."""
-        alpha = self.preset.subword_sampling
+        ``epoch`` (:func:`convs2s.run.prepare.sample_segmentations`), once per epoch; nothing
+        when it is 0. Seeded by the run's seed and the epoch, as the batches' order is, so a
+        resumed run (or another process under torchrun) gets the same segmentations.
+        Validation, the final choices and translation always tokenize the best way."""
+        alpha, ds = self.preset.subword_sampling, self.loader.dataset
         if not alpha or self.segmented_epoch == epoch:
             return
-        start, ds = time.monotonic(), self.loader.dataset
-        kept = ds.resegment(self.pipeline.sample(ds.pairs, alpha, (self.preset.seed, epoch)))
-        self.loader.batch_sampler.set_lengths(list(zip(ds.src_lengths, ds.trg_lengths,
-                                                       strict=True)))
+        start = time.monotonic()
+        kept = prepare.sample_segmentations(self.loader, self.pipeline, alpha, self.preset.seed,
+                                            epoch)
         if self.segmented_epoch is None:
-            how = (f", {kept} too long when sampled kept their best segmentation" if kept
-                   else "")
+            how = f", {kept} too long when sampled kept their best segmentation" if kept else ""
             self.say(f"subword sampling (alpha {alpha:g}): {len(ds)} training pairs segmented "
                      f"afresh for epoch {epoch + 1} in {time.monotonic() - start:.1f} s{how}; "
                      "again every epoch")
@@ -365,10 +356,6 @@ class Trainer:
                              max_positions=p.model.max_positions,
                              static=p.compile in CUDA_GRAPH_MODES, rdrop=p.rdrop)
 
-    def _elapsed(self) -> float:
-        """Training seconds so far, across resumes."""
-        return self._start_seconds + time.monotonic() - self._start
-
     # -- the final model: its time after each epoch, the choices at the end ----------------------
 
     def make_final(self) -> None:
@@ -380,35 +367,29 @@ class Trainer:
 
     def reserve_final_time(self, epoch: int | None = None,
                            why: str = "with this epoch's model") -> None:
-        """With a time budget and a final model: measure again what the final choices will
-        cost with the model as it is now (that of ``epoch``, by default the one just finished),
-        and keep that time (:func:`convs2s.run.final_choices.measure_reserve`). A resumed run
-        measures first: its checkpoint's costs were measured on the machine, and at the load,
-        of the run's last session (a pause there could have made them hours)."""
-        s, preset = self.state, self.preset
-        if not (preset.average_last and preset.max_minutes and self.dist.main):
-            return
-        s.final_costs, s.final_reserve = final_choices.measure_reserve(
-            self.model, self.src_vocab, self.trg_vocab, self.pipeline, self.valid_pairs,
-            device=self.device, beam=preset.final_beam, max_k=preset.average_last,
-            before=s.final_costs, why=why, log=self.say)
-        s.final_costs_epoch = s.epoch + 1 if epoch is None else epoch
-        s.seconds = self._elapsed()
+        """With a time budget and a final model: what the final choices cost with the model as
+        it is now, measured again and kept (:func:`convs2s.run.time_budget.measure_final_time`)."""
+        if time_budget.keeps_final_time(self.preset) and self.dist.main:
+            time_budget.measure_final_time(
+                self.state, self.preset, self.model, self.src_vocab, self.trg_vocab,
+                self.pipeline, self.valid_pairs, device=self.device, epoch=epoch, why=why,
+                log=self.say)
+            self.state.seconds = self.clock.seconds()
 
     # -- checkpoints ---------------------------------------------------------------------------
 
     def save_interrupted(self, e: KeyboardInterrupt) -> None:
         """Ctrl-C or SIGTERM (``e``): save ``last.pt`` and say how to continue. Inside a step,
-        the step is dropped and the random state from its start is saved, so the resumed run
-        redraws the same dropout masks for it."""
+        the step is dropped and the random state from its start is saved
+        (:class:`~convs2s.run.rng_state.StepRandomState`), so the resumed run redraws the same
+        dropout masks for it."""
         with self.signals.deferred(raise_pending=False):
-            self.save(rng=self.rng_before_step)
-        how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-        self.say(f"{how} at step {self.state.step}: saved {self.last_path}; "
+            self.save()
+        self.say(f"{how_stopped(e)} at step {self.state.step}: saved {self.last_path}; "
                  "continue with resume=True (--resume)")
 
-    def save(self, rng: dict | None = None, best: bool = False,
-             valid_loss: float | None = None, snapshot: bool = False) -> None:
+    def save(self, best: bool = False, valid_loss: float | None = None,
+             snapshot: bool = False) -> None:
         """Write ``last.pt`` (and copy it to ``best.pt`` if ``best``; at an epoch's end, with
         ``snapshot``, then its snapshot); never diverged weights."""
         why = self._diverged(valid_loss)
@@ -418,49 +399,30 @@ class Trainer:
                 f"and they were not saved; {self._kept()}. Lower the learning rate (lr) or "
                 "check the data."
             )
+        s, keep = self.state, self.preset.average_last
         if not self.dist.main:
             return
-        dropped = self._add_snapshot() if snapshot else None  # recorded in last.pt
+        snapshot = snapshot and bool(keep)  # the last `keep` epochs, for the final average
+        if snapshot:  # named in last.pt, written after it
+            epoch = s.history[-1]["epoch"]
+            s.snapshots, dropped = final_choices.keep_snapshot(s.snapshots, epoch, keep)
         with self.signals.deferred():  # last.pt first: nothing is ever ahead of the history
-            self.checkpoint(rng).save(self.last_path)
-            self.saved["last.pt"] = self.state.step
+            self.checkpoint().save(self.last_path)
+            self.saved["last.pt"] = s.step
             if best:
                 copy_checkpoint(self.last_path, self.best_path)
-                self.saved["best.pt"] = self.state.step
-            if dropped is not None:
-                self.save_snapshot(dropped)
+                self.saved["best.pt"] = s.step
+            if snapshot:
+                final_choices.write_snapshot(self.checkpoint(), self.folder, s.history[-1],
+                                             dropped)
 
-    def checkpoint(self, rng: dict | None = None) -> Checkpoint:
+    def checkpoint(self) -> Checkpoint:
         """What a checkpoint holds: the model, vocabularies, settings, data and train state."""
         return Checkpoint.from_model(
             self.model, self.src_vocab, self.trg_vocab, self.pipeline,
             preset=self.preset.as_dict(), data=self.data_record, run_id=self.run_id,
             train_state={**self.state.to_dict(), "optimizer": self.optimizer.state_dict(),
-                         "rng": rng if rng is not None else rng_state()})
-
-    def _add_snapshot(self) -> list[str] | None:
-        """Name the finished epoch's snapshot in ``state.snapshots``, which keeps the last
-        ``average_last``; returns the names it drops (None: this run keeps no snapshots)."""
-        s, k = self.state, self.preset.average_last
-        if not k:
-            return None
-        name = final_choices.snapshot_path(self.folder, s.history[-1]["epoch"]).name
-        names = [n for n in s.snapshots if n != name] + [name]
-        s.snapshots = names[-k:]
-        return names[:-k]
-
-    def save_snapshot(self, dropped: list[str] | None = None) -> None:
-        """The finished epoch's weights as ``snapshots/epochNN.pt`` (for the final average),
-        written after ``last.pt`` names it; then the ``dropped`` snapshots are removed. Only
-        ``epochNN.pt`` files of this run's ``snapshots/`` are ever removed: the names come from
-        ``state.snapshots``, which :func:`~convs2s.run.resume.check_train_state` checked."""
-        row = self.state.history[-1]
-        path = final_choices.snapshot_path(self.folder, row["epoch"])
-        path.parent.mkdir(exist_ok=True)
-        snap = dataclasses.replace(self.checkpoint(), train_state=None, extra={"row": dict(row)})
-        snap.save(path)
-        for name in dropped or ():
-            (path.parent / name).unlink(missing_ok=True)
+                         "rng": self.rng.to_save()})
 
     def _diverged(self, valid_loss: float | None = None) -> str:
         """Why the weights are unusable ("" if they are not): inf/nan in them or their output."""
@@ -501,131 +463,6 @@ class Trainer:
         self.say(f"stopped ({stop}) after {s.step} steps, {s.seconds:.0f} s; {best}")
         return result
 
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-
-
-class _Progress:
-    """An epoch's progress bar (tqdm), or nothing when not ``enabled``."""
-
-    def __init__(self, total: int, desc: str, enabled: bool, initial: int = 0):
-        self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, initial=initial, leave=False,
-                            dynamic_ncols=True)
-
-    def step(self, loss: float, tokens: int, seconds: float) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens / max(seconds, 1e-9):,.0f}")
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# The compiled step (Preset.compile, --compile)
-# ---------------------------------------------------------------------------------------------
-
-# Under torch.compile's CUDA_GRAPH_MODES a graph is recorded once per input shape, and the
-# loader's batches come in many shapes (every length, every batch size), so under these modes a
-# batch is padded to one of a few shapes first (:func:`static_shapes`).
-#: Under CUDA graphs, sentence lengths are padded up to a multiple of this (at most the model's
-#: positions): 13 lengths a side for 100 positions, at the price of a few pad positions.
-LENGTH_MULTIPLE = 8
-
-
-def compile_for_training(net: torch.nn.Module, mode: str,
-                         device: torch.device | str) -> torch.nn.Module:
-    """``net`` compiled for training steps (``torch.compile``, ``mode`` one of
-    :data:`~convs2s.system.compiling.COMPILE_MODES`); a ``ValueError`` line first where ``device``
-    cannot run compiled kernels (no C++ compiler for a CPU, no Triton for a CUDA GPU).
-
-    The compiled module shares ``net``'s parameters: train it, but save and load ``net``
-    itself (the compiled wrapper's state_dict names every key ``_orig_mod.``...).
-
-    ``dynamic=True``: batches differ in size and length from step to step, and a graph compiled
-    for one shape (``dynamic=False``) would be compiled again for each new one, until
-    torch.compile's recompilation limit sends the rest back to eager. A graph with symbolic
-    sizes compiles once; under CUDA graphs each padded shape (:func:`static_shapes`) is then
-    recorded once and replayed."""
-    check_mode(mode)
-    check_compiler(device, "train without --compile")
-    return torch.compile(net, mode=mode, dynamic=True)
-
-
-def compiled_loss(net: torch.nn.Module, src: torch.Tensor, trg: torch.Tensor, *, src_pad: int,
-                  trg_pad: int, label_smoothing: float, autocast, max_positions: int,
-                  static: bool, rdrop: float = 0.0) -> torch.Tensor:
-    """The loss :func:`~convs2s.model.loss.next_token_loss` computes, for a compiled ``net``.
-
-    The output layer runs at every target position, padding included, and the loss ignores the
-    padding (``sequence_loss``; the same loss and gradients: ``tests/model/test_loss.py``):
-    selecting the real positions first, as the eager step does, gives a tensor whose size
-    depends on the batch's values, which splits a compiled graph and defeats CUDA graphs.
-    ``static``: pad the batch to a few shapes first (:func:`static_shapes`), and tell the CUDA
-    graphs that a new step begins. ``rdrop`` > 0: R-Drop's loss
-    (:func:`~convs2s.model.loss.rdrop_loss`), the (padded) batch concatenated with itself.
-
-    Sizes that happen to be equal in the batch that is compiled (as many rows as source
-    positions, a source as long as the target) stay distinct symbols: torch.compile would
-    otherwise assume them equal ("duck sizing") and compile again at the first batch where
-    they are not."""
-    if static:
-        src, trg = static_shapes(src, trg, src_pad, trg_pad, max_positions)
-        torch.compiler.cudagraph_mark_step_begin()
-    if rdrop:  # the batch twice: src = [2 * batch, src_len], trg = [2 * batch, trg_len + 1]
-        src, trg = torch.cat([src, src]), torch.cat([trg, trg])
-    with autocast, fx_config.patch(use_duck_shape=False):
-        logits, _ = net(src, trg[:, :-1])  # logits = [batch, trg_len, vocab]
-    if rdrop:
-        return rdrop_loss(logits, trg[:, 1:], trg_pad, label_smoothing, rdrop)
-    return sequence_loss(logits, trg[:, 1:], trg_pad, label_smoothing)
-
-
-def static_shapes(src: torch.Tensor, trg: torch.Tensor, src_pad: int, trg_pad: int,
-                  max_positions: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(src, trg)`` padded to one of a few shapes, with the same loss and gradients.
-
-    Lengths: the source and the decoder input (``trg[:, :-1]``) up to a multiple of
-    :data:`LENGTH_MULTIPLE`, at most ``max_positions``. The encoder masks source padding and
-    the decoder is causal with the padding's targets ignored, so added positions change no
-    real position's output. Rows: up to :func:`padded_rows`; an added row is the first row's
-    source (an all-padding source would make its attention NaN, and NaN times a zero gradient
-    is NaN) with a target of padding only, so it adds nothing to the loss or its gradients
-    (rows never mix)."""
-    (rows, s_len), t_len = src.shape, trg.size(1)
-    s_new = max(s_len, min(_round_up(s_len, LENGTH_MULTIPLE), max_positions))
-    t_new = max(t_len - 1, min(_round_up(t_len - 1, LENGTH_MULTIPLE), max_positions)) + 1
-    r_new = padded_rows(rows)
-    if (r_new, s_new, t_new) == (rows, s_len, t_len):
-        return src, trg
-    src_out = src.new_full((r_new, s_new), src_pad)
-    src_out[:rows, :s_len] = src
-    src_out[rows:, :s_len] = src[:1]
-    trg_out = trg.new_full((r_new, t_new), trg_pad)
-    trg_out[:rows, :t_len] = trg
-    return src_out, trg_out
-
-
-def padded_rows(n: int) -> int:
-    """``n`` rounded up to one of 8 sizes per doubling (1 to 16, then 18, 20, ..., 32, 36, ...):
-    at most an eighth more rows, and a few dozen sizes for any batch the loader makes."""
-    return _round_up(n, 1 << max(n.bit_length() - 4, 0))
-
-
-def _round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
-
-
-# ---------------------------------------------------------------------------------------------
-# train() and the command line
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -690,180 +527,17 @@ def train(
             return trainer.result(trainer.run())
     except KeyboardInterrupt as e:
         if trainer is None and dist.main:
-            how = "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
-            log(f"{how} before training started: nothing was trained or saved")
+            log(f"{how_stopped(e)} before training started: nothing was trained or saved")
         raise
     finally:
         dist.close()
 
 
-def _fraction(text: str) -> float:
-    """A probability for dropout or label smoothing: a number from 0 to below 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError("expected a number from 0 to below 1, not "
-                                         f"{arguments.brief(text)}")
-    return value
-
-
-def _share(text: str) -> float:
-    """A learning rate or the factor it shrinks by: a number above 0, at most 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, not "
-                                         f"{arguments.brief(text)}")
-    return value
-
-
-def _rdrop_weight(text: str) -> float:
-    """R-Drop's weight: a number from 0 (off) to MAX_RDROP."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= MAX_RDROP:  # NaN too
-        raise argparse.ArgumentTypeError(f"expected a number from 0 (off) to {MAX_RDROP:g}, "
-                                         f"not {arguments.brief(text)}")
-    return value
-
-
-def _sampling_alpha(text: str) -> float:
-    """Subword sampling's alpha: a number from 0 (off) to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 1:  # NaN too
-        raise argparse.ArgumentTypeError(f"expected a number from 0 (off) to 1, not "
-                                         f"{arguments.brief(text)}")
-    return value
-
-
-#: --out: not an empty name, not a path through a symbolic link to nothing
-_folder = arguments.folder_arg("--out")
-
-
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError("expected a number of minutes > 0, not "
-                                         f"{arguments.brief(text)}")
-    return value
-
-
-def _device(text: str) -> torch.device:
-    try:
-        dev = torch.device(text)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"{arguments.brief(text)} is not a device (cpu, cuda, mps)"
-                                         ) from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise argparse.ArgumentTypeError("cuda was asked for but this machine has no CUDA GPU "
-                                         "(or this torch is a CPU build); use --device cpu")
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise argparse.ArgumentTypeError("mps was asked for but is not available; use cpu")
-    return dev
-
-
-#: The largest model sizes the command takes (the paper's largest WMT model has 15 + 15
-#: layers up to 2,048 channels wide); the package's own checks have no upper bound. Together
-#: they are bounded by the model's parameters (convs2s.run.prepare.MAX_MODEL_PARAMETERS).
-MAX_LAYERS, MAX_WIDTH = 64, 4096
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = arguments.OneLineParser(
-        prog="python -m convs2s.train",
-        description="Train ConvS2S on Multi30k (any direction; German→English by default)."
-    )
-    parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    parser.add_argument("--out", required=True, type=_folder, help="folder for best.pt and last.pt")
-    parser.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
-    parser.add_argument("--data-dir", type=Path, help="Multi30k folder (default: CONVS2S_DATA_DIR)")
-    parser.add_argument("--device", type=_device,
-                        help="cpu, cuda, mps (default: the best available)")
-    parser.add_argument("--epochs", type=arguments.whole_number_arg,
-                        help="override the preset's epochs")
-    parser.add_argument("--max-steps", type=arguments.whole_number_arg,
-                        help="override the preset's step limit")
-    parser.add_argument("--max-minutes", type=_minutes, help="override the preset's time budget")
-    parser.add_argument("--src", choices=LANGUAGES, help="source language (default: the "
-                        "preset's, de)")
-    parser.add_argument("--trg", choices=LANGUAGES, help="target language (default: the "
-                        "preset's, en)")
-    parser.add_argument("--tokenizer", choices=TOKENIZER_KINDS,
-                        help="word: lower-cased spaCy words; subword: cased sentencepiece "
-                        "pieces (default: the preset's)")
-    parser.add_argument("--vocab-size", type=arguments.bounded_int_arg(arguments.MAX_VOCAB_SIZE),
-                        help="subword pieces per vocabulary (default: the preset's, 8000)")
-    parser.add_argument("--joint-vocab", action=argparse.BooleanOptionalAction, default=None,
-                        help="subword: one vocabulary for both languages (default) or one each")
-    parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
-                        help="tie the decoder's output layer to its token embedding (fairseq's "
-                        "--share-input-output-embed; default: the preset's, off)")
-    parser.add_argument("--layers", type=arguments.bounded_int_arg(MAX_LAYERS),
-                        help="override the model's convolutional layers, as many in the "
-                        "encoder as in the decoder (the cpu_subword preset's: 4)")
-    parser.add_argument("--emb-dim", type=arguments.bounded_int_arg(MAX_WIDTH),
-                        help="override the model's token embedding size (cpu_subword: 256)")
-    parser.add_argument("--hid-dim", type=arguments.bounded_int_arg(MAX_WIDTH),
-                        help="override the model's convolution channels (cpu_subword: 256)")
-    parser.add_argument("--dropout", type=_fraction, help="override the model's dropout "
-                        "(the cpu_subword preset's: 0.2)")
-    parser.add_argument("--label-smoothing", type=_fraction,
-                        help="override the preset's label smoothing (0.1)")
-    parser.add_argument("--lr", type=_share, help="override the peak learning rate, reached "
-                        "after the warm-up (the cpu_subword preset's: 0.002)")
-    parser.add_argument("--warmup-steps", type=arguments.whole_number_arg,
-                        help="override the updates "
-                        "the rate rises over from 0 to its peak (cpu_subword: 200)")
-    parser.add_argument("--lr-shrink", type=_share, help="override what the rate is multiplied "
-                        "by after each epoch without a better validation loss (0.5; 1: never)")
-    parser.add_argument("--rdrop", type=_rdrop_weight, metavar="WEIGHT", help="R-Drop: each "
-                        "batch through the model twice (two dropout masks), WEIGHT times the "
-                        "symmetric KL between the two passes added to the mean of their losses "
-                        "(twice the step's time; the paper's alpha is 2 x WEIGHT); default 0: off")
-    parser.add_argument("--subword-sampling", type=_sampling_alpha, metavar="ALPHA",
-                        help="subword regularisation (subword tokenizer only): each epoch every "
-                        "training sentence segmented afresh at random, by BPE-dropout with "
-                        "probability ALPHA for a BPE vocabulary (the presets'), or from all "
-                        "segmentations with smoothing ALPHA for a unigram one (0.1-0.2 typical); "
-                        "validation and translation use the best segmentation; seeded by the "
-                        "run's seed and the epoch; default 0: off")
-    parser.add_argument("--patience", type=arguments.whole_number_arg, help="override the preset's "
-                        "epochs without a better validation loss before stopping")
-    parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
-                        metavar="MODE", help="torch.compile the training step: default (MODE "
-                        "left out), reduce-overhead or max-autotune (both replay CUDA graphs "
-                        "on a GPU); off unless given")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser = train_arguments.make_parser()
     args = parser.parse_args(argv)
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("max_steps", args.max_steps),
-                                   ("max_minutes", args.max_minutes), ("src_lang", args.src),
-                                   ("trg_lang", args.trg), ("tokenizer", args.tokenizer),
-                                   ("vocab_size", args.vocab_size),
-                                   ("joint_vocab", args.joint_vocab),
-                                   ("share_input_output_embed", args.share_embed),
-                                   ("enc_layers", args.layers), ("dec_layers", args.layers),
-                                   ("emb_dim", args.emb_dim), ("hid_dim", args.hid_dim),
-                                   ("dropout", args.dropout),
-                                   ("label_smoothing", args.label_smoothing),
-                                   ("lr", args.lr), ("warmup_steps", args.warmup_steps),
-                                   ("lr_shrink", args.lr_shrink), ("rdrop", args.rdrop),
-                                   ("subword_sampling", args.subword_sampling),
-                                   ("patience", args.patience), ("compile", args.compile))
-                 if v is not None}
     try:
-        preset = PRESETS[args.preset].replace(**overrides)
+        preset = PRESETS[args.preset].replace(**train_arguments.overrides(args))
         prepare.check_model_size(preset)  # the size flags together, before the data loads
     except ValueError as e:
         parser.error(str(e))

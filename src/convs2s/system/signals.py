@@ -18,7 +18,8 @@ from contextlib import contextmanager
 
 from convs2s.system.arguments import cut
 
-__all__ = ["StopSignals", "Terminated", "exit_status", "run_command", "say", "stopped"]
+__all__ = ["StopSignals", "Terminated", "exit_status", "how_stopped", "run_command", "say",
+           "stopped"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -84,9 +85,14 @@ def say(message: str) -> None:
         print(cut(message), file=sys.stderr, flush=True)
 
 
+def how_stopped(e: KeyboardInterrupt) -> str:
+    """What stopped the work, for a message: "stopped by SIGTERM" or "interrupted" (Ctrl-C)."""
+    return "stopped by SIGTERM" if isinstance(e, Terminated) else "interrupted"
+
+
 def stopped(e: KeyboardInterrupt, detail: str = "") -> int:
     """Say in one line that Ctrl-C or SIGTERM stopped the command; its :func:`exit_status`."""
-    say(f"{'stopped by SIGTERM' if isinstance(e, Terminated) else 'interrupted'}{detail}.")
+    say(f"{how_stopped(e)}{detail}.")
     return exit_status(e)
 
 
