@@ -141,11 +141,13 @@ NBGRADER := PATH="$(abspath $(VENV))/bin:$$PATH" $(abspath $(VENV))/bin/nbgrader
 # only what an earlier run wrote there. The class's numbers for every predict and derive
 # exercise (each hidden-test file's VERSIONS) come from a random secret kept in coursework/variant-secret
 # (made the first time), or from VARIANT=<name> if you give one. GRADE_PRACTICE=1 gives the
-# implement and debug exercises (public solutions) their points.
+# implement and debug exercises (public solutions) their points. PROJECT_DIRECTION=cs-en fixes
+# the direction notebook 09's project trains (default: drawn from the class's secret).
 student: $(INSTRUCTOR_STAMP)
 	$(PY) -m tools.coursework --clean --out $(COURSEWORK)/source --notebooks notebooks \
 		--hidden $(COURSEWORK)/hidden $(if $(VARIANT),--variant '$(subst ','\'',$(VARIANT))') \
-		$(if $(GRADE_PRACTICE),--grade-practice)
+		$(if $(GRADE_PRACTICE),--grade-practice) \
+		$(if $(PROJECT_DIRECTION),--project-direction '$(subst ','\'',$(PROJECT_DIRECTION))')
 	@if [ ! -f $(COURSEWORK)/sandbox_grading.py ]; then \
 		echo "copying coursework/sandbox_grading.py into $(COURSEWORK) (its" \
 			"nbgrader_config.py grades in a sandbox with it)"; \
