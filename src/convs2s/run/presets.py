@@ -96,7 +96,7 @@ class Preset:
     average_last: int = 0
     final_beam: int = 5
     final_pairs: int | None = None  # the first n validation pairs decide (None: all of them)
-    # torch.compile the training step (convs2s.run.train.compile_for_training): None (eager) or
+    # torch.compile the training step (convs2s.run.compiled_training): None (eager) or
     # a mode of convs2s.system.compiling.COMPILE_MODES. How a step runs, not what it trains
     # (like the device): as_dict leaves it out, so a checkpoint does not record it and a run
     # resumes with or without it.
