@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_checkpoint import POSITIONS, _patched, _zip, crafted, saved
+from test_checkpoint import POSITIONS, VOCAB, _patched, _zip, crafted, refusal, saved, tiny
 
 from convs2s.model import ConvS2S
+from convs2s.run.checkpoint import Checkpoint, save_checkpoint
 from convs2s.run.checkpoint_guard import check_shapes
 
 
@@ -86,3 +87,23 @@ def test_compressed_entries_pass_torch(tmp_path):
     garbled = accepted(_deflated(path, first))["model"]
     assert any(not torch.equal(garbled[k].nan_to_num(), original[k].nan_to_num())
                for k in original)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # prototype nested, deprecated quantized
+def test_nested_and_quantized_tensors_pass_torch_and_the_guard_refuses_them_in_one_line(
+        tmp_path):
+    """A nested weight loads, and then makes the meta comparison fail deep inside PyTorch (not
+    its one-line refusal); a quantized tensor beside the weights loads and passes it."""
+    nested = crafted(tmp_path, "nested.pt", weights={
+        POSITIONS: torch.nested.nested_tensor([torch.zeros(8), torch.zeros(8)])})
+    with pytest.raises(RuntimeError) as e:
+        accepted(nested)
+    assert not isinstance(e.value, ValueError)
+    data = Checkpoint.from_model(tiny("ConvS2S"), VOCAB, VOCAB).to_dict()
+    data["note"] = torch.quantize_per_tensor(torch.zeros(4), 0.1, 0, torch.qint8)
+    quantized = save_checkpoint(tmp_path / "quantized.pt", data)
+    accepted(quantized)
+    assert f"its weight {POSITIONS} is a nested tensor; a checkpoint holds dense tensors" in \
+        refusal(nested)
+    assert "its note is a quantized tensor; a checkpoint holds dense tensors" in \
+        refusal(quantized)

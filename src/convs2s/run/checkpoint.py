@@ -1,23 +1,20 @@
 """What a checkpoint is: :class:`Checkpoint` reads, builds and writes them.
 
-A checkpoint is one ``torch.save`` file, format ``convs2s-checkpoint`` version 1, holding:
+A checkpoint is one ``torch.save`` file (``format`` ``convs2s-checkpoint``, ``version`` 1) of
+tensors, numbers, strings, bytes, lists and dicts (nothing names a convs2s module, so moving one
+never breaks a file):
 
 - ``model_class`` (one of :data:`MODEL_CLASSES`; none means ConvS2S), ``model_config`` (its
-  keyword arguments) and ``model`` (the weights),
-- both vocabularies (``src_vocab``/``trg_vocab``: token lists and specials) and the text
-  pipeline (``src_lang``, ``trg_lang``, ``tokenizer``: :class:`convs2s.data.subword.TextPipeline`;
-  none means German to English, word-level, lower-cased), so that it translates on its own,
-- for a training run: ``preset`` (the settings), ``data`` (a fingerprint of the pairs),
-  ``run_id`` (which run wrote it) and ``train_state`` (optimizer, step, epoch, position in the
-  epoch, random-number states, history), so ``--resume`` continues exactly where it stopped,
-- for a final model: ``choices`` (averaged epochs and length penalty,
-  :mod:`convs2s.run.final_choices`).
+  keyword arguments), ``model`` (the weights), ``src_vocab``/``trg_vocab`` and the text pipeline
+  (``src_lang``, ``trg_lang``, ``tokenizer``: :class:`~convs2s.data.subword.TextPipeline`; none
+  means German to English, word-level, lower-cased): what it takes to translate;
+- a training run's ``preset``, ``data`` (a fingerprint of the pairs), ``run_id`` and
+  ``train_state`` (optimizer, counters, random-number states, history), to resume exactly;
+- a final model's ``choices`` (averaged epochs, length penalty: :mod:`~convs2s.run.final_choices`).
 
-Only tensors, numbers, strings, bytes, lists and dicts: nothing that names a convs2s module, so
-moving one never breaks a file. Every reader goes through :meth:`Checkpoint.load`, and
-:mod:`convs2s.run.checkpoint_guard` checks what it reads (a file may come from elsewhere).
-Files are written with :func:`convs2s.system.atomic_files.atomic_write` (a temporary file, then
-a rename): an interruption leaves the previous checkpoint intact, never a half-written one.
+Every reader goes through :meth:`Checkpoint.load` and :mod:`convs2s.run.checkpoint_guard` (a file
+may come from elsewhere). Files are written atomically (a temporary file, then a rename): an
+interruption leaves the previous checkpoint intact, never a half-written one.
 """
 
 from __future__ import annotations
@@ -64,11 +61,8 @@ def vocab_to_dict(vocab: Vocab) -> dict:
 
 @dataclass
 class Checkpoint:
-    """A checkpoint's contents, checked: build the model, translate, resume, save.
-
-    Read one with :meth:`load` (a file) or :meth:`from_dict`; make one to save with the
-    constructor, or :meth:`from_model` for a trained model and its vocabularies.
-    """
+    """A checkpoint's contents, checked (:meth:`load`, :meth:`from_dict`), or to save (the
+    constructor, :meth:`from_model`): build the model, translate, resume."""
 
     model_config: dict
     state_dict: dict[str, torch.Tensor]
@@ -87,14 +81,10 @@ class Checkpoint:
     @classmethod
     def load(cls, path: str | os.PathLike,
              map_location: str | torch.device | None = "cpu") -> Checkpoint:
-        """Read and check the checkpoint file ``path``: :class:`CheckpointError` (one line
-        naming the file and what is wrong) for a file that is missing, not a checkpoint, asks
-        for more than :data:`~convs2s.run.checkpoint_guard.LIMITS` allow, or whose parts do not
-        belong together.
-
-        The tensors are checked through a mapping of the file, then copied, each storage once,
-        to ``map_location``: the checkpoint never depends on the file afterwards (changing its
-        tensors never changes the file; overwriting the file never changes them)."""
+        """Read and check the checkpoint file ``path`` (else :class:`CheckpointError`, one line
+        naming the file and what is wrong). Its tensors are checked through a mapping of the
+        file, then copied to ``map_location``: changing them never changes the file, and
+        overwriting the file never changes them."""
         ckpt = cls.from_dict(checkpoint_guard.read(path, FORMAT, VERSION), path=path)
         device = torch.device(map_location if map_location is not None else "cpu")
         moved: dict[tuple[int, int], torch.UntypedStorage] = {}
@@ -118,8 +108,7 @@ class Checkpoint:
     def from_model(cls, model: nn.Module, src_vocab: Vocab, trg_vocab: Vocab,
                    pipeline: TextPipeline | None = None, **fields) -> Checkpoint:
         """A checkpoint of ``model`` (a class of :data:`MODEL_CLASSES`), ready to save;
-        ``pipeline`` defaults to German to English, word-level; ``fields``: ``preset``,
-        ``data``, ``run_id``, ``train_state``, ``extra``."""
+        ``pipeline`` defaults to German to English, word-level."""
         name = type(model).__name__
         if name not in MODEL_CLASSES:
             raise ValueError(f"a checkpoint holds one of {sorted(MODEL_CLASSES)}, not a {name}.")

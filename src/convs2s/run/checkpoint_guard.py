@@ -18,7 +18,8 @@ value is read.
 - a local zip header that disagrees with the directory, entries that overlap, tensor data that
   no tensor uses: bytes torch would read as what they are not;
 - a tensor that is not plain and stored exactly: a stride-0 view (a few bytes that stand for
-  gigabytes once read), a storage larger than its values, a ``meta`` or sparse tensor.
+  gigabytes once read), a storage larger than its values, a meta, sparse, quantized or nested
+  tensor.
 
 Anything wrong is one :class:`CheckpointError` line naming the file and what is wrong; only a
 file whose bytes are wrong is called corrupted (a read error or a lack of memory says so).
@@ -71,8 +72,8 @@ class CheckpointError(RuntimeError):
 
 
 def read(path: str | os.PathLike, format: str, version: int) -> dict[str, Any]:
-    """The raw dictionary of the checkpoint file ``path``, its tensors mapped from the file:
-    the file, its archive, its ``format`` and ``version`` tags and its tensors checked."""
+    """The raw dictionary of the checkpoint file ``path`` (its tensors mapped from the file),
+    its file, archive, ``format`` and ``version`` tags and tensors checked."""
     path = Path(path)
     stored = _check_archive(path, _regular_file_size(path))
     try:
@@ -113,12 +114,9 @@ def read(path: str | os.PathLike, format: str, version: int) -> dict[str, Any]:
 
 
 def check_dict(data: Any, classes: dict[str, type[nn.Module]]) -> dict[str, Any]:
-    """The parts of a checkpoint's raw dictionary, checked in an order that reads no value
-    before its description has passed; ``ValueError`` (a sentence about "it") otherwise.
-
-    Returns ``model_class`` (one of ``classes``; none named means ConvS2S), ``model_config``,
-    ``state_dict``, ``src_vocab``, ``trg_vocab``, ``pipeline`` and those of ``preset``,
-    ``data``, ``run_id``, ``train_state`` and ``choices`` it holds."""
+    """The parts of a checkpoint's raw dictionary (the fields of :class:`Checkpoint
+    <convs2s.run.checkpoint.Checkpoint>` but ``extra``), checked in an order that reads no
+    value before its description has passed; else ``ValueError``, a sentence about "it"."""
     if not isinstance(data, dict):
         raise ValueError(f"it holds a {type(data).__name__}, not a checkpoint dictionary.")
     missing = {"model_config", "model", "src_vocab", "trg_vocab"} - set(data)
@@ -162,9 +160,8 @@ def check_dict(data: Any, classes: dict[str, type[nn.Module]]) -> dict[str, Any]
 
 
 def copied(obj: Any, device: torch.device, moved: dict) -> Any:
-    """``obj`` with every tensor in its dicts, lists and tuples copied to ``device`` (the CPU
-    included: off the file's mapping), each storage once, so that tensors sharing one (tied
-    weights) still share it there, as ``torch.load``'s ``map_location`` does."""
+    """``obj`` with every tensor copied to ``device`` (the CPU too: off the file's mapping),
+    each storage once (in ``moved``), so that tied weights stay tied, as ``map_location``."""
     if isinstance(obj, torch.Tensor):
         storage = obj.untyped_storage()
         key = (storage.data_ptr(), storage.nbytes())
@@ -186,9 +183,6 @@ def unusable(path: Path | None, reason: Exception | str) -> CheckpointError:
                            "checkpoint (best.pt / last.pt) in its folder, or train again.")
 
 
-# -- the parts ----------------------------------------------------------------------------------
-
-
 def vocab_from_dict(part: Any, side: str = "vocab") -> Vocab:
     """The :class:`Vocab` a checkpoint stores as ``{"itos": [...], "specials": [...]}``."""
     if not isinstance(part, dict):
@@ -205,9 +199,8 @@ def vocab_from_dict(part: Any, side: str = "vocab") -> Vocab:
 
 
 def check_parts(model_config: dict, weights: dict, src_vocab: Vocab, trg_vocab: Vocab) -> None:
-    """``ValueError`` unless the vocabularies have the sizes and padding ids of the model's
-    config, and every floating weight is finite (a diverged run saves NaN weights, which
-    translate into "On on on on ..."). Reads every value: after :func:`check_shapes`."""
+    """``ValueError`` unless the vocabularies have the config's sizes and padding ids, and every
+    weight is finite (a diverged run saves NaN weights). Reads every value."""
     for side, vocab in (("src", src_vocab), ("trg", trg_vocab)):
         size, pad = model_config.get(f"{side}_vocab_size"), model_config.get(f"{side}_pad_idx")
         if size != len(vocab):
@@ -242,9 +235,8 @@ def check_pipeline(pipeline: TextPipeline, src_vocab: Vocab, trg_vocab: Vocab) -
 
 
 def check_config(model_config: dict) -> None:
-    """``ValueError`` unless every size ``model_config`` asks for is within :data:`LIMITS`
-    (a size of ``10**30`` makes PyTorch fail deep inside, even on the ``meta`` device; a large
-    ``max_positions`` makes decoding run that many steps)."""
+    """``ValueError`` unless every size ``model_config`` asks for is within :data:`LIMITS` (a
+    size of ``10**30`` makes PyTorch fail deep inside, even on the ``meta`` device)."""
     for name, limit in LIMITS.items():
         value = model_config.get(name)
         if value is None:  # not an option of this class, or its default (RNN's attn_dim)
@@ -260,10 +252,9 @@ def check_config(model_config: dict) -> None:
 
 
 def check_shapes(cls: type[nn.Module], model_config: dict, weights: dict) -> None:
-    """``ValueError`` unless ``cls(**model_config)``, its sizes within :data:`LIMITS`, built on
-    the ``meta`` device (no memory) and within :data:`MAX_MODEL_ELEMENTS`, has exactly these
-    weights' names, shapes and kinds of dtype (floating where the model's is, else the
-    model's). Reads no value."""
+    """``ValueError`` unless ``cls(**model_config)``, built on the ``meta`` device within
+    :data:`LIMITS` and :data:`MAX_MODEL_ELEMENTS`, has exactly these weights' names, shapes and
+    kinds of dtype (floating where the model's is, else the model's). Reads no value."""
     check_config(model_config)
     try:
         with torch.device("meta"):
@@ -295,17 +286,10 @@ def check_shapes(cls: type[nn.Module], model_config: dict, weights: dict) -> Non
                          + "; ".join(problems[:3]) + more + ".")
 
 
-# -- what torch's loader lets through: the tensors, the archive -----------------------------------
-
-
 def check_tensors(data: Any) -> int:
-    """``ValueError`` unless every tensor in ``data`` (nested dicts, lists and tuples) is plain,
-    dense and stored exactly; the bytes their storages hold. Reads no value.
-
-    Refused: a ``meta`` tensor (a shape without values), a sparse, quantized or nested one, a
-    view that is not contiguous (a stride-0 view of a few stored values passes for a large
-    tensor until something reads it), a storage larger than its tensors' values (several may
-    share one, but together they cover it)."""
+    """The bytes the storages of the tensors in ``data`` hold, unless one is not plain, dense
+    and stored exactly (``ValueError``): a meta, sparse, quantized or nested tensor, a view that
+    is not contiguous, a storage larger than the values of the tensors that share it."""
     storages: dict[tuple[int, int, str], tuple[str, list[tuple[int, int]]]] = {}
     for where, t in _tensors(data):
         kind = ("meta" if t.is_meta else "nested" if t.is_nested else
@@ -334,8 +318,7 @@ def check_tensors(data: Any) -> int:
 
 
 def _tensors(data: Any) -> Iterator[tuple[Any, torch.Tensor]]:
-    """Every tensor in nested dicts, lists and tuples, with a function naming where it is
-    (``its weight decoder.fc_out.weight``, ``its train_state['optimizer']...``)."""
+    """Every tensor in nested dicts, lists and tuples, with a function naming where it is."""
     seen: set[int] = set()
     stack: list[tuple[tuple, Any]] = [((), data)]
     while stack:
@@ -355,8 +338,7 @@ def _where(keys: tuple) -> str:
 
 
 def _regular_file_size(path: Path) -> int:
-    """The size of the regular file ``path`` (through symbolic links), or the one line that
-    says why it is not one."""
+    """The size of the regular file ``path``, or the one line that says why it is not one."""
     try:
         st = path.stat()
     except OSError as e:
@@ -383,10 +365,9 @@ def _regular_file_size(path: Path) -> int:
 
 
 def _check_archive(path: Path, size: int) -> int:
-    """:class:`CheckpointError` unless ``path`` (``size`` bytes) is a zip archive whose entries
-    are stored as they are (as torch.save stores them) behind local headers that match the
-    directory (``zipfile`` checks them), inside the file and not overlapping. Returns the bytes
-    of tensor data (``data/`` records). Reads only headers."""
+    """The bytes of tensor data (``data/`` records) in the zip archive ``path`` (``size``
+    bytes), unless an entry is compressed (torch.save stores them as they are), its local header
+    does not match the directory (``zipfile`` compares them), or entries overlap."""
     try:
         with open(path, "rb") as f:
             head = f.read(4)
@@ -432,9 +413,8 @@ def _check_archive(path: Path, size: int) -> int:
 
 
 def _load(path: Path) -> Any:
-    """``torch.load`` of ``path``, its tensors mapped from the file. torch's reader takes a file
-    name only as UTF-8, so a path that is not (a folder named in another encoding, its bytes
-    kept by Python as lone surrogates) is read through a Python file instead, into memory."""
+    """``torch.load`` of ``path``, its tensors mapped from the file; a path that is not UTF-8,
+    which torch's reader cannot take, through a Python file, into memory."""
     try:
         os.fspath(path).encode("utf-8")
     except UnicodeEncodeError:
@@ -444,8 +424,7 @@ def _load(path: Path) -> Any:
 
 
 def _current_names(fields: dict, what: str) -> dict:
-    """``fields`` under the model's current option names
-    (:data:`convs2s.model.convs2s.RENAMED_FIELDS`)."""
+    """``fields`` under the model's current option names (``RENAMED_FIELDS``)."""
     try:
         return current_names(fields)
     except TypeError as e:

@@ -1,11 +1,9 @@
 """Resuming a training run from its ``last.pt``: exactly where it stopped, or a clear refusal.
 
 The weights, the optimizer, the random-number states and the position in the epoch come back,
-so a resumed run draws the batches and dropout masks the uninterrupted one would have. It
-refuses a checkpoint trained with other settings, data, direction or tokenizer (only the run's
-length may change), and a training state that is not what a run writes (a ``last.pt`` may come
-from elsewhere). ``best.pt`` is always the one the history calls best: a run killed between
-writing ``last.pt`` and copying it to ``best.pt`` is repaired here.
+so a resumed run draws what the uninterrupted one would have. Refused: a checkpoint trained with
+other settings, data, direction or tokenizer (only the run's length may change), or a training
+state that is not what a run writes (a ``last.pt`` may come from elsewhere).
 """
 
 from __future__ import annotations
@@ -83,10 +81,10 @@ def _unusable(path: Path | None, what: str, e: BaseException | None = None) -> C
 
 def load_optimizer_state(optimizer: torch.optim.Optimizer, stored: object,
                          path: Path | None) -> None:
-    """Load a checkpoint's optimizer state into ``optimizer`` (made from the preset), checked:
-    every state tensor has its parameter's shape (or is a scalar: Adam's step count), and the
-    hyperparameters stay the preset's (the learning rate is the schedule's, set every step;
-    the checkpoint's is kept for the history row of an epoch resumed at its validation)."""
+    """Load a checkpoint's optimizer state into ``optimizer``, checked: every state tensor has
+    its parameter's shape (or is a scalar: Adam's step); the hyperparameters stay the preset's
+    but the learning rate (the schedule sets it every step; the history row of an epoch resumed
+    at its validation reads the checkpoint's)."""
     settings = [{k: v for k, v in g.items() if k not in ("params", "lr")}
                 for g in optimizer.param_groups]
     try:
@@ -126,11 +124,9 @@ def _amount(x: object) -> bool:
 
 
 def check_train_state(stored: dict, path: Path | None = None) -> None:
-    """Refuse, in one ``CheckpointError`` line, a stored train state whose fields are not what
-    a run writes: counts that are not whole numbers >= 0, times and losses that are not finite,
-    a history that is not one row per finished epoch (``epoch`` 1, 2, ... with its ``step`` and
-    finite numbers), snapshot names other than ``epochNN.pt`` (a run removes old ones by name).
-    A field missing keeps its default."""
+    """One ``CheckpointError`` line unless a stored train state's fields are what a run writes:
+    whole counts and finite amounts >= 0, one history row per finished epoch, snapshot names
+    ``epochNN.pt`` only (a run removes old ones by name). A field missing keeps its default."""
     def refuse(what: str) -> CheckpointError:
         return _unusable(path, f"its train_state {what}")
 
@@ -169,8 +165,7 @@ def check_train_state(stored: dict, path: Path | None = None) -> None:
 
 
 def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path) -> None:
-    """Refuse to resume a run trained in another direction or with another tokenizer: what
-    the checkpoint's pipeline holds against what the preset asks for."""
+    """Refuse to resume a run trained in another direction or with another tokenizer."""
     recorded = pipeline.settings_dict()
     wanted = {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang, "kind": preset.tokenizer}
     wanted.update({"lower": preset.lower} if preset.tokenizer == "word"
@@ -229,13 +224,10 @@ def check_compatible(ckpt: Checkpoint | dict, model_config: dict, src_vocab: Voc
 def check_same_run(ckpt: Checkpoint | dict, settings: dict,
                    path: str | os.PathLike = "checkpoint", *, ignore: tuple[str, ...] = (),
                    defaults: dict | None = None) -> None:
-    """:class:`CheckpointError` unless the checkpoint was trained with ``settings``.
-
-    ``settings`` maps the names recorded in the checkpoint's ``preset`` (plus ``data``, the
-    fingerprint of its pairs) to the values asked for now. Names in ``ignore``, and names it
-    did not record, are not compared, except those of ``defaults`` where it recorded a preset:
-    a preset records them only where they differ from these (``presets.FIELDS_ADDED_LATER``).
-    """
+    """:class:`CheckpointError` unless the checkpoint was trained with ``settings`` (its
+    ``preset``'s names and ``data``, the fingerprint of its pairs). Names in ``ignore`` and
+    names it did not record are not compared, but ``defaults``: a preset records those only
+    where they differ (``presets.FIELDS_ADDED_LATER``)."""
     ckpt = ckpt if isinstance(ckpt, Checkpoint) else Checkpoint.from_dict(ckpt, path=path)
     recorded = {**(defaults or {}), **ckpt.preset} if ckpt.preset is not None else {}
     if ckpt.data is not None:
