@@ -38,7 +38,8 @@ then per exercise:
   graded answer"), whose instructor version holds the model answer from the notebook's
   ``<details>`` solution;
 - for a ``project`` (notebook 09's, :mod:`convs2s.course.project`): the learner's working cell
-  as the notebook writes it (not graded: the direction this class trains written into it),
+  as the notebook writes it, the direction this class trains written into it and its
+  ``CHANGES = ...`` line the solution region (not graded itself),
   then a locked test cell, ``assert project.check_submission(...)`` (the notebook's visible
   check), whose points grading gives by the test BLEU of the ``final.pt`` handed in beside the
   notebook (``coursework/sandbox_grading.py``). The class's direction is drawn from its secret
@@ -334,7 +335,8 @@ def _read_exercise(path: Path, ex_id: str,
     kind, points = meta.get("kind"), meta.get("points")
     if kind not in KINDS:
         raise CourseworkError(f"{where}: exercise {ex_id}: kind must be one of "
-                              f"{', '.join(KINDS)}, got {kind!r}")
+                              f"{', '.join(KINDS[:-1])}, got {kind!r} (or {PROJECT}, a "
+                              "notebook's project)")
     if isinstance(points, bool) or not isinstance(points, int) or points < 1:
         raise CourseworkError(f"{where}: exercise {ex_id}: points must be a whole number >= 1, "
                               f"got {points!r}")
@@ -440,12 +442,20 @@ def project_direction(variant: str | None, chosen: str | None = None) -> str:
     return project.DIRECTIONS[int.from_bytes(digest[:8], "big") % len(project.DIRECTIONS)]
 
 
+#: The line of a project's working cell that holds the learner's own choices: the nbgrader
+#: solution region of the graded copy (the student writes it in place of the stub).
+_CHOICES_LINE = re.compile(r"^CHANGES\s*=.*$", re.MULTILINE)
+
+
 def _project_answer(ex: ExerciseCells, direction: str, where: str) -> str:
-    """The project's working cell with ``DIRECTION = "<direction>"``."""
-    if len(_DIRECTION_LINE.findall(ex.answer)) != 1:
+    """The project's working cell (instructor version) with ``DIRECTION = "<direction>"`` and
+    its ``CHANGES = ...`` line as the solution region."""
+    if len(_DIRECTION_LINE.findall(ex.answer)) != 1 or len(
+            _CHOICES_LINE.findall(ex.answer)) != 1:
         raise CourseworkError(f"{where}: the working cell of project {ex.id} must set "
-                              'DIRECTION = "<src>-<trg>" on one line, once')
-    return _DIRECTION_LINE.sub(lambda m: f'{m.group(1)}"{direction}"{m.group(3)}', ex.answer)
+                              'DIRECTION = "<src>-<trg>" and CHANGES = ... on a line each, once')
+    text = _DIRECTION_LINE.sub(lambda m: f'{m.group(1)}"{direction}"{m.group(3)}', ex.answer)
+    return _CHOICES_LINE.sub(lambda m: f"{BEGIN_SOLUTION}\n{m.group(0)}\n{END_SOLUTION}", text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1020,11 +1030,8 @@ def build_assignment(nb: NotebookExercises, hidden: dict[str, Callable],
             project_test(hidden[ex.id], ex.id, params, hidden_path)  # it runs, before a release
             cells[-1]["source"] = (cells[-1]["source"] + ["\n", "\n", "**Your class's "
                                    f"direction: {project.arrow(direction)}.**"])
-            working = {"cell_type": "code", "id": f"{cid}-work", "metadata": {},
-                       "execution_count": None, "outputs": [],
-                       "source": _project_answer(ex, direction, nb.path.name
-                                                 ).splitlines(keepends=True)}
-            cells.append(working)
+            cells.append(_cell("code", _project_answer(ex, direction, nb.path.name),
+                               f"{cid}-answer", _nbgrader(ex.id, solution=True)))
             cells.append(_cell("code", grade_cell_source(ex), f"{cid}-tests",
                                _nbgrader(f"{ex.id}_tests", grade=True, locked=True,
                                          points=ex.points)))

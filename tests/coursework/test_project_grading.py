@@ -227,8 +227,10 @@ def test_the_release_holds_no_model_answer_and_nothing_of_the_test_files(course)
     tests = [_source(c) for c in cells if _meta(c).get("grade_id") == "translator_tests"]
     assert tests and tests[0].splitlines()[-1] == (
         "assert project.check_submission('final.pt', DIRECTION)")
-    working = [_source(c) for c in cells if 'DIRECTION = "fr-en"' in _source(c)]
+    working = [_source(c) for c in cells if _meta(c).get("grade_id") == "translator"]
     assert working and "project.save_submission" in working[0]
+    assert working[0].startswith('DIRECTION = "fr-en"') and "CHANGES =" not in working[0]
+    assert "raise NotImplementedError()" in working[0]  # the student writes their CHANGES
     manual = [c for c in cells if _meta(c).get("solution") and c["cell_type"] == "markdown"]
     assert [_meta(c)["grade_id"] for c in manual] == ["report_tried", "report_curve",
                                                       "report_error"]
