@@ -677,9 +677,10 @@ def _asset_files(models: tuple, ort_version: str) -> tuple[dict[str, bytes], dic
 
 
 def download_bytes(files: dict[str, bytes], manifest: dict, model: str | None = None) -> int:
-    """The bytes a reader downloads over http(s) from pressing the button to the first
-    translation of ``model`` (the default one if None): the manifest, the runtime's files and
-    that model's files (no chunk script: those are for a page opened from disk)."""
+    """The bytes a reader downloads over http(s) from turning to the translator (a click into
+    its box, or its button) to the first translation of ``model`` (the default one if None):
+    the manifest, the runtime's files and that model's files (no chunk script: those are for a
+    page opened from disk)."""
     entry = manifest["models"][model or manifest["default"]]
     paths = ["manifest.js", *manifest["runtime"].values(), *entry["files"].values()]
     return sum(len(files[p]) for p in paths)
