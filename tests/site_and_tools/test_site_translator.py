@@ -58,7 +58,7 @@ TYPED = {"de-en": "Zwei Kinder spielen am Strand mit einem roten Ball und lachen
          "en-de": "Two children are playing with a red ball on the beach and laughing."}
 
 #: test2016 sentences whose page translations (greedy and beam 5) are compared with the
-#: package's (benchmarks/browser_translator.py compares all 1,000 of German → English).
+#: package's (benchmarks/browser_translator.py compares all 1,000 of German → English by default).
 TEST_SENTENCES = 100
 #: The most bytes a reader may download from turning to the translator to the first
 #: translation, by how the weights are stored (translator.py MODELS, chosen_weights). The
