@@ -37,3 +37,9 @@ def test_notebook_04_quotes_its_measured_quick_mode_time():
     text = " ".join(_first_cell("04").split())
     assert f"ran in {_notebook_seconds()['04']:.0f} s under nbval" in text
     assert "in seconds." not in text
+
+
+def test_notebook_07_quotes_its_measured_quick_mode_time():
+    text = " ".join(_first_cell("07").split())
+    assert f"ran in {_notebook_seconds()['07']:.0f} s under nbval" in text
+    assert "in about a minute" not in text
