@@ -176,6 +176,21 @@ def test_the_model_layer_uses_public_torch_only():
     assert not {k: v for k, v in private.items() if v}
 
 
+#: The only modules that may import torch's private modules: the compiled steps, and the probe
+#: of what torch.compile needs on this machine.
+PRIVATE_TORCH_ALLOWED = {"run/compiled_decoding.py", "run/compiled_training.py",
+                         "system/compiling.py"}
+
+
+def test_private_torch_imports_stay_in_the_compiled_steps():
+    """Outside model/ too, a private torch import (which changes between torch releases) sits
+    in the compiled steps and their probe only, so that one reading of those covers every such
+    dependency."""
+    private = {str(p.relative_to(SRC)): private_torch_imports_of(p)
+               for p in sorted(SRC.rglob("*.py"))}
+    assert {k for k, v in private.items() if v} <= PRIVATE_TORCH_ALLOWED
+
+
 def test_the_private_torch_check_sees_a_planted_import():
     """The negative control: private imports in every spelling are found, public ones not."""
     f = SRC / "model" / "search.py"
@@ -266,8 +281,9 @@ def test_the_torch_only_check_sees_a_planted_import(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["checkpoint", "checkpoint_guard", "compiled_decoding",
-                                  "translator", "translate_cli", "train", "evaluate",
-                                  "final_choices", "presets"])
+                                  "compiled_training", "rng_state", "time_budget",
+                                  "train_arguments", "translator", "translate_cli", "train",
+                                  "evaluate", "final_choices", "presets"])
 def test_the_run_layer_knows_nothing_of_the_course(name):
     deps = imports_of(SRC / "run" / f"{name}.py")
     assert not {d for d in deps if layer_of(d) == "course"}

@@ -1,6 +1,7 @@
-"""What ``torch.compile`` needs, shared by the compiled training step (``convs2s.run.train``,
-``--compile``) and compiled greedy decoding (``convs2s.run.compiled_decoding``): its modes,
-the ones that replay CUDA graphs, and a one-line refusal where the machine cannot build kernels.
+"""What ``torch.compile`` needs, shared by the compiled training step
+(``convs2s.run.compiled_training``, ``--compile``) and compiled greedy decoding
+(``convs2s.run.compiled_decoding``): its modes, the ones that replay CUDA graphs, and a one-line
+refusal where the machine cannot build kernels.
 """
 
 from __future__ import annotations
