@@ -410,8 +410,9 @@
 
   /* Runs the graphs of a loaded model a few times, with the beam's rows, while the reader
      types: onnxruntime's first runs (its buffers) and the browser's first compilation of the
-     hot WebAssembly then cost nothing to the first translation. Stops as soon as ``wanted()``
-     says a translation waits (between two steps of the decoder). */
+     hot WebAssembly then cost nothing to the first translation. Stops as soon as a translation
+     is asked for, or ``wanted()`` says one waits for the model (between two steps of the
+     decoder). */
   async function warmUp(model, rows, wanted) {
     const {ort, tok} = model;
     await exclusive(async () => {
@@ -421,7 +422,7 @@
                            combined: repeated(ort, encoded.combined, rows)};
       let histories = emptyHistories(model, rows);
       const tokens = Array.from({length: rows}, () => tok.bos);
-      for (let step = 0; step < WARM_UP_STEPS && !wanted(); step++) {
+      for (let step = 0; step < WARM_UP_STEPS && !wanted() && !translations; step++) {
         histories = (await decoderStep(model, tokens, step, rowsEncoded, histories)).histories;
       }
     });
@@ -573,6 +574,16 @@
      translate_for_display (beam size 1: greedy) by the model ``name`` (the default one if
      none), with the package's messages for bad input */
   async function translate(sentence, beamSize = 1, name) {
+    translations++;
+    try {
+      return await translateNow(sentence, beamSize, name);
+    } finally {
+      translations--;
+    }
+  }
+  let translations = 0;  // asked for and not done: a warm-up gives way to them
+
+  async function translateNow(sentence, beamSize, name) {
     const m = await loadModel(undefined, name);
     const tok = m.tok;
     const empty = {sourcePieces: [], unknown: [], tokens: [], text: "", attention: []};
