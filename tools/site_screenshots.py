@@ -3,8 +3,10 @@
 ``python -m tools.site_screenshots --site build/site --out images`` serves a built site (``make
 site``) on a free localhost port and captures, in headless Chromium (``tools.screenshots``'s
 browser), the landing page and an exercise of notebook 01 with its solution folded, each at
-1280 x 900 and on a 375 x 812 phone: ``images/site_home.png``, ``images/site_exercise.png``,
-``images/site_home_phone.png`` and ``images/site_exercise_phone.png``.
+1280 x 900 and on a 375 x 812 phone, in the light theme and in the dark one (a reader whose
+system prefers it): ``images/site_home.png``, ``images/site_exercise.png``,
+``images/site_home_phone.png`` and ``images/site_exercise_phone.png``, and the same names
+ending in ``_dark``.
 ``tests/site_and_tools/test_site.py`` uses the same server and the same offline browser page to
 test the site.
 
@@ -31,13 +33,15 @@ VIEWPORT = {"width": 1280, "height": 900}
 #: A phone's window (the site tests' too).
 PHONE = {"width": 375, "height": 812}
 #: (file written into --out, page of the site, the heading to scroll to the top or None,
-#: the window's size)
-SHOTS = (
-    ("site_home.png", "index.html", r"^The notebooks", VIEWPORT),
-    ("site_exercise.png", "01_glu_and_padding.html", r"^Exercise 1\b", VIEWPORT),
-    ("site_home_phone.png", "index.html", None, PHONE),
-    ("site_exercise_phone.png", "01_glu_and_padding.html", r"^Exercise 1\b", PHONE),
-)
+#: the window's size, the system's colour scheme the page follows)
+SHOTS = tuple(
+    (f"{stem}{'_dark' if scheme == 'dark' else ''}.png", page, heading, size, scheme)
+    for scheme in ("light", "dark")
+    for stem, page, heading, size in (
+        ("site_home", "index.html", r"^The notebooks", VIEWPORT),
+        ("site_exercise", "01_glu_and_padding.html", r"^Exercise 1\b", VIEWPORT),
+        ("site_home_phone", "index.html", None, PHONE),
+        ("site_exercise_phone", "01_glu_and_padding.html", r"^Exercise 1\b", PHONE)))
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -117,9 +121,10 @@ class SitePage:
 def shoot(browser: screenshots.Browser, base: str, log=print) -> dict[str, bytes]:
     """The README's screenshots of the site served at ``base``: {file name: PNG}."""
     shots: dict[str, bytes] = {}
-    for name, path, heading, viewport in SHOTS:
+    for name, path, heading, viewport, scheme in SHOTS:
         tab = SitePage(browser, base)
         try:
+            tab.page.emulate_media(color_scheme=scheme)
             tab.page.set_viewport_size(viewport)
             tab.open(path)
             if heading:
@@ -131,6 +136,10 @@ def shoot(browser: screenshots.Browser, base: str, log=print) -> dict[str, bytes
             problems = tab.problems()
             if problems:
                 raise RuntimeError(f"{path}: " + "; ".join(problems))
+            theme = tab.page.evaluate("document.documentElement.dataset.theme")
+            if theme != scheme:
+                raise RuntimeError(f"{path}: the page is in the {theme} theme, not the "
+                                   f"{scheme} one the system asks for")
             shots[name] = tab.page.screenshot(animations="disabled")
             log(f"captured {path} -> {name}")
         finally:

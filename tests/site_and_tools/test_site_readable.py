@@ -380,7 +380,8 @@ def test_every_figures_alt_text_says_what_it_shows_once_per_page_and_whole(built
             if not re.search(r"[.!?…]$", alt) or re.search(r"\b(of|the|a|an|and|to|in|with)\.$",
                                                          alt):
                 bad.append(f"{name}: cut off: {alt!r}")
-    assert count >= 40, "the figures were found"
+    # (the figures the site draws again, figures.py, are <picture>s: test_site_phone.py)
+    assert count >= 30, "the figures were found"
     three = [alt for _, alt in _alts(built.out / "06_inference_beam_search_bleu.html")
              if " of 3, printed below it" in alt]
     assert len(three) == 3, "each figure of a cell that draws three is on the page"
@@ -391,8 +392,8 @@ def test_the_alt_text_says_what_the_code_draws():
     alt = site.figure_alt("3. A heading", 'fig, ax = plt.subplots()\nax.plot(x, y)\n'
                           'ax.set_xlabel("epoch")\nax.set_ylabel("validation loss")\n'
                           'ax.set_title(f"Untrained encoders, mean of {n_seeds} per depth")')
-    assert alt == ("Plot: “Untrained encoders, mean of … per depth”. "
-                   "Validation loss against epoch.")
+    # a title with a value the code fills in when it runs is left out: no "…" stands for it
+    assert alt == "Plot. Validation loss against epoch."
     # a course function's figure: what it draws; a title that is all placeholders is left out
     alt = site.figure_alt(None, 'dependency.plot_dependency_map(ax, dep, title=f"{p!r} {k}")')
     assert alt.startswith("Dependency maps measured with autograd") and "…" not in alt

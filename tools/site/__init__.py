@@ -34,6 +34,9 @@ What a site copy changes, and why (the notebooks themselves are never written):
   what the check prints after a wrong try); its solution follows, folded as above;
 - every PNG figure, in an output or from ``images/``, becomes a 256-colour palette image where
   that is smaller (``tools/site/png.py``: the same to the eye, a quarter of the bytes);
+- the figures a reader studies that the package can draw again (the architecture picture,
+  notebook 07's length sweep) are drawn once more for a phone's column and, the architecture
+  picture, for the dark theme, and the page picks the drawing (``figures.py``);
 - every figure gets alt text from what the build knows of it (:func:`figure_alt`: what draws
   it, a course function or the kind of plot, the titles and axes its code gives it, and where
   the code says little the notebook's sentence before it; a widget's picture, its controls'
@@ -83,6 +86,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from convs2s.course import widgets as declarations  # every notebook widget, declared once
+from tools.site import figures as studied  # figures drawn for a phone, the dark theme
 from tools.site import flipbooks  # notebooks 03-05's widgets (flipbooks.py)
 from tools.site import widgets as notebook_widgets  # which declared widget a notebook's is
 from tools.site.png import smaller_png, smaller_png_base64
@@ -463,7 +467,6 @@ _ANY_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _PLOT_TITLE = re.compile(
     r"""(?:suptitle|set_title|titles?)\s*[(=]\s*\[?\s*(f?)(["'])(.+?)(?<!\\)\2""")
 _AXIS_LABEL = re.compile(r"""\b(?:set_)?([xy])label\s*[(=]\s*(f?)(["'])(.+?)(?<!\\)\3""")
-_ARCHITECTURE = re.compile(r"""diagrams\.architecture\((?:[^)]*?highlight\s*=\s*(["'])(.+?)\1)?""")
 _SUBPLOTS = re.compile(r"subplots\(\s*(\d+)\s*,\s*(\d+)")
 #: What the course's drawing functions draw (read from their code), for the alt text of the
 #: figures a cell makes with them: the call as the notebooks write it -> the words.
@@ -498,8 +501,14 @@ DRAWERS = {
     "plot_attention_epoch": "Attention heatmaps of every decoder layer on the watched sentence "
                             "after one epoch",
     "plot_translation": "Attention heatmaps of every decoder layer behind a translation",
+    "length_sweep.plot": "Line charts: “Training speed against sentence length: ConvS2S and "
+                         "the matched GRU”, one row of two panels per device measured (titled "
+                         "with the device, its threads and the date): the training target "
+                         "tokens/s of both models, and ConvS2S / RNN with lines at 1x and the "
+                         "exercise's factor, against sentence length on a log-2 axis, a dotted "
+                         "line at the mean length of the Multi30k captions",
 }
-_DRAWER_CALL = re.compile(r"\b(diagrams\.\w+|plot_\w+)\s*\(")
+_DRAWER_CALL = re.compile(r"\b(diagrams\.\w+|length_sweep\.plot|plot_\w+)\s*\(")
 #: The kind of plot a cell draws with matplotlib itself, by the first of these calls it makes.
 _PLOT_KINDS = (("imshow", "Heat map"), ("hist", "Histogram"), ("barh", "Bar chart"),
                ("bar", "Bar chart"), ("errorbar", "Plot"), ("step", "Plot"),
@@ -508,27 +517,37 @@ _PLOT_KINDS = (("imshow", "Heat map"), ("hist", "Histogram"), ("barh", "Bar char
 
 def plain_text(markdown: str) -> str:
     """A heading, a title or a paragraph as words: no maths dollars, TeX backslashes and braces,
-    emphasis, code marks or link targets. Pure."""
-    text = re.sub(r"\\n", " ", markdown)
+    emphasis, code marks or link targets; what a code span holds stays as written
+    (``length_sweep_*.json`` keeps its star). Pure."""
+    code: list[str] = []
+
+    def keep(m: re.Match) -> str:  # a code span: its characters, set aside from the rest
+        code.append(m.group(1))
+        return f"\0{len(code) - 1}\0"
+
+    text = re.sub(r"`([^`]+)`", keep, markdown)
+    text = re.sub(r"\\n", " ", text)
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [words](target): the words
     text = re.sub(r"\\sqrt\{([^{}]*)\}", "√\\1", text)
     text = re.sub(r"\\(?:mathbf|mathrm|mathit|boldsymbol|text|operatorname|left|right)\b",
                   "", text)
     text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
     text = re.sub(r"[$*`{}\\]", "", text)
+    text = re.sub("\0(\\d+)\0", lambda m: code[int(m.group(1))], text)
     return " ".join(text.split()).strip(" :,;(-")
 
 
 def _literal_words(literal: str, f_string: bool) -> str | None:
-    """A title or label as written in the code, each f-string placeholder as "…"; None where
-    the placeholders leave fewer than two words of three letters or more to read. Pure."""
+    """A title or label as written in the code; None where it has an f-string placeholder
+    that the code fills in when it runs (a value the alt text cannot know: a "…" would stand
+    for it), except a parenthesis of placeholders, which is left out. Pure."""
     if f_string:
         literal = literal.replace("{{", "\0").replace("}}", "\1")
         literal = re.sub(r"\{[^{}]*\}", "…", literal)
         literal = literal.replace("\0", "{").replace("\1", "}")
         literal = re.sub(r"\(\s*…\s*\)", "", literal)  # "(…)": nothing to read
     words = " ".join(literal.replace("\\n", " ").split())
-    if len(re.findall(r"[^\W\d_]{3,}", words.replace("…", " "))) < 2:
+    if "…" in words or len(re.findall(r"[^\W\d_]{3,}", words)) < 2:
         return None
     return plain_text(re.sub(r"(?:…\s*){2,}", "… ", words).replace("\\'", "'")
                       .replace('\\"', '"'))
@@ -574,10 +593,11 @@ def figure_alt(heading: str | None, source: str, context: str = "", figure: int 
     cell. The ``figure``-th of ``figures`` figures of one cell is numbered, with the line the
     cell ``printed`` after it. Only ``heading`` where nothing else is known. A whole sentence
     (no word cut). Pure."""
-    arch = _ARCHITECTURE.search(source)
-    if arch:
-        part = f", with {plain_text(arch.group(2))!r} highlighted" if arch.group(2) else ""
-        return f"The ConvS2S architecture diagram{part}: where this notebook's part sits."
+    highlight = studied.architecture_highlight(source)
+    if highlight is not ...:  # the course's picture says what it highlights
+        from convs2s.course import diagrams
+
+        return diagrams.describe(highlight)
     drawer = next((DRAWERS[m.group(1)] for m in _DRAWER_CALL.finditer(source)
                    if m.group(1) in DRAWERS), None)
     titles = list(dict.fromkeys(t for m in _PLOT_TITLE.finditer(source)
@@ -633,6 +653,8 @@ class SiteNotebook:
     images: list[str]  # files of images/ the page shows
     solutions: int
     widgets: int
+    # the files of its figures drawn for a phone or the dark theme (figures.py), by name
+    figures: dict[str, bytes] = dataclasses.field(default_factory=dict)
 
 
 def is_reveal(cell: dict) -> bool:
@@ -676,8 +698,9 @@ def _check_help(exercise: str, hints: dict[str, tuple[str, str]], lesson: Lesson
 def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set[str],
                   hints: dict[str, tuple[str, str]] | None = None,
                   translator_bytes: dict[str, int] | int | None = None) -> SiteNotebook:
-    """The copy of ``nb`` that the site renders (see the module docstring). Pure, given
-    ``hints`` (by default the package's, :func:`course_hints`). ``translator_bytes``: the site
+    """The copy of ``nb`` that the site renders (see the module docstring), and the files of
+    the figures it draws again (``figures.py``). Pure, given ``hints`` (by default the
+    package's, :func:`course_hints`). ``translator_bytes``: the site
     has the translator's files (``translator.py``), which weigh that much for each direction
     (``write_assets``'s ``"models"``): notebook 06's translator widget becomes the one that
     runs in the page."""
@@ -686,6 +709,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
     state = (nb.get("metadata", {}).pop("widgets", None) or {}).get(WIDGET_STATE, {})
     state = state.get("state", {}) if isinstance(state, dict) else {}
     cells, images, solutions, widgets, checks = [], [], 0, 0, 0
+    drawn: dict[str, bytes] = {}
     titled, heading, context = False, None, ""
     made = notebook_widgets.widget_cells(nb)  # the widgets each cell's code makes, by name
     for index, cell in enumerate(nb["cells"]):
@@ -767,6 +791,8 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             # the note before the code whose output shows the figure
             cells.insert(len(cells) - 1, _widget_note(None, alt, lesson, repo_url, widgets))
         cell["outputs"] = outputs
+        if not widget and _redraw_studied_figure(cell, before, heading, drawn):
+            continue
         chunks = _one_figure_each(outputs)
         if len(chunks) > 1 and not widget and not is_reveal(cell):
             # a cell that draws several figures: each its own alt text (myst-nb gives a cell's
@@ -785,7 +811,41 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
         elif any(k.startswith("image/") for out in outputs for k in out.get("data", {})):
             _set_alt(cell, alt)
     nb["cells"] = cells
-    return SiteNotebook(nb, images, solutions, widgets)
+    return SiteNotebook(nb, images, solutions, widgets, drawn)
+
+
+def _redraw_studied_figure(cell: dict, context: str, heading: str | None,
+                           drawn: dict[str, bytes]) -> bool:
+    """A cell whose one figure the package can draw again (``figures.py``): its figure output
+    becomes the page's ``<picture>`` of the drawings (their files added to ``drawn``); False,
+    the cell as it was, for any other."""
+    outputs = cell.get("outputs", [])
+    shown = [i for i, out in enumerate(outputs) if _is_image(out)]
+    if len(shown) != 1:
+        return False
+    source = cell_source(cell)
+    at = shown[0]
+    highlight = studied.architecture_highlight(source)
+    if highlight is not ...:
+        figure = studied.architecture(highlight)
+    else:
+        png = outputs[at].get("data", {}).get("image/png")
+        printed = "".join(_text(out) for out in outputs[at + 1:])
+        figure = studied.length_sweep(
+            source, printed, base64_bytes(png), figure_alt(heading, source, context)) \
+            if png else None
+    if figure is None:
+        return False
+    outputs[at] = {"output_type": "display_data", "metadata": {},
+                   "data": {"text/html": figure.html, "text/plain": ["<the figure>"]}}
+    drawn.update(figure.files)
+    return True
+
+
+def base64_bytes(data: str | list[str]) -> bytes:
+    import base64
+
+    return base64.b64decode("".join(data) if isinstance(data, list) else data)
 
 
 def _is_image(out: dict) -> bool:
@@ -904,8 +964,7 @@ def landing_page(readme: str, lessons: list[Lesson], repo_url: str) -> str:
            f"[README]({github_blob(repo_url, 'README.md')})) or "
            f"[in Colab]({colab_url(repo_url, lessons[0].name + '.ipynb')}).",
            "", "## The model", "",
-           "![ConvS2S architecture: encoder, decoder and multi-step attention]"
-           "(images/architecture.png)", "", "## The notebooks", ""]
+           studied.architecture(None).html, "", "## The notebooks", ""]
     for lesson in lessons:
         out += [f"### [{plain_markdown(lesson.heading)}]({lesson.name}.ipynb)", "",
                 f"**Estimated time:** {lesson.time}", "", "**What you will learn**", "",
@@ -962,6 +1021,7 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
                                      encoding="utf-8")
         (src / ORIGINALS / path.name).write_bytes(raw[path])
         shown.update(site.images)
+        _write_figures(src / studied.STAGED, site.figures)
         solutions += site.solutions
         widgets += site.widgets
     for name in sorted(shown):
@@ -969,8 +1029,15 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
     # the data and frames of notebooks 03-05's flipbooks (flipbooks.py)
     flipbooks.stage(src / flipbooks.STAGED, {p.stem: nb for p, nb in notebooks})
     (src / "index.md").write_text(landing_page(readme, lessons, repo_url), encoding="utf-8")
+    _write_figures(src / studied.STAGED, studied.architecture(None).files)
     digests = {p.name: hashlib.sha256(raw[p]).hexdigest() for p in paths}
     return Staged(lessons, solutions, widgets, digests)
+
+
+def _write_figures(folder: Path, files: dict[str, bytes]) -> None:
+    folder.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -1095,6 +1162,7 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
         # the translator's and the flipbooks' files beside the site's other static files
         shutil.move(work / "translator", html / "_static" / "translator")
         shutil.copytree(work / "src" / flipbooks.STAGED, html / flipbooks.STATIC)
+        shutil.copytree(work / "src" / studied.STAGED, html / studied.STATIC)
         (html / MARKER).write_text("built by `python -m tools.site` (make site); "
                                    "a rebuild replaces this folder\n", encoding="utf-8")
         _replace(out, html, work / "old")

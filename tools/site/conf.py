@@ -72,9 +72,14 @@ html_theme_options = {
     "footer_content_items": ["copyright"],
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # the search is the sidebar's field and the article header's button: no second one in a
+    # bar of its own above the layout (tools/site/static/site.css hides that empty bar)
+    "navbar_persistent": [],
 }
-# light unless the reader switches: the notebooks' figures are drawn for a white page
-html_context = {"default_mode": "light"}
+# the reader's system preference (prefers-color-scheme) until they choose with the theme's
+# switch, which wins from then on; the course's own pictures come in a dark drawing too
+# (figures.py), the notebooks' other figures on a white card (the theme's dark style)
+html_context = {"default_mode": "auto"}
 
 
 def _escape_theme_titles(app, pagename, templatename, context, doctree):

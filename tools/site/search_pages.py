@@ -4,8 +4,10 @@ Sphinx's search page lists the pages that match from ``searchindex.js`` (a scrip
 opened from disk may load), then fetches each page to show a few lines around the words found:
 a page opened from disk may not ``fetch`` files, so there the browser logs "Failed to fetch" and
 shows no lines. The build writes ``_static/search_pages.js`` (:func:`write`): every page's main
-text, as HTML that keeps only its sections (with their ids, which a result's link may point at)
-and their text. ``static/site.js`` loads it on the search page opened from disk only, and
+text, its article's where it has one (as ``static/site.js`` makes the search read a page
+served: not the theme's buttons, contents list and footer that share the main element), as
+HTML that keeps only its sections (with their ids, which a result's link may point at) and
+their text. ``static/site.js`` loads it on the search page opened from disk only, and
 answers the search's requests for the pages from it; served over HTTP nothing changes, and no
 page loads the file.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -28,10 +31,12 @@ _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "me
 
 
 class _MainText(HTMLParser):
-    """The text of a page's ``[role="main"]`` element, its ``<section id>``s kept."""
+    """The text of a page's ``[role="main"]`` element (or, ``article=True``, of its element of
+    class ``bd-article``), its ``<section id>``s kept."""
 
-    def __init__(self):
+    def __init__(self, article: bool = False):
         super().__init__(convert_charrefs=True)
+        self.article = article
         self.out: list[str] = []
         self.stack: list[tuple[str, bool, bool, bool]] = []  # tag, section, dropped, main
         self.depth_main = None
@@ -41,7 +46,9 @@ class _MainText(HTMLParser):
         if tag in _VOID:
             return
         attrs = dict(attrs)
-        starts_main = self.depth_main is None and attrs.get("role") == "main"
+        starts_main = self.depth_main is None and (
+            "bd-article" in (attrs.get("class") or "").split() if self.article
+            else attrs.get("role") == "main")
         if starts_main:
             self.depth_main = len(self.stack)
             self.out.append('<div role="main">')
@@ -73,11 +80,14 @@ class _MainText(HTMLParser):
             self.out.append(html.escape(data, quote=False))
 
 
+_ARTICLE = re.compile(r"""<[a-z]+\s[^>]*class=["'](?:[^"']*\s)?bd-article[\s"']""")
+
+
 def main_text(page_html: str) -> str:
     """A page's main text as HTML of sections and text: the same ``textContent`` as the page's
-    ``[role="main"]`` without its scripts, styles and "¶" links, which the search summarises.
-    Pure."""
-    parser = _MainText()
+    ``[role="main"]`` (its ``.bd-article`` where it has one) without its scripts, styles and
+    "¶" links, which the search summarises. Pure."""
+    parser = _MainText(article=bool(_ARTICLE.search(page_html)))
     parser.feed(page_html)
     parser.close()
     return "".join(parser.out)

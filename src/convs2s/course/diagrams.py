@@ -21,7 +21,12 @@ In the architecture and attention pictures the target embeddings g feed every la
 
 Each function draws a new pyplot figure (so a notebook shows it) and returns the
 :class:`~matplotlib.figure.Figure`. All figures are made at 100 dpi with fonts of at least
-9 pt, so they are readable at 100% zoom. ``python -m convs2s.course.diagrams --out images``
+9 pt, so they are readable at 100% zoom. :func:`architecture` also draws for a dark page
+(``theme="dark"``) and for a phone's column (``narrow=True``: the same model, one column
+3.5 inches wide, so that its 9 pt text stays 11 CSS px or more in a 320 px column), as the
+course's website shows it; :func:`describe` says in words what it draws (the pictures' alt
+text). Every text of it has a contrast of 4.5:1 or more with what it is drawn on, in both
+themes (WCAG 2's minimum for text). ``python -m convs2s.course.diagrams --out images``
 writes the four PNGs (``make images``).
 """
 
@@ -38,8 +43,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
-__all__ = ["PARTS", "DPI", "architecture", "conv_glu_block", "padding", "multi_step_attention",
-           "main"]
+__all__ = ["PARTS", "DPI", "THEMES", "architecture", "describe", "conv_glu_block", "padding",
+           "multi_step_attention", "main"]
 
 PARTS = ("embeddings", "encoder", "attention", "decoder", "output", "blocks")
 """The names :func:`architecture` can highlight. ``"blocks"`` is the conv-GLU blocks of both
@@ -55,14 +60,50 @@ TITLE = 13
 # One strong colour per part; the "normal" look is a light tint of it.
 COLOURS = {
     "embeddings": "#3b6bb0",
-    "encoder": "#2f8a4f",
-    "attention": "#c8602a",
+    "encoder": "#277a44",
+    "attention": "#b0501c",
     "decoder": "#6b58a8",
     "output": "#b23a48",
 }
 INK = "#1f1f1f"
-GREY_FACE, GREY_EDGE, GREY_INK = "#f1f1f1", "#c3c3c3", "#8a8a8a"
+GREY_FACE, GREY_EDGE, GREY_INK = "#f1f1f1", "#c3c3c3", "#666666"
 MARKER = "#111111"  # the "you are here" badges
+
+
+@dataclass(frozen=True)
+class Palette:
+    """The colours :func:`architecture` draws with on a light or a dark page: the page, the
+    text, the arrows, the notes, a greyed-out part, the badge, and how a part's colour is
+    mixed for its normal (tinted) and strong looks. Every text colour is at 4.5:1 or more
+    against the face it sits on."""
+
+    page: str
+    ink: str
+    arrow: str
+    note: str
+    grey_face: str
+    grey_edge: str
+    grey_ink: str
+    marker_face: str
+    marker_ink: str
+    tint_towards: str  # a part's normal face: its colour mixed 78% with this
+    token_face: str
+    token_edge: str
+    label_mix: float  # a part's coloured labels: its colour mixed this much with white
+
+
+LIGHT = Palette(page="white", ink=INK, arrow="#444444", note="#555555", grey_face=GREY_FACE,
+                grey_edge=GREY_EDGE, grey_ink=GREY_INK, marker_face=MARKER,
+                marker_ink="white", tint_towards="#ffffff", token_face="white",
+                token_edge="#555555", label_mix=0.0)
+# the page colour of the website's dark theme (pydata-sphinx-theme's --pst-color-background)
+DARK = Palette(page="#14181e", ink="#ececec", arrow="#b4b8be", note="#c4c8ce",
+               grey_face="#23272e", grey_edge="#4a4f57", grey_ink="#a9aeb6",
+               marker_face="#f2f2f2", marker_ink="#111111", tint_towards="#14181e",
+               token_face="#14181e", token_edge="#9aa0a8", label_mix=0.45)
+THEMES = {"light": LIGHT, "dark": DARK}
+"""The themes :func:`architecture` draws in, by name."""
+_palette = LIGHT  # the one being drawn with (set by architecture() while it draws)
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,20 +162,27 @@ class Look:
     weight: str = "normal"
 
 
-def _tint(colour: str, amount: float) -> str:
-    """``colour`` mixed with white (``amount`` = 0: unchanged, 1: white)."""
+def _tint(colour: str, amount: float, towards: str = "#ffffff") -> str:
+    """``colour`` mixed with ``towards`` (white; ``amount`` = 0: unchanged, 1: ``towards``)."""
     r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    mix = [round(c + (255 - c) * amount) for c in (r, g, b)]
+    to = [int(towards[i:i + 2], 16) for i in (1, 3, 5)]
+    mix = [round(c + (t - c) * amount) for c, t in zip((r, g, b), to, strict=True)]
     return "#" + "".join(f"{c:02x}" for c in mix)
+
+
+def _label_colour(colour: str) -> str:
+    """A part's colour as text on the page: itself on a light page, lighter on a dark one."""
+    return _tint(colour, _palette.label_mix) if _palette.label_mix else colour
 
 
 def _look(colour: str, state: str) -> Look:
     """The look of a part in ``state``: "normal", "strong" (highlighted) or "grey"."""
+    pal = _palette
     if state == "strong":
-        return Look(colour, INK, "white", 2.6, "bold")
+        return Look(colour, pal.ink, "white", 2.6, "bold")
     if state == "grey":
-        return Look(GREY_FACE, GREY_EDGE, GREY_INK, 1.0)
-    return Look(_tint(colour, 0.78), colour, INK, 1.6)
+        return Look(pal.grey_face, pal.grey_edge, pal.grey_ink, 1.0)
+    return Look(_tint(colour, 0.78, pal.tint_towards), _label_colour(colour), pal.ink, 1.6)
 
 
 NEUTRAL = Look("white", "#555555", INK, 1.2)  # tokens: the data, never highlighted
@@ -142,7 +190,7 @@ NEUTRAL = Look("white", "#555555", INK, 1.2)  # tokens: the data, never highligh
 
 def _canvas(width: float, height: float) -> tuple[Figure, plt.Axes]:
     """A pyplot figure of ``width`` x ``height`` inches whose data units are 0.1 inch."""
-    fig = plt.figure(figsize=(width, height), dpi=DPI)
+    fig = plt.figure(figsize=(width, height), dpi=DPI, facecolor=_palette.page)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width * 10)
     ax.set_ylim(0, height * 10)
@@ -173,9 +221,11 @@ def _box(ax, box: Box, text: str | Sequence[str], look: Look, *, gid: str | None
     return patch
 
 
-def _arrow(ax, start, end, *, colour: str = "#444444", lw: float = 1.4, gid: str | None = None,
-           head: bool = True, style: str = "-", zorder: float = 1.5) -> FancyArrowPatch:
+def _arrow(ax, start, end, *, colour: str | None = None, lw: float = 1.4,
+           gid: str | None = None, head: bool = True, style: str = "-",
+           zorder: float = 1.5) -> FancyArrowPatch:
     """A straight arrow from ``start`` to ``end`` that touches both points exactly."""
+    colour = colour or _palette.arrow
     arrow = FancyArrowPatch(start, end, arrowstyle="-|>" if head else "-", mutation_scale=13,
                             shrinkA=0, shrinkB=0, color=colour, linewidth=lw, linestyle=style,
                             zorder=zorder)
@@ -211,33 +261,39 @@ def _polyline_arrow(ax, points: Sequence[tuple[float, float]], **kw) -> None:
     _arrow(ax, points[-2], points[-1], **kw)
 
 
-def _label(ax, xy, text: str, *, size: float = FONT, colour: str = INK, ha: str = "center",
-           va: str = "center", **kw):
-    return ax.text(*xy, text, fontsize=size, color=colour, ha=ha, va=va, zorder=4, **kw)
+def _label(ax, xy, text: str, *, size: float = FONT, colour: str | None = None,
+           ha: str = "center", va: str = "center", **kw):
+    return ax.text(*xy, text, fontsize=size, color=colour or _palette.ink, ha=ha, va=va,
+                   zorder=4, **kw)
 
 
 def _you_are_here(ax, xy, targets: Iterable[tuple[float, float]],
                   text: str = "you are here") -> None:
     """A black "you are here" badge at ``xy`` with an arrow to each target point."""
+    pal = _palette
     text = ax.text(*xy, text, ha="center", va="center", fontsize=FONT,
-                   fontweight="bold", color="white", zorder=6,
-                   bbox={"boxstyle": "round,pad=0.35", "facecolor": MARKER, "edgecolor": MARKER})
+                   fontweight="bold", color=pal.marker_ink, zorder=6,
+                   bbox={"boxstyle": "round,pad=0.35", "facecolor": pal.marker_face,
+                         "edgecolor": pal.marker_face})
     for target in targets:
         arrow = FancyArrowPatch(xy, target, arrowstyle="-|>", mutation_scale=16, shrinkA=0,
-                                shrinkB=0, color=MARKER, linewidth=2.2, zorder=5)
+                                shrinkB=0, color=pal.marker_face, linewidth=2.2, zorder=5)
         arrow.set_gid("you-are-here")
         ax.add_patch(arrow)
     text.set_gid("you-are-here")
 
 
-def _tokens(ax, row: Box, words: Sequence[str], look: Look = NEUTRAL, gid: str | None = None,
-            gap: float = 1.0) -> list[Box]:
+def _tokens(ax, row: Box, words: Sequence[str], look: Look | None = None,
+            gid: str | None = None, gap: float = 1.0, size: float = FONT) -> list[Box]:
     """Equal boxes for ``words`` side by side, filling ``row``; returns them."""
+    if look is None:  # the data, never highlighted
+        look = NEUTRAL if _palette is LIGHT else Look(_palette.token_face, _palette.token_edge,
+                                                      _palette.ink, 1.2)
     n = len(words)
     w = (row.w - gap * (n - 1)) / n
     boxes = [Box(row.x + i * (w + gap), row.y, w, row.h) for i in range(n)]
     for box, word in zip(boxes, words, strict=True):
-        _box(ax, box, word, look, gid=gid, rounding=0.5)
+        _box(ax, box, word, look, gid=gid, rounding=0.5, size=size)
     return boxes
 
 
@@ -280,8 +336,12 @@ class _Painter:
 
     def ink(self, parts: tuple[str, ...]) -> str:
         """Arrow colour for a connection belonging to ``parts``."""
-        return {"normal": "#444444", "strong": COLOURS[parts[0]],
-                "grey": GREY_EDGE}[self.state(parts)]
+        return {"normal": _palette.arrow, "strong": _label_colour(COLOURS[parts[0]]),
+                "grey": _palette.grey_edge}[self.state(parts)]
+
+    def text_ink(self, parts: tuple[str, ...]) -> str:
+        """Colour of a label belonging to ``parts`` (a greyed part's is grey, but readable)."""
+        return _palette.grey_ink if self.state(parts) == "grey" else self.ink(parts)
 
     def box(self, box: Box, text: str | Sequence[str], parts: tuple[str, ...], name: str,
             **kw) -> FancyBboxPatch:
@@ -300,30 +360,45 @@ _ROW_TOKENS, _ROW_EMB, _ROW_B1, _ROW_BL, _ROW_TOP, _ROW_PRED = 4.0, 12.0, 25.0, 
 _BLOCK_H = 8.5
 
 
-def architecture(highlight: str | Sequence[str] | None = None) -> Figure:
+def architecture(highlight: str | Sequence[str] | None = None, *, theme: str = "light",
+                 narrow: bool = False) -> Figure:
     """The whole ConvS2S model (after the paper's Figure 1); returns the pyplot Figure.
 
     ``highlight``: None (everything in colour), or one of :data:`PARTS` or a tuple of them:
     those parts are drawn in strong colour, the rest in grey, and one "you are here" badge
     points at them (at the whole model when every part is highlighted). ``"blocks"`` means the
-    conv-GLU blocks of both stacks.
+    conv-GLU blocks of both stacks. ``theme``: "light" (a white page) or "dark" (the website's
+    dark page), :data:`THEMES`. ``narrow``: the same model in one column 3.5 inches wide, the
+    encoder below the decoder, for a phone's screen (the badge names the part, under the
+    title).
     """
+    global _palette
     parts = _parse_highlight(highlight)
+    if theme not in THEMES:
+        raise ValueError(f"theme={theme!r}: use one of {', '.join(map(repr, THEMES))}.")
+    saved, _palette = _palette, THEMES[theme]
+    try:
+        return (_architecture_narrow if narrow else _architecture_wide)(parts)
+    finally:
+        _palette = saved
+
+
+def _architecture_wide(parts: frozenset[str] | None) -> Figure:
     fig, ax = _canvas(12.8, 8.6)
     p = _Painter(ax, parts)
     title = "ConvS2S: the whole model (after Gehring et al., 2017, Figure 1)"
     _label(ax, (64, 83), title, size=TITLE, weight="bold")
     _label(ax, (_ENC_X + _COL_W / 2, 77), "encoder: the source, all positions at once",
-           size=11, weight="bold", colour=COLOURS["encoder"])
+           size=11, weight="bold", colour=_label_colour(COLOURS["encoder"]))
     _label(ax, (_DEC_X + _COL_W / 2, 77), "decoder: the target shifted right, causal",
-           size=11, weight="bold", colour=COLOURS["decoder"])
+           size=11, weight="bold", colour=_label_colour(COLOURS["decoder"]))
 
     enc = _draw_encoder(p)
     dec = _draw_decoder(p)
     att = _draw_attention(p, enc, dec)
     _label(ax, (64, 1.4), "Blocks 2 .. L−1 of each stack are not drawn (the stacks may differ in "
            "depth); decoder layer l has its own attention l. fairseq also scales d and z + e by "
-           "√0.5.", size=SMALL, colour="#555555")
+           "√0.5.", size=SMALL, colour=_palette.note)
     if parts:
         _draw_markers(ax, parts, enc, dec, att)
     return fig
@@ -339,7 +414,7 @@ def _draw_stack_blocks(p: _Painter, x: float, parts: tuple[str, ...], lines: tup
     p.box(bl, f"{prefix} block L\n{lines[0]}\n{lines[1]}", parts, f"{prefix} block L")
     p.arrow(b1.at("top"), bl.at("bottom"), parts, f"{prefix} blocks")
     _label(p.ax, (b1.cx + 2.5, (b1.top + bl.bottom) / 2), "⋮", size=12,
-           colour=p.look(parts).edge if p.state(parts) != "grey" else GREY_INK)
+           colour=p.look(parts).edge if p.state(parts) == "normal" else p.text_ink(parts))
     return b1, bl
 
 
@@ -361,7 +436,7 @@ def _draw_encoder(p: _Painter) -> dict[str, Box]:
     skip_x = _ENC_X + 2.2
     p.arrow((skip_x, emb.top), (skip_x, out.bottom), ("encoder",), "e skips the blocks")
     _label(ax, (skip_x + 1.0, (b1.top + bl.bottom) / 2), "e", size=11, ha="left",
-           colour=p.ink(("encoder",)), style="italic")
+           colour=p.text_ink(("encoder",)), style="italic")
     return {"emb": emb, "b1": b1, "bl": bl, "out": out}
 
 
@@ -401,7 +476,7 @@ def _draw_attention(p: _Painter, enc: dict[str, Box], dec: dict[str, Box]) -> di
                        color=p.ink(parts), linewidth=2.2 if p.state(parts) == "strong" else 1.4,
                        zorder=1.5, gid="attention:bus"))
     _label(ax, (bus_x + 1.0, (enc["bl"].top + enc["out"].bottom) / 2 + 0.6), "keys z, values z+e",
-           size=SMALL, ha="left", colour=p.ink(parts))
+           size=SMALL, ha="left", colour=p.text_ink(parts))
     for name in ("b1", "bl"):
         block = dec[name]
         box = Box(_ATT_X, block.y, _ATT_W, block.h)
@@ -416,9 +491,9 @@ def _draw_attention(p: _Painter, enc: dict[str, Box], dec: dict[str, Box]) -> di
         p.arrow(box.at("right", 0.72), block.at("left", 0.72), parts, f"context {layer}")
         label_x = box.right + 2.0
         _label(ax, (label_x, box.y + 0.3 * box.h + 1.3), "d", size=11, style="italic",
-               colour=p.ink(parts))
+               colour=p.text_ink(parts))
         _label(ax, (label_x, box.y + 0.72 * box.h + 1.3), "c", size=11, style="italic",
-               colour=p.ink(parts))
+               colour=p.text_ink(parts))
         boxes[name] = box
     # g, the target embeddings, goes into every query: up a bus beside the decoder blocks
     g_x = dec["b1"].left - 2.0
@@ -427,7 +502,7 @@ def _draw_attention(p: _Painter, enc: dict[str, Box], dec: dict[str, Box]) -> di
     _bus(ax, [dec["emb"].at("left"), (g_x, dec["emb"].cy), (g_x, top)], p.ink(parts), lw,
          "attention:g into the queries", gaps=[boxes["b1"].y + 0.72 * boxes["b1"].h])
     _label(ax, (g_x - 1.0, (dec["emb"].top + boxes["b1"].bottom) / 2 + 1.0), "g", size=11,
-           ha="right", style="italic", colour=p.ink(parts))
+           ha="right", style="italic", colour=p.text_ink(parts))
     return boxes
 
 
@@ -487,6 +562,156 @@ def _draw_markers(ax, parts: frozenset[str], enc: dict[str, Box], dec: dict[str,
         xy = (mid_x, 70.5)
     _you_are_here(ax, xy, targets)
 
+
+# --------------------------------------------------------------------------------------------
+# (a') The whole model in one narrow column, for a phone
+# --------------------------------------------------------------------------------------------
+
+#: What each part is called in words (the narrow picture's badge and :func:`describe`).
+PART_WORDS = {"embeddings": "the token + position embeddings", "encoder": "the encoder",
+              "attention": "the multi-step attention", "decoder": "the decoder",
+              "output": "the output layer", "blocks": "the conv-GLU blocks of both stacks"}
+
+
+def _part_list(parts: frozenset[str]) -> str:
+    words = [PART_WORDS[p] for p in PARTS if p in parts]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _whole_model(parts: frozenset[str]) -> bool:
+    return {"embeddings", "encoder", "attention", "decoder", "output"} <= parts
+
+
+def describe(highlight: str | Sequence[str] | None = None) -> str:
+    """What :func:`architecture` draws with this ``highlight``, in words (a picture's alt text):
+    the model's parts, and which are highlighted. Pure."""
+    parts = _parse_highlight(highlight)
+    model = ("The ConvS2S model after the paper's Figure 1: source tokens and their token + "
+             "position embeddings, the encoder's conv-GLU blocks and its output (keys z, values "
+             "z + e), one attention per decoder layer, the causal decoder's blocks over the "
+             "target shifted right, and the output layer (linear, softmax)")
+    if parts is None:
+        return f"{model}, every part in colour."
+    if _whole_model(parts):
+        return f"{model}; every part highlighted: you are here, the whole model."
+    return f"{model}; highlighted, the rest greyed: {_part_list(parts)} (you are here)."
+
+
+# Layout of the narrow picture, in units of 0.1 inch (3.5 inches wide); y grows upwards.
+_N_W = 35.0
+_N_LEFT, _N_MID, _N_RIGHT = 1.0, 21.0, 34.0  # the stacks' column, the gap, the right edge
+_N_ATT_X, _N_ATT_W = 23.0, 10.6
+
+
+def _architecture_narrow(parts: frozenset[str] | None) -> Figure:
+    """The model bottom to top in one column: the encoder, then the decoder with each layer's
+    attention beside it, the output. All text 9 pt or more."""
+    height = 12.4 if parts else 11.8
+    fig, ax = _canvas(_N_W / 10, height)
+    p = _Painter(ax, parts)
+    top = height * 10
+    _label(ax, (_N_W / 2, top - 2.4), "ConvS2S: the whole model", size=12, weight="bold")
+    _label(ax, (_N_W / 2, top - 5.6), "after Gehring et al., 2017, Figure 1", size=SMALL,
+           colour=_palette.note)
+    if parts:
+        badge = ("you are here: the whole model" if _whole_model(parts) else
+                 "you are here: " + ", ".join(p_ for p_ in PARTS if p_ in parts))
+        _you_are_here(ax, (_N_W / 2, top - 9.6), [], text=badge)
+    size = SMALL
+    enc_parts, dec_parts = ("encoder", "blocks"), ("decoder", "blocks")
+    # the encoder, bottom of the picture
+    tokens = _tokens(ax, Box(4.0, 6.0, 17.0, 3.4), ["ein", "Hund", "läuft", "."], gap=0.6,
+                     size=size)
+    emb = Box(4.0, 12.0, 17.0, 6.0)
+    p.box(emb, "source embeddings\n$e_j = w_j + p_j$", ("embeddings",), "source embeddings",
+          size=size)
+    for t in tokens:
+        _arrow(ax, t.at("top"), (t.cx, emb.bottom))
+    lines = "conv k=3, same\\npadding → GLU\\n+ residual"
+    b1 = Box(6.5, 20.5, 15.0, 8.6)
+    bl = Box(6.5, 33.0, 15.0, 8.6)
+    p.box(b1, f"encoder block 1\n{lines}".replace("\\n", "\n"), enc_parts, "encoder block 1",
+          size=size)
+    p.box(bl, f"encoder block L\n{lines}".replace("\\n", "\n"), enc_parts, "encoder block L",
+          size=size)
+    p.arrow((b1.cx, emb.top), b1.at("bottom"), ("encoder",), "into block 1")
+    p.arrow(b1.at("top"), bl.at("bottom"), enc_parts, "encoder blocks")
+    _label(ax, (b1.cx + 2.0, (b1.top + bl.bottom) / 2), "⋮", size=12,
+           colour=p.look(enc_parts).edge if p.state(enc_parts) == "normal"
+           else p.text_ink(enc_parts))
+    out = Box(4.0, 44.0, 27.5, 6.5)
+    p.box(out, "encoder output\nkeys $z_j$    values $z_j + e_j$", ("encoder",), "z and z+e",
+          size=size)
+    p.arrow(bl.at("top"), (bl.cx, out.bottom), ("encoder",), "into z")
+    skip_x = 5.2
+    p.arrow((skip_x, emb.top), (skip_x, out.bottom), ("encoder",), "e skips the blocks")
+    _label(ax, (skip_x - 0.6, (b1.top + bl.bottom) / 2), "e", size=10, ha="right",
+           colour=p.text_ink(("encoder",)), style="italic")
+    _label(ax, (_N_ATT_X - 0.5, 30.0), "encoder:\nthe source,\nall positions\nat once",
+           size=size, weight="bold", ha="left", colour=_label_colour(COLOURS["encoder"]),
+           linespacing=1.25)
+    # the decoder above it, with each layer's attention on its right
+    dtok = _tokens(ax, Box(0.2, 54.0, 21.6, 3.4), ["<bos>", "a", "dog", "runs", "."],
+                   gap=0.2, size=size)
+    demb = Box(_N_LEFT, 60.0, 20.0, 6.0)
+    p.box(demb, "target embeddings\n$g_i = w_i + p_i$", ("embeddings",), "target embeddings",
+          size=size)
+    for t in dtok:
+        _arrow(ax, t.at("top"), (t.cx, demb.bottom))
+    dlines = "causal conv k=3\\n→ GLU, + attention\\n+ residual"
+    d1 = Box(_N_LEFT, 70.0, 18.5, 9.0)
+    dl = Box(_N_LEFT, 84.0, 18.5, 9.0)
+    for box, layer in ((d1, "1"), (dl, "L")):
+        p.box(box, f"decoder block {layer}\n{dlines}".replace("\\n", "\n"), dec_parts,
+              f"decoder block {layer}", size=size)
+    p.arrow((d1.cx, demb.top), d1.at("bottom"), ("decoder",), "into block 1")
+    p.arrow(d1.at("top"), dl.at("bottom"), dec_parts, "decoder blocks")
+    _label(ax, (d1.cx + 2.0, (d1.top + dl.bottom) / 2), "⋮", size=12,
+           colour=p.look(dec_parts).edge if p.state(dec_parts) == "normal"
+           else p.text_ink(dec_parts))
+    att_parts = ("attention",)
+    lw = 2.2 if p.state(att_parts) == "strong" else 1.4
+    bus_x = _N_RIGHT - 0.2
+    boxes = []
+    for block, layer in ((d1, "1"), (dl, "L")):
+        box = Box(_N_ATT_X, block.y, _N_ATT_W, block.h)
+        p.box(box, [f"attention {layer}", r"$a = \mathrm{softmax}$", r"$(d \cdot z)$",
+                    r"$c = \sqrt{m}\,\sum$", r"$a\,(z + e)$"], att_parts,
+              f"attention {layer}", size=size, line_gap=1.72)
+        p.arrow(block.at("right", 0.3), box.at("left", 0.3), att_parts, f"query {layer}")
+        p.arrow(box.at("left", 0.72), block.at("right", 0.72), att_parts, f"context {layer}")
+        _label(ax, ((block.right + box.left) / 2, block.y + 0.3 * block.h - 1.3), "d",
+               size=10, style="italic", colour=p.text_ink(att_parts))
+        _label(ax, ((block.right + box.left) / 2, block.y + 0.72 * block.h + 1.3), "c",
+               size=10, style="italic", colour=p.text_ink(att_parts))
+        p.arrow((bus_x, box.cy), box.at("right"), att_parts, f"keys values {layer}")
+        boxes.append(box)
+    # keys z and values z + e: up the right edge from the encoder output to every attention
+    ax.add_line(Line2D([out.right, bus_x, bus_x], [out.cy, out.cy, boxes[1].cy],
+                       color=p.ink(att_parts), linewidth=lw, zorder=1.5, gid="attention:bus"))
+    _label(ax, (bus_x - 0.8, 58.0), "keys z,\nvalues\nz + e", size=size, ha="right",
+           colour=p.text_ink(att_parts), linespacing=1.25)
+    # g, the target embeddings, joins every layer's query
+    g_x = (d1.right + _N_ATT_X) / 2 + 0.4
+    _bus(ax, [demb.at("right"), (g_x, demb.cy), (g_x, dl.y + 0.3 * dl.h)], p.ink(att_parts),
+         lw, "attention:g into the queries", gaps=[d1.y + 0.72 * d1.h])
+    _label(ax, (g_x + 0.8, demb.cy + 1.6), "g", size=10, ha="left", style="italic",
+           colour=p.text_ink(att_parts))
+    # the output layer and the predictions
+    o = Box(_N_LEFT, 97.0, 20.0, 6.0)
+    p.box(o, "output: linear → softmax\n$p(y_{i+1} \\mid y_1 \\ldots y_i,\\ x)$", ("output",),
+          "linear softmax", size=size)
+    p.arrow(dl.at("top"), (dl.cx, o.bottom), ("output",), "into output")
+    preds = _tokens(ax, Box(_N_LEFT, 106.0, 20.0, 3.4), ["a", "dog", "runs", ".", "<eos>"],
+                    p.look(("output",)), gid="output:predictions", gap=0.5, size=size)
+    for t in preds:
+        p.arrow((t.cx, o.top), t.at("bottom"), ("output",), "to predictions")
+    _label(ax, (_N_ATT_X - 0.5, 101.0), "decoder:\nthe target\nshifted right,\ncausal",
+           size=size, weight="bold", ha="left", colour=_label_colour(COLOURS["decoder"]),
+           linespacing=1.25)
+    _label(ax, (_N_W / 2, 2.2), "Blocks 2 .. L−1 are not drawn; decoder\nlayer l has its own "
+           "attention l.", size=size, colour=_palette.note, linespacing=1.25)
+    return fig
 
 # --------------------------------------------------------------------------------------------
 # (b) One conv-GLU-residual block

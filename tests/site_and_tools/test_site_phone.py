@@ -1,0 +1,377 @@
+"""The website on a phone and in the dark (issue 63): what a reader of a 375 px screen and of
+the dark theme needs, measured in headless Chromium on the site conftest.py builds once.
+
+- the studied figures the site draws again (the architecture picture on every page, notebook
+  07's length sweep): on a phone the page picks the drawing made for its column, whose text is
+  11 CSS px or more as displayed (each ``<text>`` of the SVG measured at the size the page
+  shows it), and on a wide screen the wide one;
+- every text of the architecture picture has a contrast of 4.5:1 or more with what it is drawn
+  on, in the light and the dark drawing (measured on the drawing's own colours), and the page
+  shows the dark drawing, unfiltered, in the dark theme;
+- the reader's system preference (``prefers-color-scheme``) picks the theme until the theme's
+  switch is used, which then wins;
+- no bar of its own above the layout (a second "Search" button on a wide screen, an empty strip
+  on a phone); the search's lines of a result are the page's own text, not the theme's buttons
+  or contents list; the search field's magnifier leaves the query's first letter alone;
+- the alt texts say what the architecture picture highlights, and no alt text holds a "…"
+  where the code filled in a value.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tools import site
+from tools import site_screenshots as shots
+
+ROOT = Path(__file__).resolve().parents[2]
+PHONE = shots.PHONE["width"]
+WIDE = 1280
+SMALLEST_PX = 11
+CONTRAST = 4.5
+
+
+def _pages(built) -> list[str]:
+    return ["index.html", *(f"{lesson.name}.html" for lesson in built.staged.lessons)]
+
+
+# Every figure the site drew again (folded outputs opened, as a reader does): the file the
+# browser chose and, for an SVG, the size of each of its texts as displayed (its font size
+# times the scale at which the page shows the picture: the SVG laid out at the picture's
+# displayed width, as the image is).
+_FIGURES = """async () => {
+  for (const fold of document.querySelectorAll('.bd-article details')) fold.open = true;
+  const found = [];
+  for (const img of document.querySelectorAll('.site-figure img')) {
+    if (!img.checkVisibility()) continue;
+    img.loading = 'eager';
+    img.scrollIntoView();
+    await img.decode().catch(() => null);
+    const box = img.getBoundingClientRect();
+    const style = getComputedStyle(img);
+    const record = {src: img.currentSrc, shown: box.width, alt: img.alt, dark: img.matches(
+      '.only-dark'), filter: style.filter, texts: []};
+    if (/\\.svg$/.test(img.currentSrc)) {
+      const svgText = await (await fetch(img.currentSrc)).text();
+      const holder = document.createElement('div');
+      holder.style.cssText = `position:absolute;left:0;top:0;width:${box.width}px;` +
+        'visibility:hidden';
+      holder.innerHTML = svgText;
+      const svg = holder.querySelector('svg');
+      svg.setAttribute('width', `${box.width}`);
+      svg.removeAttribute('height');
+      document.body.appendChild(holder);
+      for (const t of svg.querySelectorAll('text')) {
+        if (!t.textContent.trim()) continue;
+        const m = t.getScreenCTM();
+        record.texts.push({text: t.textContent.trim().slice(0, 40),
+                           px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b)});
+      }
+      holder.remove();
+    }
+    found.push(record);
+  }
+  return found;
+}"""
+
+
+def _tab(web, width: int, scheme: str = "light", mode: str | None = None):
+    base, browser = web
+    tab = shots.SitePage(browser, base)
+    tab.page.emulate_media(color_scheme=scheme)
+    if mode:
+        tab.context.add_init_script(f"localStorage.setItem('mode', '{mode}'); "
+                                    f"localStorage.setItem('theme', '{mode}');")
+    tab.page.set_viewport_size({"width": width, "height": 900})
+    return tab
+
+
+@pytest.fixture(scope="module")
+def figures(built, web):
+    """{(page, width, mode): the figures} for every page, at 375 and 1280 px, in both themes."""
+    facts = {}
+    for page in _pages(built):
+        for width in (PHONE, WIDE):
+            for mode in ("light", "dark"):
+                tab = _tab(web, width, mode=mode)
+                try:
+                    tab.open(page)
+                    facts[page, width, mode] = tab.page.evaluate(_FIGURES)
+                    assert tab.problems() == [], (page, tab.problems())
+                finally:
+                    tab.close()
+    return facts
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_phone_the_studied_figures_text_is_11_px_as_displayed(figures):
+    small, counted, pictures = [], 0, 0
+    for (page, width, mode), found in figures.items():
+        if width != PHONE:
+            continue
+        for fig in found:
+            pictures += 1
+            assert fig["src"].endswith(".svg"), f"{page} ({mode}): the wide drawing {fig}"
+            assert fig["texts"], f"{page}: no text measured in {fig['src']}"
+            counted += len(fig["texts"])
+            small += [f"{page} ({mode}) {fig['src'].rsplit('/', 1)[1]}: {t['text']!r} "
+                      f"{t['px']:.1f} px" for t in fig["texts"] if t["px"] < SMALLEST_PX - 0.05]
+    # the landing page's and notebooks 00-08's architecture picture in both themes, and
+    # notebook 07's length sweep
+    assert pictures >= 2 * 11, pictures
+    assert counted > 500
+    assert small == [], "\n".join(small[:30])
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_wide_screen_the_page_shows_the_wide_drawing(figures):
+    for (page, width, mode), found in figures.items():
+        if width == WIDE:
+            assert all(f["src"].endswith(".png") for f in found), (page, mode, found)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_dark_theme_shows_the_dark_drawing_unfiltered(figures):
+    for (page, width, mode), found in figures.items():
+        arch = [f for f in found if "architecture-" in f["src"]]
+        if page == "index.html" or re.match(r"0[0-8]_", page):  # the course's notebooks 00-08
+            assert len(arch) == 1, (page, width, mode, found)
+        if not arch:
+            continue
+        assert f"-{mode}-" in arch[0]["src"] and arch[0]["dark"] == (mode == "dark")
+        assert arch[0]["filter"] == "none", (page, width, mode, arch[0])
+
+
+def _architecture_alts(figures) -> dict[str, str]:
+    return {page: alt for (page, width, mode), found in figures.items() if width == WIDE
+            for alt in [f["alt"] for f in found if "architecture-" in f["src"]][:1]}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_architecture_pictures_alt_text_names_what_is_highlighted(figures):
+    alts = _architecture_alts(figures)
+    assert "every part in colour" in alts["index.html"]
+    assert "every part in colour" in alts["00_start_here.html"]
+    assert "the token + position embeddings and the encoder (you are here)" in \
+        alts["02_convolutional_encoder.html"]
+    assert "the whole model" in alts["05_training_on_multi30k.html"]
+    assert "the encoder and the decoder (you are here)" in \
+        alts["07_convs2s_vs_rnn_attention.html"]
+
+
+# --------------------------------------------------------------------------------------------
+# Contrast of the architecture picture, on the drawing's own colours
+# --------------------------------------------------------------------------------------------
+
+
+def _luminance(rgb) -> float:
+    def channel(v):
+        return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(v) for v in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _ratio(a, b) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)))
+    return (lb + 0.05) / (la + 0.05)
+
+
+def _under(fig, text) -> tuple:
+    """The colour a text is drawn on: its own box (a badge), else the topmost box under its
+    centre (arrows and lines are drawn beside texts, not under them), else the figure's
+    face."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Circle, FancyBboxPatch
+
+    own = text.get_bbox_patch()
+    if own is not None:
+        return own.get_facecolor()
+    renderer = fig.canvas.get_renderer()
+    box = text.get_window_extent(renderer)
+    centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+    below = [p for ax in fig.axes for p in ax.patches
+             if isinstance(p, FancyBboxPatch | Circle) and p.get_zorder() <= text.get_zorder()
+             and p.get_fill()
+             and to_rgba(p.get_facecolor())[3] > 0 and p.contains_point(centre)]
+    if below:
+        return max(below, key=lambda p: p.get_zorder()).get_facecolor()
+    return to_rgba(fig.get_facecolor())
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("narrow", [False, True])
+def test_every_text_of_the_architecture_picture_has_4_5_to_1(theme, narrow):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+
+    from convs2s.course import diagrams
+
+    low, lowest = [], 99.0
+    for highlight in (None, *diagrams.PARTS, ("embeddings", "encoder"), ("encoder", "decoder"),
+                      ("embeddings", "encoder", "attention", "decoder", "output")):
+        fig = diagrams.architecture(highlight, theme=theme, narrow=narrow)
+        try:
+            fig.canvas.draw()
+            for text in fig.findobj(matplotlib.text.Text):
+                if not (text.get_visible() and text.get_text().strip()):
+                    continue
+                ratio = _ratio(to_rgba(text.get_color()), to_rgba(_under(fig, text)))
+                lowest = min(lowest, ratio)
+                if ratio < CONTRAST:
+                    low.append(f"{highlight}: {text.get_text()!r} {ratio:.2f}:1")
+        finally:
+            plt.close(fig)
+    assert low == [], "\n".join(low)
+    assert lowest >= CONTRAST
+
+
+def test_the_narrow_architecture_picture_is_3_5_inches_with_9_pt_text():
+    """At 3.5 inches, 9 pt is 11.5 CSS px in a 320 px column: a phone's narrowest."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import diagrams
+
+    fig = diagrams.architecture("decoder", narrow=True)
+    try:
+        assert fig.get_size_inches()[0] <= 3.5
+        sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+                 if t.get_visible() and t.get_text().strip()]
+        assert min(sizes) >= 9 and 9 * 320 / (72 * 3.5) >= SMALLEST_PX
+    finally:
+        plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# The theme follows the reader's system until the reader chooses
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize(("scheme", "chosen", "expected"), [
+    ("dark", None, "dark"), ("light", None, "light"), ("dark", "light", "light"),
+    ("light", "dark", "dark")])
+def test_the_theme_follows_the_system_until_the_reader_chooses(web, scheme, chosen, expected):
+    tab = _tab(web, WIDE, scheme, chosen)
+    try:
+        tab.open("01_glu_and_padding.html")
+        theme = tab.page.evaluate("document.documentElement.dataset.theme")
+        background = tab.page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert theme == expected, (scheme, chosen, theme)
+        dark = _luminance([int(v) / 255 for v in re.findall(r"\d+", background)[:3]]) < 0.1
+        assert dark == (expected == "dark"), background
+        assert tab.problems() == []
+    finally:
+        tab.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Small defects
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [PHONE, WIDE])
+def test_nothing_stands_above_the_layout_and_search_is_offered_once(web, width):
+    tab = _tab(web, width)
+    try:
+        tab.open("01_glu_and_padding.html")
+        top = tab.page.evaluate("""() => {
+          const hit = document.elementFromPoint(window.innerWidth / 2, 2);
+          return {inside: !!hit.closest('.bd-container'),
+                  top: document.querySelector('.bd-container').getBoundingClientRect().top,
+                  search: [...document.querySelectorAll('button, input')]
+                    .filter(e => e.checkVisibility() && /^\\s*search/i.test(
+                      e.getAttribute('aria-label') || e.textContent || e.placeholder || ''))
+                    .length};
+        }""")
+        assert top["inside"] and abs(top["top"]) < 1, top
+        if width == WIDE:  # the sidebar's search field only
+            assert top["search"] == 1, top
+        else:  # the article header's search button only
+            assert top["search"] == 1, top
+        assert tab.problems() == []
+    finally:
+        tab.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [PHONE, WIDE])
+def test_the_search_shows_each_pages_own_text_and_the_whole_query(web, width):
+    base, _ = web
+    tab = _tab(web, width)
+    try:
+        tab.page.goto(base + "search.html?q=causal+padding", wait_until="load")
+        tab.page.wait_for_function("() => /Search finished/.test(document.querySelector("
+                                   "'#search-results').innerText)", timeout=60_000)
+        tab.page.wait_for_function("() => [...document.querySelectorAll('#search-results li')]"
+                                   ".every(li => li.querySelector('p.context'))",
+                                   timeout=30_000)
+        field = tab.page.evaluate("""() => {
+          const form = document.querySelector('.bd-content form.bd-search');
+          const input = form.querySelector('input'), icon = form.querySelector('i');
+          const s = getComputedStyle(input), box = input.getBoundingClientRect();
+          return {value: input.value, icon: icon.getBoundingClientRect().right,
+                  text: box.left + parseFloat(s.borderLeftWidth) + parseFloat(s.paddingLeft)};
+        }""")
+        assert field["value"] == "causal padding"
+        assert field["icon"] <= field["text"], field
+        results = tab.page.evaluate(
+            "() => [...document.querySelectorAll('#search-results li')].map(li => "
+            "[li.querySelector('a').getAttribute('href').split('#')[0], "
+            "li.querySelector('p.context').textContent])")
+        assert len(results) >= 3
+        for href, context in results:
+            article = tab.page.evaluate("""async (href) => {
+              const page = new DOMParser().parseFromString(await (await fetch(href)).text(),
+                                                           'text/html');
+              page.querySelectorAll('.headerlink, script, style').forEach(e => e.remove());
+              return page.querySelector('.bd-article').textContent;  // as the search reads it
+            }""", href)
+            words = " ".join(context.replace("...", " ").split())
+            assert words and words in " ".join(article.split()), (href, context)
+        assert tab.problems() == []
+    finally:
+        tab.close()
+
+
+def test_a_title_with_a_value_the_code_fills_in_is_left_out_of_the_alt_text():
+    alt = site.figure_alt("Lengths", 'ax.hist(x)\nax.set_title(f"Multi30k: lengths ({n:,} pairs)")'
+                          '\nax.set_title(f"Lengths of {n} sentences")',
+                          "The lengths of the training sentences.")
+    assert alt == "Histogram. The lengths of the training sentences."
+    # a parenthesis of placeholders alone is left out, the rest of the title kept
+    alt = site.figure_alt(None, 'ax.bar(x, y)\nax.set_title(f"Multi30k sentence lengths ({n})")')
+    assert alt == "Bar chart: “Multi30k sentence lengths”."
+
+
+def test_a_code_span_keeps_its_characters_in_the_alt_text():
+    assert site.plain_text("every `length_sweep_*.json` record, **one** row") == \
+        "every length_sweep_*.json record, one row"
+
+
+@pytest.mark.slow
+def test_no_alt_text_holds_a_placeholder(built):
+    from test_site_readable import _alts
+
+    found = []
+    for page in _pages(built):
+        for _src, alt in _alts(built.out / page):
+            if "…" in alt.rstrip("…").rstrip():
+                found.append(f"{page}: {alt}")
+    assert found == [], "\n".join(found)

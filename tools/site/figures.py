@@ -1,0 +1,219 @@
+"""The course's studied figures as the website shows them: a drawing for a phone's column and,
+for the architecture picture, a drawing for the dark theme, each picked by the page.
+
+A figure that a notebook's stored output shows only as one PNG, drawn for a wide screen, is
+shrunk into a phone's 320-345 px column to a quarter of its size or less, its text to 3-10 px.
+Here the site's build draws such figures again with the package's own drawing functions and
+data (never running a notebook), and the page picks the drawing by the window's width
+(``<picture>`` with a ``<source media>``) and, for the architecture picture, by the theme
+(the theme's ``only-light`` / ``only-dark`` classes, so the reader's choice with the theme's
+switch wins over the system's):
+
+- the architecture picture at the top of every notebook and on the landing page
+  (``convs2s.course.diagrams.architecture``, the highlight the cell's code asks for): a wide
+  PNG and a narrow SVG, each in the light and the dark theme (every text at 4.5:1 or more in
+  both, ``diagrams.Palette``);
+- notebook 07's length sweep (``convs2s.course.length_sweep.plot`` of the package's records,
+  with the Multi30k mean length that the cell printed): the stored PNG on a wide screen, and
+  on a phone the same drawing with its panels one above the other, 3.5 inches wide.
+
+A narrow drawing is an SVG whose text stays text (``svg.fonttype: none``), 9 pt or more in a
+figure 3.5 inches wide (the architecture picture) or 3.3 (the length sweep, whose output is
+folded in a narrower box): at least 11 CSS px as a 375 px phone shows it (what the site's
+browser test measures). The files go to the site's ``_static/figures/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import html
+import io
+import re
+from dataclasses import dataclass, field
+
+from tools.site.png import smaller_png
+
+#: Where the staged files are, in the Sphinx source folder, and where the site has them.
+STAGED = "_figures"
+STATIC = "_static/figures"
+#: The windows that get the narrow drawing (the theme's own phone layout starts below 720 px).
+NARROW_MEDIA = "(max-width: 719.98px)"
+#: The narrow drawings' width in inches: 9 pt text is 11 CSS px in a 320 px column at 3.6;
+#: a folded output's column on a 375 px phone is 305 px (3.3 inches keep 11.5 px there).
+NARROW_INCHES = 3.3
+DPI = 100
+
+
+@dataclass
+class Figure:
+    """A figure the page shows as ``html``, with the files it names (under ``STATIC``)."""
+
+    html: str
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def _png(fig) -> bytes:
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=DPI, facecolor=fig.get_facecolor())
+    return smaller_png(out.getvalue())
+
+
+def _svg(fig) -> bytes:
+    """The figure as SVG with its text as text (the browser draws it, a test can measure it),
+    no date or random ids (the same figure, the same bytes)."""
+    import matplotlib
+
+    out = io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "convs2s",
+                                "svg.id": None}):
+        fig.savefig(out, format="svg", dpi=DPI, facecolor=fig.get_facecolor(),
+                    metadata={"Date": None})
+    return out.getvalue()
+
+
+def _name(stem: str, data: bytes, ext: str) -> str:
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}.{ext}"
+
+
+def _size(data: bytes, ext: str) -> tuple[int, int]:
+    """(width, height) in CSS px of a PNG (its pixels) or of a matplotlib SVG (its pt)."""
+    if ext == "png":
+        import struct
+
+        return struct.unpack(">II", data[16:24])
+    m = re.search(rb'<svg[^>]*\swidth="([\d.]+)pt"[^>]*\sheight="([\d.]+)pt"', data)
+    return round(float(m.group(1)) * 96 / 72), round(float(m.group(2)) * 96 / 72)
+
+
+def picture(wide: tuple[str, bytes], narrow: tuple[str, bytes], alt: str,
+            theme: str | None = None, base: str = "") -> str:
+    """A ``<picture>``: the narrow file below :data:`NARROW_MEDIA`, else the wide one (each
+    ``(name, bytes)``); ``theme`` "light" / "dark": shown in that theme only. Pure."""
+    only = f' class="only-{theme}"' if theme else ""
+    (wname, wdata), (nname, ndata) = wide, narrow
+    ww, wh = _size(wdata, wname.rsplit(".", 1)[1])
+    nw, nh = _size(ndata, nname.rsplit(".", 1)[1])
+    kind = "image/svg+xml" if nname.endswith(".svg") else "image/png"
+    return (f'<picture{only}><source media="{NARROW_MEDIA}" srcset="{base}{STATIC}/{nname}" '
+            f'type="{kind}" width="{nw}" height="{nh}">'
+            f'<img{only} src="{base}{STATIC}/{wname}" width="{ww}" height="{wh}" '
+            f'alt="{html.escape(alt, quote=True)}" loading="lazy"></picture>')
+
+
+def _figure_html(pictures: list[str], what: str) -> str:
+    return (f'<div class="site-figure site-figure-{what}">' + "".join(pictures) + "</div>")
+
+
+# --------------------------------------------------------------------------------------------
+# The architecture picture
+# --------------------------------------------------------------------------------------------
+
+
+def architecture_highlight(source: str):
+    """The ``highlight`` a cell's ``diagrams.architecture(...)`` call asks for, as written
+    (None, a part's name, or a tuple of them), or ``...`` where the cell makes no such call or
+    gives no literal value. Pure."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ...
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "architecture":
+            args = {k.arg: k.value for k in node.keywords}
+            value = args.get("highlight", node.args[0] if node.args else None)
+            if value is None:
+                return None
+            try:
+                found = ast.literal_eval(value)
+            except ValueError:
+                return ...
+            return tuple(found) if isinstance(found, list) else found
+    return ...
+
+
+def architecture(highlight, base: str = "") -> Figure:
+    """The architecture picture with ``highlight``: light and dark, wide and narrow."""
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import diagrams
+
+    alt = diagrams.describe(highlight)
+    parts = "all" if highlight is None else "-".join(
+        [highlight] if isinstance(highlight, str) else list(highlight))
+    files, pictures = {}, []
+    for theme in ("light", "dark"):
+        drawn = {}
+        for narrow in (False, True):
+            fig = diagrams.architecture(highlight, theme=theme, narrow=narrow)
+            try:
+                data = _svg(fig) if narrow else _png(fig)
+            finally:
+                plt.close(fig)
+            ext = "svg" if narrow else "png"
+            name = _name(f"architecture-{parts}-{theme}-{'narrow' if narrow else 'wide'}",
+                         data, ext)
+            files[name] = data
+            drawn[narrow] = (name, data)
+        pictures.append(picture(drawn[False], drawn[True], alt, theme, base))
+    return Figure(_figure_html(pictures, "architecture"), files)
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 07's length sweep
+# --------------------------------------------------------------------------------------------
+
+_SWEEP_CALL = re.compile(r"length_sweep\.plot\(")
+_FACTOR = re.compile(r"^FACTOR\s*=\s*([\d.]+)", re.MULTILINE)
+_MARK_LABEL = re.compile(r"mark=\(\s*\w+\s*,\s*([\"'])(.+?)\1\s*\)")
+_MEAN = re.compile(r"training captions: ([\d.]+) target positions")
+
+
+def restack(fig, width: float = NARROW_INCHES, panel_height: float = 3.0) -> None:
+    """Lay a figure's panels (a grid of axes, read row by row) one above the other in a
+    figure ``width`` inches wide, each ``panel_height`` tall, its title wrapped to the width.
+    The drawing, labels and legends stay the package's."""
+    from matplotlib.gridspec import GridSpec
+
+    axes = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+    grid = GridSpec(len(axes), 1, figure=fig)
+    for i, ax in enumerate(axes):
+        ax.set_subplotspec(grid[i])
+    fig.set_size_inches(width, panel_height * len(axes) + 0.9)
+    title = getattr(fig, "_suptitle", None)  # matplotlib keeps it there (no public getter)
+    if title is not None:
+        title.set_wrap(True)
+    fig.tight_layout()
+
+
+def length_sweep(source: str, printed: str, wide_png: bytes, alt: str,
+                 base: str = "") -> Figure | None:
+    """Notebook 07's length sweep: the stored PNG, and on a phone the package's drawing of the
+    same records with its panels stacked; None where the cell does not draw the sweep or its
+    printed output lacks the mean caption length it marks."""
+    if not _SWEEP_CALL.search(source):
+        return None
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import length_sweep as sweep
+
+    factor = _FACTOR.search(source)
+    label = _MARK_LABEL.search(source)
+    mean = _MEAN.search(printed)
+    records = sweep.records()
+    if not (factor and mean and records):
+        return None
+    mark = (float(mean.group(1)), label.group(2)) if label else None
+    fig = sweep.plot(records, factor=float(factor.group(1)), mark=mark)
+    try:
+        restack(fig)
+        narrow = _svg(fig)
+    finally:
+        plt.close(fig)
+    wide = smaller_png(wide_png)
+    wide_name = _name("length-sweep-wide", wide, "png")
+    narrow_name = _name("length-sweep-narrow", narrow, "svg")
+    html_ = _figure_html([picture((wide_name, wide), (narrow_name, narrow), alt, None, base)],
+                         "length-sweep")
+    return Figure(html_, {wide_name: wide, narrow_name: narrow})
