@@ -38,10 +38,41 @@ def _pages(built) -> list[str]:
     return ["index.html", *(f"{lesson.name}.html" for lesson in built.staged.lessons)]
 
 
+# The size as displayed of every text of the SVG file ``src`` shown ``width`` px wide (its
+# font size times the scale at which the page shows the picture: the SVG laid out at that
+# width, as the image is): each <text>'s own characters, and each <tspan>'s (matplotlib's
+# formulas: a sub- or superscript is a <tspan> of its own, smaller size).
+SVG_TEXT_SIZES = """async ([src, width]) => {
+  const svgText = await (await fetch(src)).text();
+  const holder = document.createElement('div');
+  holder.style.cssText = `position:absolute;left:0;top:0;width:${width}px;visibility:hidden`;
+  holder.innerHTML = svgText;
+  const svg = holder.querySelector('svg');
+  svg.setAttribute('width', `${width}`);
+  svg.removeAttribute('height');
+  document.body.appendChild(holder);
+  const found = [];
+  const measure = (e, text) => {
+    const m = e.getScreenCTM();
+    found.push({text: text.slice(0, 40), tag: e.tagName,
+                px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b)});
+  };
+  for (const t of svg.querySelectorAll('text')) {
+    const own = [...t.childNodes].filter(n => n.nodeType === Node.TEXT_NODE)
+      .map(n => n.textContent).join('').trim();
+    if (own) measure(t, own);
+    for (const span of t.querySelectorAll('tspan')) {
+      const text = span.textContent.trim();
+      if (text) measure(span, text);
+    }
+  }
+  holder.remove();
+  return found;
+}"""
+
 # Every figure the site drew again (folded outputs opened, as a reader does): the file the
-# browser chose and, for an SVG, the size of each of its texts as displayed (its font size
-# times the scale at which the page shows the picture: the SVG laid out at the picture's
-# displayed width, as the image is).
+# browser chose and, for an SVG, the size of each of its texts and tspans as displayed
+# (SVG_TEXT_SIZES).
 _FIGURES = """async () => {
   for (const fold of document.querySelectorAll('.bd-article details')) fold.open = true;
   const found = [];
@@ -55,22 +86,7 @@ _FIGURES = """async () => {
     const record = {src: img.currentSrc, shown: box.width, alt: img.alt, dark: img.matches(
       '.only-dark'), filter: style.filter, texts: []};
     if (/\\.svg$/.test(img.currentSrc)) {
-      const svgText = await (await fetch(img.currentSrc)).text();
-      const holder = document.createElement('div');
-      holder.style.cssText = `position:absolute;left:0;top:0;width:${box.width}px;` +
-        'visibility:hidden';
-      holder.innerHTML = svgText;
-      const svg = holder.querySelector('svg');
-      svg.setAttribute('width', `${box.width}`);
-      svg.removeAttribute('height');
-      document.body.appendChild(holder);
-      for (const t of svg.querySelectorAll('text')) {
-        if (!t.textContent.trim()) continue;
-        const m = t.getScreenCTM();
-        record.texts.push({text: t.textContent.trim().slice(0, 40),
-                           px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b)});
-      }
-      holder.remove();
+      record.texts = await (""" + SVG_TEXT_SIZES + """)([img.currentSrc, box.width]);
     }
     found.push(record);
   }
@@ -252,6 +268,68 @@ def test_the_narrow_architecture_picture_is_3_5_inches_with_9_pt_text():
         assert min(sizes) >= 9 and 9 * 320 / (72 * 3.5) >= SMALLEST_PX
     finally:
         plt.close(fig)
+
+
+#: The width a 375 px phone shows the architecture picture at (its 16 px margins left out).
+PHONE_COLUMN = PHONE - 32
+
+
+def svg_text_px(svg: bytes, shown_px: float) -> list[tuple[str, float]]:
+    """(text, CSS px) of every <text>'s own characters and every <tspan> of a matplotlib SVG
+    shown ``shown_px`` wide: its font size (in the SVG's units) times the display's scale.
+    Pure: what SVG_TEXT_SIZES measures in the browser, read from the file."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    scale = shown_px / float(root.get("viewBox").split()[2])
+    ns = "{http://www.w3.org/2000/svg}"
+
+    def size(e, inherited):
+        found = re.search(r"font-size:\s*([\d.]+)px", e.get("style", ""))
+        return float(found.group(1)) if found else inherited
+
+    out = []
+    for t in root.iter(f"{ns}text"):
+        base = size(t, 16.0)
+        if (t.text or "").strip():
+            out.append((t.text.strip(), base * scale))
+        for span in t.iter(f"{ns}tspan"):
+            if (span.text or "").strip():
+                out.append((span.text.strip(), size(span, base) * scale))
+    return out
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_text_and_sub_or_superscript_of_the_narrow_architecture_is_11_px(theme):
+    """Formulas' subscripts are <tspan>s at 0.7 of the formula's size: measured too (the
+    drawing before issue 63 item 1's last part had them at 6.3 pt, 8.6 px on a phone)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import diagrams
+    from tools.site import figures as drawn
+
+    small, spans = [], 0
+    for highlight in (None, *diagrams.PARTS, ("embeddings", "encoder"),
+                      ("encoder", "decoder")):
+        fig = diagrams.architecture(highlight, theme=theme, narrow=True)
+        try:
+            svg = drawn.svg(fig)
+        finally:
+            plt.close(fig)
+        spans += svg.count(b"<tspan")
+        small += [f"{highlight}: {text!r} {px:.1f} px" for text, px in
+                  svg_text_px(svg, PHONE_COLUMN) if px < SMALLEST_PX]
+    assert spans > 0, "no formula measured"
+    assert small == [], "\n".join(small[:20])
+
+
+def test_svg_text_px_measures_a_tspan_at_its_own_size():
+    svg = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50"><text style="'
+           b'font-size: 9px">a<tspan style="font-size: 6.3px">j</tspan></text></svg>')
+    assert svg_text_px(svg, 200) == [("a", 18.0), ("j", 12.6)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -199,11 +199,13 @@ def _canvas(width: float, height: float) -> tuple[Figure, plt.Axes]:
 
 
 def _box(ax, box: Box, text: str | Sequence[str], look: Look, *, gid: str | None = None,
-         size: float = FONT, rounding: float = 0.8, line_gap: float = 3.2) -> FancyBboxPatch:
+         size: float = FONT, rounding: float = 0.8, line_gap: float = 3.2,
+         sizes: Sequence[float] | None = None) -> FancyBboxPatch:
     """A rounded box with centred text; ``gid`` names it for tests and SVGs.
 
     ``text`` is a string (newlines allowed) or a list of lines placed ``line_gap`` apart, for
-    formulas whose sub- and superscripts would make matplotlib's own line spacing collide.
+    formulas whose sub- and superscripts would make matplotlib's own line spacing collide;
+    ``sizes``, one per line of such a list, where the lines differ in size.
     """
     patch = FancyBboxPatch((box.x, box.y), box.w, box.h,
                            boxstyle=f"round,pad=0,rounding_size={rounding}",
@@ -213,11 +215,12 @@ def _box(ax, box: Box, text: str | Sequence[str], look: Look, *, gid: str | None
         patch.set_gid(gid)
     ax.add_patch(patch)
     lines = [text] if isinstance(text, str) else list(text)
-    for i, line in enumerate(lines):
+    sizes = list(sizes) if sizes is not None else [size] * len(lines)
+    for i, (line, line_size) in enumerate(zip(lines, sizes, strict=True)):
         if line:
             y = box.cy + ((len(lines) - 1) / 2 - i) * line_gap
-            ax.text(box.cx, y, line, ha="center", va="center", fontsize=size, color=look.ink,
-                    fontweight=look.weight, zorder=3, linespacing=1.35)
+            ax.text(box.cx, y, line, ha="center", va="center", fontsize=line_size,
+                    color=look.ink, fontweight=look.weight, zorder=3, linespacing=1.35)
     return patch
 
 
@@ -598,6 +601,10 @@ def describe(highlight: str | Sequence[str] | None = None) -> str:
 
 
 # Layout of the narrow picture, in units of 0.1 inch (3.5 inches wide); y grows upwards.
+#: The narrow picture's formulas with a sub- or superscript: matplotlib draws those at 0.7 of
+#: the formula's size, so 12 pt keeps them at 8.4 pt (11.4 CSS px on a 375 px phone, where the
+#: picture is shown 343 px wide) and the other texts are 9 pt or more.
+_N_FORMULA = 12
 _N_W = 35.0
 _N_LEFT, _N_MID, _N_RIGHT = 1.0, 21.0, 34.0  # the stacks' column, the gap, the right edge
 _N_ATT_X, _N_ATT_W = 23.0, 10.6
@@ -623,8 +630,9 @@ def _architecture_narrow(parts: frozenset[str] | None) -> Figure:
     tokens = _tokens(ax, Box(4.0, 6.0, 17.0, 3.4), ["ein", "Hund", "läuft", "."], gap=0.6,
                      size=size)
     emb = Box(4.0, 12.0, 17.0, 6.0)
-    p.box(emb, "source embeddings\n$e_j = w_j + p_j$", ("embeddings",), "source embeddings",
-          size=size)
+    formula = {"sizes": (size, _N_FORMULA), "line_gap": 2.3}
+    p.box(emb, ["source embeddings", "$e_j = w_j + p_j$"], ("embeddings",),
+          "source embeddings", **formula)
     for t in tokens:
         _arrow(ax, t.at("top"), (t.cx, emb.bottom))
     lines = "conv k=3, same\\npadding → GLU\\n+ residual"
@@ -640,8 +648,8 @@ def _architecture_narrow(parts: frozenset[str] | None) -> Figure:
            colour=p.look(enc_parts).edge if p.state(enc_parts) == "normal"
            else p.text_ink(enc_parts))
     out = Box(4.0, 44.0, 27.5, 6.5)
-    p.box(out, "encoder output\nkeys $z_j$    values $z_j + e_j$", ("encoder",), "z and z+e",
-          size=size)
+    p.box(out, ["encoder output", "keys $z_j$    values $z_j + e_j$"], ("encoder",),
+          "z and z+e", **formula)
     p.arrow(bl.at("top"), (bl.cx, out.bottom), ("encoder",), "into z")
     skip_x = 5.2
     p.arrow((skip_x, emb.top), (skip_x, out.bottom), ("encoder",), "e skips the blocks")
@@ -654,8 +662,8 @@ def _architecture_narrow(parts: frozenset[str] | None) -> Figure:
     dtok = _tokens(ax, Box(0.2, 54.0, 21.6, 3.4), ["<bos>", "a", "dog", "runs", "."],
                    gap=0.2, size=size)
     demb = Box(_N_LEFT, 60.0, 20.0, 6.0)
-    p.box(demb, "target embeddings\n$g_i = w_i + p_i$", ("embeddings",), "target embeddings",
-          size=size)
+    p.box(demb, ["target embeddings", "$g_i = w_i + p_i$"], ("embeddings",),
+          "target embeddings", **formula)
     for t in dtok:
         _arrow(ax, t.at("top"), (t.cx, demb.bottom))
     dlines = "causal conv k=3\\n→ GLU, + attention\\n+ residual"
@@ -699,8 +707,8 @@ def _architecture_narrow(parts: frozenset[str] | None) -> Figure:
            colour=p.text_ink(att_parts))
     # the output layer and the predictions
     o = Box(_N_LEFT, 97.0, 20.0, 6.0)
-    p.box(o, "output: linear → softmax\n$p(y_{i+1} \\mid y_1 \\ldots y_i,\\ x)$", ("output",),
-          "linear softmax", size=size)
+    p.box(o, ["output: linear → softmax", "$p(y_{i+1} \\mid y_1 \\ldots y_i,\\ x)$"],
+          ("output",), "linear softmax", **formula)
     p.arrow(dl.at("top"), (dl.cx, o.bottom), ("output",), "into output")
     preds = _tokens(ax, Box(_N_LEFT, 106.0, 20.0, 3.4), ["a", "dog", "runs", ".", "<eos>"],
                     p.look(("output",)), gid="output:predictions", gap=0.5, size=size)
