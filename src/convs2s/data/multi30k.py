@@ -3,7 +3,7 @@
 :func:`load_multi30k` reads (and, when they are missing, downloads and sha256-checks) the raw
 Multi30k task-1 files of one direction (any two of English, German, French and Czech; German
 to English by default) and returns ``{"train", "valid", "test"}`` lists of ``(source, target)``
-string pairs. :func:`load_pairs` reads any parallel pair of files.
+string pairs. :func:`load_pairs` reads any parallel pair of files, :func:`load_lines` one file.
 """
 
 from __future__ import annotations
@@ -352,6 +352,13 @@ def _read_lines(path: str | os.PathLike) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [nfc(line[:-1] if line.endswith("\r") else line) for line in lines]
+
+
+def load_lines(path: str | os.PathLike) -> list[str]:
+    """The lines of one UTF-8 text file (plain or .gz), read as :func:`load_pairs` reads each
+    side: line endings stripped, NFC; :class:`DataError` (one line) for a missing or unreadable
+    file, bad gzip or non-UTF-8 text."""
+    return _read_lines(path)
 
 
 def load_pairs(de_path: str | os.PathLike, en_path: str | os.PathLike) -> list[tuple[str, str]]:

@@ -1,5 +1,13 @@
 """What a training run is built from: the preset's pairs, text pipeline, vocabularies and
-datasets, the model and its optimizer, and the fingerprint a checkpoint keeps of the data."""
+datasets, the model and its optimizer, and the fingerprint a checkpoint keeps of the data.
+
+The training pairs are the split's, or with ``preset.distilled`` the teacher's targets instead
+of the references or beside them (sequence-level knowledge distillation, Kim & Rush 2016: the
+file :mod:`convs2s.run.distill` writes), and with ``preset.extra_sources`` the other languages'
+captions of the same English targets besides (:func:`select_pairs`). The text pipeline and the
+vocabularies are learned on the references and every source (:func:`vocabulary_text`), so a
+distilled student gets the vocabulary its teacher had; validation is always the split's own
+pairs in the preset's direction."""
 
 from __future__ import annotations
 
@@ -10,15 +18,17 @@ import json
 import torch
 from torch.utils.data import DataLoader
 
-from convs2s.data import TranslationDataset, Vocab, load_multi30k
-from convs2s.data.subword import SPECIALS, TextPipeline
+from convs2s.data import DataError, TranslationDataset, Vocab, load_multi30k
+from convs2s.data.multi30k import LANGUAGE_NAMES, load_lines
+from convs2s.data.subword import SPECIALS, TextPipeline, train_subword
 from convs2s.model.convs2s import ConvS2S
 from convs2s.run.checkpoint_guard import MAX_MODEL_ELEMENTS
 from convs2s.run.presets import Preset
 
 __all__ = ["MAX_MODEL_PARAMETERS", "build_model", "check_model_size", "fingerprint",
-           "make_optimizer", "make_pipeline", "model_parameters", "prepare_data",
-           "sample_segmentations", "select_pairs"]
+           "load_data", "load_extra_sources", "make_optimizer", "make_pipeline",
+           "model_parameters", "prepare_data", "read_distilled", "sample_segmentations",
+           "select_pairs", "vocabulary_text"]
 
 #: The most parameters a training run's model may have. Far above every preset (the largest,
 #: ``gpu``, has 41 million with 8,000-token vocabularies), the classic tutorial's model (about
@@ -48,12 +58,23 @@ def make_optimizer(model: torch.nn.Module, preset: Preset) -> torch.optim.Optimi
     raise ValueError(f"optimizer must be 'adamw' or 'nesterov', not {preset.optimizer!r}.")
 
 
-def make_pipeline(preset: Preset, train_pairs) -> TextPipeline:
-    """The preset's text pipeline; a subword one is learned on ``train_pairs`` (or its cache)."""
+def make_pipeline(preset: Preset, train_pairs, extra_sources=()) -> TextPipeline:
+    """The preset's text pipeline; a subword one is learned on ``train_pairs`` (or its cache),
+    and on ``extra_sources``' sentences as more source text (``preset.extra_sources``: one
+    vocabulary for every source language, and with ``joint_vocab`` for the target too)."""
     if preset.tokenizer == "word":
         return TextPipeline.word(preset.src_lang, preset.trg_lang, lower=preset.lower)
-    return TextPipeline.learn(train_pairs, preset.src_lang, preset.trg_lang,
-                              preset.subword_settings())
+    settings = preset.subword_settings()
+    if not extra_sources:
+        return TextPipeline.learn(train_pairs, preset.src_lang, preset.trg_lang, settings)
+    sources = [s for s, _ in train_pairs] + list(extra_sources)
+    targets = [t for _, t in train_pairs]
+    if settings.joint:
+        src_model = trg_model = train_subword(sources + targets, settings)
+    else:
+        src_model, trg_model = train_subword(sources, settings), train_subword(targets, settings)
+    return TextPipeline("subword", preset.src_lang, preset.trg_lang, settings=settings,
+                        src_model=src_model, trg_model=trg_model)
 
 
 def prepare_data(
@@ -62,14 +83,17 @@ def prepare_data(
 ):
     """Tokenize, build (or reuse) the vocabularies and the train/valid datasets for a preset.
 
-    ``pipeline`` (default: :func:`make_pipeline`'s) tokenizes; the pipeline used is
-    ``train_ds.pipeline``."""
+    ``pipeline`` (default: :func:`make_pipeline`'s, learned on :func:`vocabulary_text`)
+    tokenizes; the pipeline used is ``train_ds.pipeline``. ``data``: as :func:`select_pairs`
+    takes it."""
+    data = load_data(preset) if data is None else data
     train_pairs, valid_pairs = select_pairs(preset, data)
+    references, extra_sources = vocabulary_text(preset, data)
     if pipeline is None:
-        pipeline = make_pipeline(preset, train_pairs)
+        pipeline = make_pipeline(preset, references, extra_sources)
     tok_src, tok_trg = pipeline.src_tokenizer, pipeline.trg_tokenizer
     if vocabs is None:
-        src_vocab, trg_vocab = pipeline.vocabs(train_pairs, min_freq=preset.min_freq)
+        src_vocab, trg_vocab = pipeline.vocabs(references, min_freq=preset.min_freq)
     else:
         src_vocab, trg_vocab = vocabs
     kw = dict(max_len=preset.model.max_positions)
@@ -91,17 +115,102 @@ def sample_segmentations(loader: DataLoader, pipeline: TextPipeline, alpha: floa
     return kept
 
 
+def load_data(preset: Preset, root=None) -> dict:
+    """Multi30k in the preset's direction (:func:`~convs2s.data.load_multi30k` from ``root``,
+    default ``CONVS2S_DATA_DIR``), with the training pairs of its extra sources
+    (:func:`load_extra_sources`)."""
+    data = load_multi30k(root, src=preset.src_lang, trg=preset.trg_lang)
+    return load_extra_sources(preset, data, root)
+
+
+def load_extra_sources(preset: Preset, data: dict, root=None) -> dict:
+    """``data`` with ``"extra_sources"``: for each language of ``preset.extra_sources``, the
+    training split from it into the preset's target (``(caption, target)`` pairs), read from
+    ``root`` as ``load_multi30k`` reads it; ``data`` itself when the preset has none (or
+    ``data`` has them already)."""
+    have = data.get("extra_sources") or {}
+    missing = [lang for lang in preset.extra_sources if lang not in have]
+    if not missing:
+        return data
+    loaded = {lang: load_multi30k(root, src=lang, trg=preset.trg_lang)["train"]
+              for lang in missing}
+    return {**data, "extra_sources": {**have, **loaded}}
+
+
+def read_distilled(path, references: list, direction: str = "") -> list[str]:
+    """The target sentences of a distilled file (:mod:`convs2s.run.distill` writes one), one
+    per pair of the whole training split ``references``: :class:`~convs2s.data.DataError` in
+    one line for a file that cannot be read, holds another number of lines, or an empty one."""
+    lines = load_lines(path)
+    split = f"the {direction} training split" if direction else "the training split"
+    if len(lines) != len(references):
+        raise DataError(
+            f"The distilled file {path} has {len(lines):,} lines, but {split} has "
+            f"{len(references):,} pairs: it must hold one target sentence per training pair, "
+            "in order (python -m convs2s.run.distill --teacher CHECKPOINT --out FILE writes "
+            "one).")
+    empty = next((i for i, line in enumerate(lines, 1) if not line.strip()), None)
+    if empty is not None:
+        raise DataError(f"The distilled file {path} has an empty line (line {empty:,}): every "
+                        "line is the target of a training pair. Write it again (python -m "
+                        "convs2s.run.distill).")
+    return lines
+
+
 def select_pairs(preset: Preset, data: dict | None = None) -> tuple[list, list]:
-    """The training and validation pairs a preset uses (``data`` defaults to Multi30k in the
-    preset's direction; a given ``data`` must already be ``(source, target)`` pairs)."""
+    """The training and validation pairs a preset uses (``data`` defaults to
+    :func:`load_data`'s; a given ``data`` must already be ``(source, target)`` pairs in the
+    preset's direction, with ``"extra_sources"`` when the preset has them).
+
+    The training pairs: the split's first ``train_pairs``; with ``distilled``, their targets
+    replaced by the file's (``distilled_mix`` "replace") or those pairs added after them
+    ("add"); then, for each of ``extra_sources``, its captions of the same targets (the
+    references). The validation pairs are the split's, whatever the preset trains on."""
     if data is None:
-        data = load_multi30k(src=preset.src_lang, trg=preset.trg_lang)
+        data = load_data(preset)
     for split in ("train", "valid"):
         if split not in data or not data[split]:
             raise ValueError(f"data has no {split!r} split; expected load_multi30k()'s dict.")
     train_pairs = data["train"][: preset.train_pairs] if preset.train_pairs else data["train"]
     valid_pairs = data["valid"][: preset.valid_pairs] if preset.valid_pairs else data["valid"]
+    if preset.distilled is not None:
+        direction = f"{preset.src_lang}→{preset.trg_lang}"
+        targets = read_distilled(preset.distilled, data["train"], direction)
+        taught = [(s, t) for (s, _), t in zip(train_pairs, targets, strict=False)]
+        train_pairs = taught if preset.distilled_mix == "replace" else train_pairs + taught
+    for pairs in _extra_source_pairs(preset, data):
+        train_pairs = train_pairs + pairs
     return train_pairs, valid_pairs
+
+
+def vocabulary_text(preset: Preset, data: dict) -> tuple[list, list[str]]:
+    """What the text pipeline and the vocabularies are learned on: the split's first
+    ``train_pairs`` pairs with their references (never a distilled file's targets), and the
+    extra sources' captions (each target once)."""
+    pairs = data["train"][: preset.train_pairs] if preset.train_pairs else data["train"]
+    return pairs, [s for extra in _extra_source_pairs(preset, data) for s, _ in extra]
+
+
+def _extra_source_pairs(preset: Preset, data: dict) -> list[list]:
+    """The first ``train_pairs`` training pairs of each extra source, checked: the same
+    targets as the preset's own training split, line by line."""
+    out = []
+    have = data.get("extra_sources") or {}
+    targets = [t for _, t in data["train"]]
+    for lang in preset.extra_sources:
+        if lang not in have:
+            raise ValueError(f"data has no extra_sources[{lang!r}] (the {LANGUAGE_NAMES[lang]} "
+                             "training pairs); add them with "
+                             "convs2s.run.prepare.load_extra_sources(preset, data, root).")
+        pairs = have[lang]
+        if [t for _, t in pairs] != targets:
+            raise DataError(
+                f"The {LANGUAGE_NAMES[lang]} training pairs do not have the training split's "
+                f"{preset.trg_lang} targets line by line ({len(pairs):,} pairs, the split "
+                f"{len(targets):,}): extra sources are other captions of the same targets. "
+                "Use Multi30k's files of one release for every language.")
+        out.append(pairs[: preset.train_pairs] if preset.train_pairs else pairs)
+    return out
 
 
 def fingerprint(pairs: list) -> dict:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from dataclasses import dataclass
 
-from convs2s.data import check_direction
+from convs2s.data import LANGUAGE_NAMES, LANGUAGES, check_direction
 from convs2s.data.subword import MODEL_TYPES, TOKENIZER_KINDS, SubwordSettings
 from convs2s.model.convs2s import VOCABULARY_FIELDS, ConvS2SConfig, current_names
 from convs2s.system.arguments import brief
@@ -36,7 +37,17 @@ RECORDED_MODEL_FIELDS = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kern
 #: Training fields added after checkpoints first recorded presets, with the value every run
 #: trained with before them: a preset's record holds one only where it differs (so a record at
 #: these values is the one recorded before), and a record without it was trained with this value.
-FIELDS_ADDED_LATER = {"rdrop": 0.0, "subword_sampling": 0.0}
+FIELDS_ADDED_LATER = {"rdrop": 0.0, "subword_sampling": 0.0, "distilled": None,
+                      "distilled_mix": "replace", "extra_sources": ()}
+
+#: How a run trains on a distilled file (``distilled_mix``, ``--distilled-mix``): the teacher's
+#: outputs instead of the references, or beside them.
+DISTILLED_MIXES = ("replace", "add")
+
+#: The one target extra sources apply to: Multi30k's captions were written in English, and its
+#: German, French and Czech lines translate them, so only into English do the other languages
+#: give more sources of the same targets (issue 62).
+EXTRA_SOURCES_TARGET = "en"
 
 #: The largest R-Drop weight a preset takes (issue 62's bound).
 MAX_RDROP = 10.0
@@ -68,6 +79,17 @@ class Preset:
     # best segmentation. 0: off, the training pairs segmented once, the best way
     subword_sampling: float = 0.0
     train_pairs: int | None = None  # None: the whole training set; n: its first n pairs
+    # sequence-level knowledge distillation (Kim & Rush, 2016; convs2s.run.distill writes the
+    # file): a UTF-8 file of one target sentence per training pair, a teacher's translations of
+    # the training split's sources. None: the references only
+    distilled: str | None = None
+    # "replace": train on the teacher's targets alone; "add": on the references and them (every
+    # source twice). Validation always scores the real references
+    distilled_mix: str = "replace"
+    # more source languages of the same English targets (subword, into English only): each
+    # adds its training pairs (its captions, the same targets); the vocabulary is learned on all
+    # the sources and the target; validation stays in the preset's direction. (): none
+    extra_sources: tuple[str, ...] = ()
     valid_pairs: int | None = None
     max_tokens: int = 4096  # padded tokens per batch (source or target side, the larger)
     # optimisation
@@ -151,6 +173,7 @@ class Preset:
             raise ValueError("subword_sampling (--subword-sampling) samples segmentations of "
                              "subword pieces: it needs the subword tokenizer (--tokenizer "
                              f"subword), not {self.tokenizer}.")
+        self._check_training_data()
         if self.compile is not None:
             check_mode(self.compile)
         for name in ("average_last", "final_beam"):
@@ -159,6 +182,55 @@ class Preset:
                     0 if name == "average_last" else 1):
                 raise ValueError(f"{name} must be a whole number >= "
                                  f"{0 if name == 'average_last' else 1}, not {brief(value, 40)}.")
+
+    def _check_training_data(self) -> None:
+        """``distilled``, ``distilled_mix`` and ``extra_sources``: their types, and a one-line
+        ``ValueError`` where they do not apply (extra sources into another language than
+        English, or with words). ``distilled`` becomes a ``str``, ``extra_sources`` a tuple in
+        :data:`LANGUAGES`' order (``("cs", "fr")`` and ``["fr", "cs"]`` are one setting)."""
+        if isinstance(self.distilled, os.PathLike):
+            object.__setattr__(self, "distilled", os.fspath(self.distilled))
+        if self.distilled is not None and not (isinstance(self.distilled, str)
+                                               and self.distilled.strip()):
+            raise ValueError(f"distilled must be None or the path of a file of target "
+                             f"sentences, not {brief(self.distilled, 40)}.")
+        if self.distilled_mix not in DISTILLED_MIXES:
+            raise ValueError(f"distilled_mix must be one of {', '.join(DISTILLED_MIXES)}, not "
+                             f"{brief(self.distilled_mix, 40)}.")
+        if self.distilled is None and self.distilled_mix != FIELDS_ADDED_LATER["distilled_mix"]:
+            raise ValueError(f"distilled_mix {self.distilled_mix!r} (--distilled-mix) says how to "
+                             "use a distilled file, and none is given: add distilled "
+                             "(--distilled FILE), or leave distilled_mix out.")
+        langs = self.extra_sources
+        if isinstance(langs, str) or not isinstance(langs, (tuple, list)) or not all(
+                isinstance(lang, str) for lang in langs):
+            raise ValueError(f"extra_sources must be a tuple of languages (e.g. ('fr', 'cs')), "
+                             f"not {brief(langs, 40)}.")
+        unknown = [lang for lang in langs if lang not in LANGUAGES]
+        if unknown:
+            raise ValueError(f"extra_sources (--extra-sources): Multi30k has no language "
+                             f"{brief(unknown[0], 20)}; choose from {', '.join(LANGUAGES)}.")
+        if len(set(langs)) != len(langs):
+            raise ValueError(f"extra_sources (--extra-sources) names a language twice: "
+                             f"{', '.join(langs)}.")
+        object.__setattr__(self, "extra_sources", tuple(sorted(langs, key=LANGUAGES.index)))
+        if not langs:
+            return
+        if self.trg_lang != EXTRA_SOURCES_TARGET:
+            raise ValueError(
+                "extra_sources (--extra-sources) adds other captions of the same English "
+                "targets (Multi30k's German, French and Czech lines translate its English "
+                "ones): it applies to a run into English (--trg en), not into "
+                f"{LANGUAGE_NAMES[self.trg_lang]}.")
+        same = [lang for lang in langs if lang in (self.src_lang, self.trg_lang)]
+        if same:
+            side = "source" if same[0] == self.src_lang else "target"
+            raise ValueError(f"extra_sources (--extra-sources) names the run's own {side} "
+                             f"language {same[0]}: give the other languages only.")
+        if self.tokenizer != "subword":
+            raise ValueError("extra_sources (--extra-sources) needs the subword tokenizer "
+                             "(--tokenizer subword): one vocabulary learned on every source "
+                             f"language, where the word tokenizer is {self.src_lang}'s alone.")
 
     def subword_settings(self) -> SubwordSettings:
         return SubwordSettings(vocab_size=self.vocab_size, joint=self.joint_vocab,

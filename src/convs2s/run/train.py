@@ -9,7 +9,8 @@ validation improved). The loop runs epochs until a limit; Ctrl-C or SIGTERM save
 and ``resume=True`` continues exactly. NaN/inf stops the run; diverged weights are never saved.
 ``preset.compile`` (``--compile``) runs the steps through ``torch.compile``
 (:mod:`~convs2s.run.compiled_training`); ``preset.rdrop``: R-Drop (``--rdrop``);
-``preset.subword_sampling``: subword regularisation (:meth:`Trainer.sample_segmentations`).
+``preset.subword_sampling``: subword regularisation (:meth:`Trainer.sample_segmentations`);
+``preset.distilled`` and ``extra_sources``: other training pairs (:mod:`~convs2s.run.prepare`).
 
 The plumbing is beside it, one module each: :mod:`~convs2s.run.prepare` (data, model,
 optimizer), :mod:`~convs2s.run.rng_state` (the random state a resumed run needs),
@@ -520,8 +521,9 @@ def train(
     try:  # one run per folder: a second one is refused while this one lives
         with StopSignals(), run_folder.held(folder, resume) if dist.main else \
                 contextlib.nullcontext():
-            if not isinstance(data, dict):
-                data = load_multi30k(data, src=preset.src_lang, trg=preset.trg_lang)
+            if not isinstance(data, dict):  # the folder: its direction, and extra sources
+                data = prepare.load_extra_sources(preset, load_multi30k(
+                    data, src=preset.src_lang, trg=preset.trg_lang), data)
             trainer = Trainer(preset, folder, data, dist, resume=resume, progress=progress,
                               log=log, on_epoch_end=on_epoch_end)
             return trainer.result(trainer.run())
