@@ -13,7 +13,7 @@ import torch
 
 from convs2s.data import LANGUAGES
 from convs2s.data.subword import TOKENIZER_KINDS
-from convs2s.run.presets import MAX_RDROP, PRESETS
+from convs2s.run.presets import DISTILLED_MIXES, MAX_RDROP, PRESETS
 from convs2s.system import arguments
 from convs2s.system.compiling import COMPILE_MODES
 
@@ -51,6 +51,29 @@ _sampling_alpha = _number_arg(lambda v: 0 <= v <= 1, "a number from 0 (off) to 1
 _minutes = _number_arg(lambda v: 0 < v < math.inf, "a number of minutes > 0")
 #: --out: not an empty name, not a path through a symbolic link to nothing
 _folder = arguments.folder_arg("--out")
+
+
+def _distilled_file(text: str) -> str:
+    """argparse ``type`` for ``--distilled``: an existing file, as an absolute path (what the
+    checkpoints record, so that ``--resume`` from another folder names the same file)."""
+    path = Path(text).expanduser()
+    if not text.strip() or not path.is_file():
+        what = "a folder" if path.is_dir() else "no such file"
+        raise argparse.ArgumentTypeError(
+            f"{arguments.brief(text)}: {what}; give the file of the teacher's translations "
+            "(python -m convs2s.run.distill --teacher CHECKPOINT --out FILE writes one)")
+    return str(path.resolve())
+
+
+def _languages(text: str) -> tuple[str, ...]:
+    """argparse ``type`` for ``--extra-sources``: languages separated by commas ("fr,cs")."""
+    langs = tuple(lang.strip() for lang in text.split(","))
+    unknown = [lang for lang in langs if lang not in LANGUAGES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"Multi30k has no language {arguments.brief(unknown[0], 20)}; give languages of "
+            f"{', '.join(LANGUAGES)} separated by commas, e.g. fr,cs")
+    return langs
 
 
 def _device(text: str) -> torch.device:
@@ -127,6 +150,20 @@ def make_parser() -> arguments.OneLineParser:
                         "segmentations with smoothing ALPHA for a unigram one (0.1-0.2 typical); "
                         "validation and translation use the best segmentation; seeded by the "
                         "run's seed and the epoch; default 0: off")
+    parser.add_argument("--distilled", type=_distilled_file, metavar="FILE", help="sequence-level "
+                        "knowledge distillation (Kim & Rush, 2016): train on a teacher's "
+                        "translations of the training sources, FILE one target per line for "
+                        "every pair of the training split (python -m convs2s.run.distill "
+                        "writes it); validation keeps the real references; default: none")
+    parser.add_argument("--distilled-mix", choices=DISTILLED_MIXES, help="with --distilled: "
+                        "replace (the teacher's targets alone; the default) or add (the "
+                        "references and the teacher's targets, every source twice)")
+    parser.add_argument("--extra-sources", type=_languages, metavar="LANGS", help="more sources "
+                        "of the same English targets, e.g. fr,cs for a de->en run: their "
+                        "Multi30k training captions become training pairs too, and the "
+                        "subword vocabulary is learned on every source and the target; "
+                        "validation stays in --src/--trg's direction (into English, subword "
+                        "tokenizer only); default: none")
     parser.add_argument("--patience", type=arguments.whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
     parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
@@ -148,5 +185,7 @@ def overrides(args: argparse.Namespace) -> dict:
              ("label_smoothing", args.label_smoothing), ("lr", args.lr),
              ("warmup_steps", args.warmup_steps), ("lr_shrink", args.lr_shrink),
              ("rdrop", args.rdrop), ("subword_sampling", args.subword_sampling),
+             ("distilled", args.distilled), ("distilled_mix", args.distilled_mix),
+             ("extra_sources", args.extra_sources),
              ("patience", args.patience), ("compile", args.compile))
     return {name: value for name, value in given if value is not None}
