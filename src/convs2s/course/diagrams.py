@@ -602,9 +602,10 @@ def describe(highlight: str | Sequence[str] | None = None) -> str:
 
 # Layout of the narrow picture, in units of 0.1 inch (3.5 inches wide); y grows upwards.
 #: The narrow picture's formulas with a sub- or superscript: matplotlib draws those at 0.7 of
-#: the formula's size, so 12 pt keeps them at 8.4 pt (11.4 CSS px on a 375 px phone, where the
-#: picture is shown 343 px wide) and the other texts are 9 pt or more.
-_N_FORMULA = 12
+#: the formula's size, so 13 pt keeps them at 9.1 pt, as the other texts (9 pt or more): 11 CSS
+#: px or more where a 375 px phone shows the picture 305 px wide or wider (327 px in a
+#: notebook's output).
+_N_FORMULA = 13
 _N_W = 35.0
 _N_LEFT, _N_MID, _N_RIGHT = 1.0, 21.0, 34.0  # the stacks' column, the gap, the right edge
 _N_ATT_X, _N_ATT_W = 23.0, 10.6
