@@ -6,7 +6,9 @@ compute (03: the notebook's own tiny_model, typed here again; 04 and 05: the com
 against the notebooks' stored outputs), and bad input stops with one line. With the built site
 (conftest.py's ``built``): each frame file is the one rendered for its setting. In Chromium
 (``web``, ``tab``): what the page draws for every setting of 03's controls equals the package's
-numbers, and moving each control shows the right figure, at 1280 and 375 px.
+numbers, and moving each control shows the right figure, at 1280 and 375 px. On a 375 px phone
+04's and 05's flipbooks show one decoder layer at a time (a layer selector), fit the window's
+width, keep the slider and the selector in view, and their text is 11 px or more.
 """
 
 import json
@@ -259,8 +261,13 @@ def test_each_frame_file_is_the_one_rendered_for_its_setting(built):
         payload = _payload(built, widget)
         assert [(f["value"], f["src"], f["alt"], f["text"]) for f in payload["frames"]] == [
             (f.value, f"{flipbooks.STATIC}/{f.file}", f.alt, f.text) for f in frames]
-        for f in frames:
+        for f, shown in zip(frames, payload["frames"], strict=True):
             assert (built.out / flipbooks.STATIC / f.file).read_bytes() == f.png, f.file
+            assert len(f.layers) == 4 and shown["caption"] == f.caption
+            assert [x["src"] for x in shown["layers"]] == [
+                f"{flipbooks.STATIC}/{f.layer_file(i)}" for i in range(4)]
+            for i, svg in enumerate(f.layers):  # each layer's drawing, made for its setting
+                assert (built.out / flipbooks.STATIC / f.layer_file(i)).read_bytes() == svg
     assert _payload(built, "attention-by-sentence")["value"] == 1, "the notebook's sentence"
     assert _payload(built, "attention-by-epoch")["value"] == LAST_EPOCH, \
         "the notebook's last epoch"
@@ -387,7 +394,8 @@ def test_moving_each_decoder_control_redraws_the_packages_figure(tab, width):
 
 def _frames_loaded(tab) -> list[str]:
     return tab.page.evaluate("""() => performance.getEntriesByType('resource')
-        .map(e => e.name).filter(n => n.includes('/_static/flipbooks/') && n.endsWith('.png'))
+        .map(e => e.name).filter(n => n.includes('/_static/flipbooks/') &&
+                                      /\\.(png|svg)$/.test(n))
         .map(n => n.split('/').pop())""")
 
 
@@ -417,13 +425,14 @@ def test_moving_the_slider_shows_that_settings_frame(built, tab, width, widget, 
                 "loaded": img.evaluate("i => i.complete && i.naturalWidth > 0"),
                 "link": root.locator("a.site-figure-full").get_attribute("href")}
 
-    def expected(value):
+    def expected(value):  # a phone shows decoder layer 1, a wide screen every layer
         f = frames[value]
-        return {"src": f["src"], "alt": f["alt"], "text": f["text"], "value": str(value),
-                "loaded": True, "link": f["src"]}
+        shown = f["layers"][0] if width < 720 else f
+        return {"src": shown["src"], "alt": shown["alt"], "text": f["text"], "value": str(value),
+                "loaded": True, "link": shown["src"]}
 
     assert shown() == expected(payload["value"]), "the notebook's starting value"
-    assert _frames_loaded(tab) == [Path(frames[payload["value"]]["src"]).name], \
+    assert _frames_loaded(tab) == [Path(expected(payload["value"])["src"]).name], \
         "only the frame shown is downloaded"
     for position, value in moves:
         before = shown()
@@ -433,3 +442,195 @@ def test_moving_the_slider_shows_that_settings_frame(built, tab, width, widget, 
         assert now != before, f"moving {name} to {position} changed nothing"
         assert _fits(root), f"the frame fits the column at {width} px"
     assert tab.problems() == []
+
+
+# --------------------------------------------------------------------------------------------
+# 04's and 05's flipbooks on a phone: one layer at a time, the controls in view
+# --------------------------------------------------------------------------------------------
+
+PICTURES = {"attention-by-sentence": "sentence", "attention-by-epoch": "epoch"}
+
+_LAYOUT = """r => {
+  const inView = (e) => {  // wholly in the window and the topmost element at its centre
+    const b = e.getBoundingClientRect();
+    const hit = document.elementFromPoint((b.left + b.right) / 2, (b.top + b.bottom) / 2);
+    return b.width > 0 && b.left >= -0.5 && b.right <= innerWidth + 0.5 && b.top >= -0.5 &&
+      b.bottom <= innerHeight + 0.5 && !!hit && (e.contains(hit) || hit.contains(e));
+  };
+  const img = r.querySelector('img.flipbook-frame'), box = img.getBoundingClientRect();
+  const all = r.querySelector('input[name="layer"][value="all"]');
+  return {
+    page: document.documentElement.scrollWidth, window: innerWidth,
+    root: [r.getBoundingClientRect().left, r.getBoundingClientRect().right,
+           r.scrollWidth, r.clientWidth],
+    img: [box.left, box.right, box.width, img.naturalWidth], imgBottom: box.bottom,
+    src: img.getAttribute('src'), layer: r.dataset.layer,
+    slider: inView(r.querySelector('input[type="range"]')),
+    selector: inView(r.querySelector('.flipbook-layers')),
+    layerOne: inView(r.querySelector('input[name="layer"][value="1"]').closest('label')),
+    allOffered: all.checkVisibility(),
+    caption: r.querySelector('.flipbook-caption').checkVisibility() ?
+      r.querySelector('.flipbook-caption').innerText : null,
+  };
+}"""
+
+
+def _scroll_to(tab, root, where: str) -> None:
+    """Scroll the window so that the flipbook's top (``"top"``) or its picture's bottom
+    (``"bottom"``) is at the window's edge, and wait for the scroll to be done."""
+    root.evaluate("""(r, where) => {
+      const img = r.querySelector('img.flipbook-frame');
+      const y = where === 'top' ? r.getBoundingClientRect().top
+        : img.getBoundingClientRect().bottom - innerHeight;
+      window.scrollBy(0, y);
+    }""", where)
+    tab.page.wait_for_function("""([where]) => {
+      const r = document.querySelector('.convs2s-flipbook[data-widget^="attention"]');
+      const img = r.querySelector('img.flipbook-frame');
+      const at = where === 'top' ? r.getBoundingClientRect().top
+        : img.getBoundingClientRect().bottom - innerHeight;
+      return Math.abs(at) < 2 || (where === 'bottom' && at < 2);
+    }""", arg=[where])
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("widget", list(PICTURES))
+def test_on_a_phone_the_flipbook_shows_one_layer_fits_and_keeps_its_controls_in_view(
+        built, tab, widget, scheme):
+    from test_site_phone import SMALLEST_PX, SVG_TEXT_SIZES
+
+    from tools.site_screenshots import PHONE
+
+    payload = _payload(built, widget)
+    frames = {f["value"]: f for f in payload["frames"]}
+    tab.page.emulate_media(color_scheme=scheme)
+    tab.page.set_viewport_size(PHONE)
+    tab.open(PAGES[widget])
+    assert tab.page.evaluate("document.documentElement.dataset.theme") == scheme
+    root = tab.page.locator(f".convs2s-flipbook[data-widget='{widget}']")
+    img = root.locator("img.flipbook-frame")
+    _scroll_to(tab, root, "top")
+    img.evaluate("i => i.decode()")
+    start = frames[payload["value"]]
+    at = root.evaluate(_LAYOUT)
+    # one layer, at its own size, inside the window: nothing scrolls sideways
+    assert at["layer"] == "1" and at["src"] == start["layers"][0]["src"], at
+    assert not at["allOffered"], "every layer at once is not offered on a phone"
+    assert at["page"] <= at["window"], at
+    left, right, scroll_width, client_width = at["root"]
+    assert left >= 0 and right <= at["window"] and scroll_width <= client_width, at
+    assert at["img"][0] >= left - 0.5 and at["img"][1] <= right + 0.5, at
+    assert at["img"][2] == pytest.approx(at["img"][3] * 1.0, abs=1) or at["img"][2] <= right
+    assert at["caption"] == start["caption"].replace("\n", "\n"), "the figure's title"
+    assert at["slider"] and at["selector"] and at["layerOne"], at
+    # scrolled down to the picture's bottom: the controls are still in view (sticky)
+    _scroll_to(tab, root, "bottom")
+    at = root.evaluate(_LAYOUT)
+    assert at["imgBottom"] <= PHONE["height"] + 2
+    assert at["slider"] and at["selector"], f"the controls left the window: {at}"
+    # every text of the layer's drawing as displayed: 11 px or more
+    sizes = img.evaluate(f"async i => ({SVG_TEXT_SIZES})([i.currentSrc, "
+                         "i.getBoundingClientRect().width])")
+    assert len(sizes) > 20
+    small = [t for t in sizes if t["px"] < SMALLEST_PX - 0.05]
+    assert small == [], small[:10]
+    # a tap on another layer shows it; moving the slider shows that setting's same layer
+    root.locator(".flipbook-layers label", has_text="3").click()
+    assert root.evaluate("r => r.dataset.layer") == "3"
+    assert img.get_attribute("src") == start["layers"][2]["src"]
+    assert img.get_attribute("alt") == start["layers"][2]["alt"]
+    other = payload["frames"][0] if start is not payload["frames"][0] else payload["frames"][-1]
+    position = other["value"] if payload["over_values"] else payload["frames"].index(other)
+    _move(root, PICTURES[widget], position)
+    assert img.get_attribute("src") == other["layers"][2]["src"]
+    assert root.locator(".live-text").inner_text() == other["text"]
+    assert root.evaluate(_LAYOUT)["caption"] == other["caption"]
+    img.evaluate("i => i.decode()")
+    assert img.evaluate("i => i.complete && i.naturalWidth > 0")
+    if scheme == "dark":  # the controls' words on their own background: 4.5:1 or more
+        from test_site_phone import _ratio
+
+        colours = root.evaluate("""r => {
+          const c = r.querySelector('.live-controls');
+          return [getComputedStyle(c.querySelector('.flipbook-layers-name')).color,
+                  getComputedStyle(c).backgroundColor];
+        }""")
+        ink, ground = ([int(v) / 255 for v in re.findall(r"[\d.]+", c)[:3]] for c in colours)
+        assert _ratio(ink, ground) >= 4.5, colours
+    assert tab.problems() == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("widget", list(PICTURES))
+def test_on_a_wide_screen_the_flipbook_starts_with_every_layer_and_offers_each(
+        built, tab, widget):
+    payload = _payload(built, widget)
+    start = next(f for f in payload["frames"] if f["value"] == payload["value"])
+    tab.page.set_viewport_size({"width": 1280, "height": 900})
+    tab.open(PAGES[widget])
+    root = tab.page.locator(f".convs2s-flipbook[data-widget='{widget}']")
+    img = root.locator("img.flipbook-frame")
+    at = root.evaluate(_LAYOUT)
+    assert at["layer"] == "all" and at["src"] == start["src"] and at["allOffered"], at
+    assert at["caption"] is None, "the notebook's figure has its own title"
+    root.locator(".flipbook-layers label", has_text="2").click()
+    assert img.get_attribute("src") == start["layers"][1]["src"]
+    assert root.evaluate(_LAYOUT)["caption"] == start["caption"]
+    root.locator(".flipbook-layers label", has_text="all").click()
+    assert img.get_attribute("src") == start["src"]
+    assert tab.problems() == []
+
+
+def test_a_layers_drawing_is_the_packages_map_of_that_layer_on_every_layers_scale():
+    """flipbooks.layer_figure: the package's plot_attention_grid of one layer, 3.3 inches wide,
+    the colour scale of all the layers, text 9 pt or more; every other source token labelled
+    above the map where the columns are too narrow for a label each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    torch.manual_seed(0)
+    for src_len, staggered in ((12, False), (26, True)):
+        attention = torch.rand(4, 13, src_len)
+        attention[2] *= 3  # layer 3 holds the largest weight
+        src = [f"▁tok{i}" for i in range(src_len)]
+        trg = [f"▁out{i}" for i in range(13)]
+        fig = flipbooks.layer_figure(attention, 0, src, trg, "layer 1")
+        try:
+            fig.canvas.draw()
+            ax = fig.axes[0]
+            assert fig.get_size_inches()[0] == pytest.approx(flipbooks.NARROW_INCHES)
+            shown = ax.images[0].get_array()
+            assert torch.allclose(torch.as_tensor(shown.data), attention[0])
+            assert ax.images[0].get_clim() == (0.0, pytest.approx(float(attention.max())))
+            labels = [t.get_text() for t in ax.get_xticklabels()]
+            tops = [t.get_text() for a in ax.child_axes for t in a.get_xticklabels()]
+            if staggered:
+                assert labels == src[0::2] and tops == src[1::2]
+            else:
+                assert labels == src and tops == []
+            sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+                     if t.get_visible() and t.get_text().strip()]
+            assert min(sizes) >= 9
+        finally:
+            plt.close(fig)
+
+
+def test_a_cached_layer_that_is_not_a_plain_drawing_is_refused():
+    """A layer's SVG comes from the build's cache, and the flipbook's link opens it as a page
+    of its own: anything that would run or fetch there is refused (the entry is made again)."""
+    fig_svg = (b'<?xml version="1.0" encoding="utf-8" standalone="no"?>\n<!DOCTYPE svg PUBLIC '
+               b'"-//W3C//DTD SVG 1.1//EN" "x">\n<svg xmlns="http://www.w3.org/2000/svg" '
+               b'xmlns:xlink="http://www.w3.org/1999/xlink">%s</svg>')
+    assert flipbooks._is_svg(fig_svg % b'<g><text style="font-size: 9px">on x</text></g>')
+    for bad in (b"<script>alert(1)</script>", b'<g onload="alert(1)"/>',
+                b'<image xlink:href="https://example.org/x.png"/>',
+                b'<foreignObject><p>x</p></foreignObject>', b'<style>@import "x";</style>',
+                b'<use xlink:href="data:image/svg+xml;base64,AA"/>', b"<g>"):
+        assert not flipbooks._is_svg(fig_svg % bad), bad
+    assert not flipbooks._is_svg(b"<svg onload='alert(1)'/>")

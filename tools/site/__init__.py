@@ -507,6 +507,19 @@ DRAWERS = {
                          "tokens/s of both models, and ConvS2S / RNN with lines at 1x and the "
                          "exercise's factor, against sentence length on a log-2 axis, a dotted "
                          "line at the mean length of the Multi30k captions",
+    "plot_gate_curves": "Line charts: “activation functions”, ReLU, tanh, the sigmoid gate "
+                        "σ(x), GLU x·σ(x) and GTU tanh(x)·σ(x) along A = B = x; and “the linear "
+                        "path, measured with autograd”, the derivative of the output with "
+                        "respect to A of the GLU, σ(B), and of the GTU, tanh'(A)·σ(B), with the "
+                        "gate input B fixed at 2",
+    "plot_gradient_norms": "Line charts, one per input scale (the encoder's, std 0.14, and "
+                           "large inputs, std 1, on a log axis): the gradient's norm at each "
+                           "layer l of a 20-layer gated stack without residuals over its norm "
+                           "at the output, GLU against GTU, each seed and their median",
+    "plot_padding_maps": "Dependency maps, one per padding (none, 'same', causal; k and L in "
+                         "each title): which input positions j each output position i depends "
+                         "on, a dependence on a later input (j > i) in its own colour, the "
+                         "diagonal dashed",
 }
 _DRAWER_CALL = re.compile(r"\b(diagrams\.\w+|length_sweep\.plot|plot_\w+)\s*\(")
 #: The kind of plot a cell draws with matplotlib itself, by the first of these calls it makes.
@@ -712,6 +725,7 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
     drawn: dict[str, bytes] = {}
     titled, heading, context = False, None, ""
     made = notebook_widgets.widget_cells(nb)  # the widgets each cell's code makes, by name
+    earlier = studied.Earlier()  # what the code cells before printed and set (figures.py)
     for index, cell in enumerate(nb["cells"]):
         cells.append(cell)
         kind = cell.get("cell_type")
@@ -730,7 +744,9 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             continue
         if kind != "code":
             continue
+        said = "".join(_text(out) for out in cell.get("outputs", []))
         if is_solution(cell):
+            earlier.add(cell_source(cell), said)
             solutions += 1
             md = cell.setdefault("metadata", {})
             md["tags"] = [*md.get("tags", []), "hide-input"]
@@ -791,7 +807,9 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
             # the note before the code whose output shows the figure
             cells.insert(len(cells) - 1, _widget_note(None, alt, lesson, repo_url, widgets))
         cell["outputs"] = outputs
-        if not widget and _redraw_studied_figure(cell, before, heading, drawn):
+        redrawn = not widget and _redraw_studied_figure(cell, before, heading, drawn, earlier)
+        earlier.add(cell_source(cell), said)
+        if redrawn:
             continue
         chunks = _one_figure_each(outputs)
         if len(chunks) > 1 and not widget and not is_reveal(cell):
@@ -815,10 +833,11 @@ def site_notebook(nb: dict, lesson: Lesson, repo_url: str, available_images: set
 
 
 def _redraw_studied_figure(cell: dict, context: str, heading: str | None,
-                           drawn: dict[str, bytes]) -> bool:
+                           drawn: dict[str, bytes], earlier: studied.Earlier | None = None) -> bool:
     """A cell whose one figure the package can draw again (``figures.py``): its figure output
     becomes the page's ``<picture>`` of the drawings (their files added to ``drawn``); False,
-    the cell as it was, for any other."""
+    the cell as it was, for any other. ``earlier``: what the notebook's code cells before it
+    printed and set (notebook 01's figures read their arguments there)."""
     outputs = cell.get("outputs", [])
     shown = [i for i, out in enumerate(outputs) if _is_image(out)]
     if len(shown) != 1:
@@ -831,9 +850,10 @@ def _redraw_studied_figure(cell: dict, context: str, heading: str | None,
     else:
         png = outputs[at].get("data", {}).get("image/png")
         printed = "".join(_text(out) for out in outputs[at + 1:])
-        figure = studied.length_sweep(
-            source, printed, base64_bytes(png), figure_alt(heading, source, context)) \
-            if png else None
+        alt = figure_alt(heading, source, context)
+        figure = None if not png else studied.length_sweep(
+            source, printed, base64_bytes(png), alt) or studied.gate_plot(
+            source, printed, earlier or studied.Earlier(), base64_bytes(png), alt)
     if figure is None:
         return False
     outputs[at] = {"output_type": "display_data", "metadata": {},

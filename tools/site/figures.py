@@ -59,7 +59,7 @@ def _png(fig) -> bytes:
     return smaller_png(out.getvalue())
 
 
-def _svg(fig) -> bytes:
+def svg(fig) -> bytes:
     """The figure as SVG with its text as text (the browser draws it, a test can measure it),
     no date or random ids (the same figure, the same bytes)."""
     import matplotlib
@@ -148,7 +148,7 @@ def architecture(highlight, base: str = "") -> Figure:
         for narrow in (False, True):
             fig = diagrams.architecture(highlight, theme=theme, narrow=narrow)
             try:
-                data = _svg(fig) if narrow else _png(fig)
+                data = svg(fig) if narrow else _png(fig)
             finally:
                 plt.close(fig)
             ext = "svg" if narrow else "png"
@@ -208,7 +208,7 @@ def length_sweep(source: str, printed: str, wide_png: bytes, alt: str,
     fig = sweep.plot(records, factor=float(factor.group(1)), mark=mark)
     try:
         restack(fig)
-        narrow = _svg(fig)
+        narrow = svg(fig)
     finally:
         plt.close(fig)
     wide = smaller_png(wide_png)
@@ -216,4 +216,135 @@ def length_sweep(source: str, printed: str, wide_png: bytes, alt: str,
     narrow_name = _name("length-sweep-narrow", narrow, "svg")
     html_ = _figure_html([picture((wide_name, wide), (narrow_name, narrow), alt, None, base)],
                          "length-sweep")
+    return Figure(html_, {wide_name: wide, narrow_name: narrow})
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 01's GLU and padding figures
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Earlier:
+    """What a notebook's code cells before a figure's cell printed, and the names they set to a
+    literal value (``k, n_layers, length = 3, 3, 12``): what a redrawn figure's arguments are
+    read from (never by running the notebook's code)."""
+
+    printed: list[str] = field(default_factory=list)
+    literals: dict[str, object] = field(default_factory=dict)
+
+    def add(self, source: str, printed: str) -> None:
+        """A code cell's ``source`` and the text its outputs show, after the cells before it."""
+        self.printed.append(printed)
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # a cell with IPython magics: no literal of ours there
+            return
+        for stmt in tree.body:
+            if not isinstance(stmt, ast.Assign):
+                continue
+            for target in stmt.targets:
+                names = [target] if isinstance(target, ast.Name) else \
+                    list(target.elts) if isinstance(target, ast.Tuple) else []
+                try:
+                    value = ast.literal_eval(stmt.value)
+                except ValueError:
+                    value = ...
+                values = [value] if isinstance(target, ast.Name) else \
+                    list(value) if isinstance(value, tuple) and len(value) == len(names) \
+                    else [...] * len(names)
+                for name, v in zip(names, values, strict=True):
+                    if isinstance(name, ast.Name):
+                        self.literals[name.id] = v  # ...: set to what only running knows
+
+
+_GATE_CURVES = re.compile(r"gate_plots\.plot_gate_curves\(")
+_GATE_CURVES_DEFAULT = re.compile(r"gate_plots\.gate_curves\(\s*\)")
+_GRADIENT_NORMS = re.compile(r"gate_plots\.plot_gradient_norms\(")
+_SEEDS = re.compile(r"median of (\d+) seeds")
+_RATIO = re.compile(r"^\s*(.+?)\s+(GLU|GTU):\s+(\S+)\s+=", re.MULTILINE)
+_PADDING_MAPS = re.compile(r"gate_plots\.plot_padding_maps\(")
+_MAPS_CALL = re.compile(r"gate_plots\.padding_maps\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)")
+
+
+def _gate_curves_narrow(source: str, printed: str, earlier: Earlier):
+    from convs2s.course import gate_plots
+
+    if not _GATE_CURVES_DEFAULT.search(source):
+        return None  # curves other than the package's default ones
+    return gate_plots.plot_gate_curves(gate_plots.gate_curves(), narrow=True)
+
+
+def _gradient_norms_narrow(source: str, printed: str, earlier: Earlier):
+    """The gradient norms of the seeds the notebook printed it measured, drawn again only
+    where each median ratio it printed is the one measured now (3 significant digits)."""
+    from convs2s.course import gate_plots
+
+    said = "\n".join(earlier.printed)
+    seeds = _SEEDS.findall(said)
+    if not seeds:
+        return None
+    norms = gate_plots.gradient_norms(int(seeds[-1]))
+    printed_ratios = {(scale, kind.lower()): value for scale, kind, value in _RATIO.findall(said)}
+    for (scale, kind), n in norms.items():
+        measured = float(f"{float(n[:, 0].median()):.3g}")
+        try:
+            if float(printed_ratios[(scale, kind)]) != measured:
+                return None
+        except (KeyError, ValueError):
+            return None
+    return gate_plots.plot_gradient_norms(norms, narrow=True)
+
+
+def _padding_maps_narrow(source: str, printed: str, earlier: Earlier):
+    """The maps of the notebook's k, L and length (literals of its earlier cells), drawn again
+    only where the lines the cell printed describe these maps."""
+    from convs2s.course import dependency, gate_plots
+
+    call = _MAPS_CALL.search(source)
+    if not call:
+        return None
+    values = [earlier.literals.get(name, ...) for name in call.groups()]
+    if not all(type(v) is int for v in values):
+        return None
+    k, n_layers, length = values
+    maps = gate_plots.padding_maps(k, n_layers, length)
+    for dep in maps.values():
+        described = dependency.describe_dependency(dependency.dependency_summary(dep))
+        if f"map {tuple(dep.shape)}  {described}" not in printed:
+            return None
+    return gate_plots.plot_padding_maps(maps, k, n_layers, narrow=True)
+
+
+#: Notebook 01's figures the package draws (convs2s.course.gate_plots): the call a cell
+#: makes -> (the files' stem, what draws the narrow drawing or None).
+_NOTEBOOK_01 = ((_GATE_CURVES, "gate-curves", _gate_curves_narrow),
+                (_GRADIENT_NORMS, "gradient-norms", _gradient_norms_narrow),
+                (_PADDING_MAPS, "padding-maps", _padding_maps_narrow))
+
+
+def gate_plot(source: str, printed: str, earlier: Earlier, wide_png: bytes, alt: str,
+              base: str = "") -> Figure | None:
+    """Notebook 01's GLU and padding figures: the stored PNG, and on a phone the package's
+    ``gate_plots`` drawing of the same measurement with its panels one above the other; None
+    where the cell draws none of them or its data cannot be told to be the notebook's."""
+    found = next(((stem, draw) for call, stem, draw in _NOTEBOOK_01 if call.search(source)),
+                 None)
+    if found is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    stem, draw = found
+    fig = draw(source, printed, earlier)
+    if fig is None:
+        return None
+    try:
+        narrow = svg(fig)
+    finally:
+        plt.close(fig)
+    wide = smaller_png(wide_png)
+    wide_name = _name(f"{stem}-wide", wide, "png")
+    narrow_name = _name(f"{stem}-narrow", narrow, "svg")
+    html_ = _figure_html([picture((wide_name, wide), (narrow_name, narrow), alt, None, base)],
+                         stem)
     return Figure(html_, {wide_name: wide, narrow_name: narrow})

@@ -21,6 +21,13 @@ build, with the package and the notebooks' own code, and ``static/flipbook.js`` 
   ``data/05_attention_by_epoch.json``, the records of the training run that produced the
   notebook's stored outputs (``python -m tools.site.flipbook_data`` writes both JSON files).
 
+The notebook's figure puts every decoder layer side by side (04: 1,268 px wide) or one above
+the other (05: 2,117 px tall), which a phone shows at a quarter of its size or scrolls. So each
+04 and 05 frame also comes as one SVG per decoder layer (:func:`layer_figure`: the package's
+``plot_attention_grid`` of that layer alone, on the colour scale of all the layers, 3.3 inches
+wide with its text as text), and the page offers a layer selector: a phone shows one layer at a
+time, a wide screen the notebook's figure or one layer (flipbook.js).
+
 A frame is a file under the site's ``_static/flipbooks/``; the page loads the one shown only
 (flipbook.js switches the image's ``src``), so a page weighs one frame, not all of them.
 Nothing here needs a GPU, the network or the Multi30k data.
@@ -267,9 +274,74 @@ def _png(fig) -> bytes:
     return smaller_png(buffer.getvalue())
 
 
-def attention_frame(translator, german: str, english: str) -> tuple[bytes, str]:
+#: A layer's drawing for a phone (:func:`layer_figure`): 3.3 inches are 317 CSS px, within the
+#: flipbook's 321 px column on a 375 px phone (site.css), so it shows at its own size there and
+#: the package's 9 pt tick labels at 12 px.
+NARROW_INCHES = 3.3
+#: Inches per target token (a row) in a layer's drawing: a 9 pt label's height and a little.
+ROW_INCHES = 0.17
+#: The narrowest column (inches) that takes a rotated 9 pt label of its own: narrower, and
+#: every other source token is labelled above the map instead of below it.
+LABEL_INCHES = 0.15
+
+
+def layer_figure(attention, layer: int, src_tokens, trg_tokens, title: str):
+    """Decoder layer ``layer`` (0-based) of ``attention`` (``[layers, trg_len, src_len]``) for
+    a phone's column: the package's ``attention_maps.plot_attention_grid`` of that layer alone,
+    on the colour scale of all the layers (as the notebook's figure, so layers stay comparable),
+    :data:`NARROW_INCHES` wide, its colour bar below the map. Where the map's columns are too
+    narrow for a label each, every other source token is labelled above the map."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    from convs2s.course import attention_maps
+
+    a = torch.as_tensor(attention).detach().float().cpu()
+    trg_len, src_len = a.shape[1:]
+    fig = plt.figure(figsize=(NARROW_INCHES, 2.0), layout="constrained")
+    attention_maps.plot_attention_grid(a[layer:layer + 1], list(src_tokens), list(trg_tokens),
+                                       fig=fig, ncols=1, titles=[title])
+    ax = fig.axes[0]
+    image = ax.images[0]
+    image.colorbar.remove()  # the package's stands beside the map: below it here
+    image.set_clim(0.0, float(a.max()) if a.numel() else 1.0)
+    fig.colorbar(image, ax=ax, location="bottom", fraction=0.04, pad=0.02, aspect=30,
+                 label="attention weight")
+    label = 0.078 * max(len(t) for t in src_tokens) + 0.15  # a rotated 9 pt label, inches
+    fig.set_size_inches(NARROW_INCHES, ROW_INCHES * trg_len + label + 1.25)
+    fig.canvas.draw()  # the layout: how wide the map's columns came out
+    column = ax.get_window_extent().width / fig.dpi / src_len
+    if column < LABEL_INCHES and src_len > 1:
+        ax.set_xticks(range(0, src_len, 2))
+        ax.set_xticklabels(list(src_tokens)[0::2], rotation=90, fontsize=9)
+        top = ax.secondary_xaxis("top")
+        top.set_xticks(range(1, src_len, 2))
+        top.set_xticklabels(list(src_tokens)[1::2], rotation=90, fontsize=9)
+        ax.set_xlabel("source token\n(every other one above the map)")
+        fig.set_size_inches(NARROW_INCHES, ROW_INCHES * trg_len + 2 * label + 1.25)
+    return fig
+
+
+def layer_svgs(attention, src_tokens, trg_tokens, titles) -> tuple[bytes, ...]:
+    """Every decoder layer of ``attention`` drawn by :func:`layer_figure` (titled ``titles``),
+    as SVG (``figures.svg``: text as text, the same bytes for the same figure)."""
+    import matplotlib.pyplot as plt
+
+    from tools.site import figures
+
+    drawn = []
+    for layer, title in enumerate(titles):
+        fig = layer_figure(attention, layer, src_tokens, trg_tokens, title)
+        try:
+            drawn.append(figures.svg(fig))
+        finally:
+            plt.close(fig)
+    return tuple(drawn)
+
+
+def attention_frame(translator, german: str, english: str) -> tuple[bytes, str, tuple]:
     """Notebook 04's ``show_attention`` for one sentence, with ``translator``: (the PNG, the
-    translation)."""
+    translation, each layer's drawing for a phone)."""
     from convs2s.course import attention_maps
 
     t = translator.translate_with_attention(german)
@@ -279,7 +351,7 @@ def attention_frame(translator, german: str, english: str) -> tuple[bytes, str]:
     fig = attention_maps.plot_attention_grid(t.attention, t.source_tokens, t.tokens,
                                              ncols=layers, titles=titles, cell=0.22)
     fig.suptitle(f"{t.text}\n(reference: {english})", y=1.06, fontsize=9)
-    return _png(fig), t.text
+    return _png(fig), t.text, layer_svgs(t.attention, t.source_tokens, t.tokens, titles)
 
 
 def epoch_line(recorded: list, epoch: int) -> str:
@@ -293,24 +365,37 @@ def epoch_line(recorded: list, epoch: int) -> str:
 
 @dataclass
 class Frame:
-    """One picture of a flipbook and what the page says with it."""
+    """One picture of a flipbook and what the page says with it; where it has them, its
+    layers drawn one by one for a phone (SVG, :func:`layer_figure`), their alt texts and the
+    caption the page shows above a single layer (what the notebook's figure titles)."""
     value: int  # the control's value that shows it
     file: str
     alt: str
     text: str
     png: bytes
+    caption: str = ""
+    layer_alts: tuple[str, ...] = ()
+    layers: tuple[bytes, ...] = ()
+
+    def layer_file(self, layer: int) -> str:
+        """The file of layer ``layer`` (0-based): the frame's name, ``_layer<n>.svg``."""
+        return f"{self.file.removesuffix('.png')}_layer{layer + 1}.svg"
 
 
 def sentence_frames(data: dict, translator) -> list[Frame]:
     """Notebook 04's frames: one per sentence of ``data`` (04_validation_sentences.json)."""
     frames = []
     for s in data["sentences"]:
-        png, translation = attention_frame(translator, s["german"], s["english"])
+        png, translation, layers = attention_frame(translator, s["german"], s["english"])
+        about = (f"of the course's shipped translator on validation sentence {s['index']}, "
+                 f"“{s['german']}”, translated “{translation}”")
         frames.append(Frame(
             s["index"], f"04_sentence_{s['index']:04d}.png",
-            f"Attention of each decoder layer of the course's shipped translator on validation "
-            f"sentence {s['index']}, “{s['german']}”, translated “{translation}”",
-            f"validation sentence {s['index']}: {s['german']}", png))
+            f"Attention of each decoder layer {about}",
+            f"validation sentence {s['index']}: {s['german']}", png,
+            f"{translation}\n(reference: {s['english']})",
+            tuple(f"Attention of decoder layer {i + 1} of {len(layers)} {about}"
+                  for i in range(len(layers))), layers))
     return frames
 
 
@@ -322,13 +407,20 @@ def epoch_frames(data: dict) -> list[Frame]:
     recorded = analysis.attention_by_epoch(history)
     frames = []
     for epoch in range(1, len(recorded) + 1):
-        png = _png(analysis.plot_attention_epoch(history, watched, epoch - 1))
+        fig = analysis.plot_attention_epoch(history, watched, epoch - 1)
+        title = fig._suptitle.get_text()  # matplotlib keeps it there (no public getter)
+        png = _png(fig)
+        maps = recorded[epoch - 1][1]
         loss = next(r["valid_loss"] for r in history if r["epoch"] == recorded[epoch - 1][0])
+        about = (f"on the watched validation sentence after epoch {epoch} of {len(recorded)} "
+                 f"(validation loss {loss:.3f})")
+        layers = layer_svgs(maps, watched["src"], watched["trg"],
+                            [f"layer {i + 1}" for i in range(maps.shape[0])])
         frames.append(Frame(
-            epoch, f"05_epoch_{epoch:02d}.png",
-            f"Attention of each decoder layer on the watched validation sentence after epoch "
-            f"{epoch} of {len(recorded)} (validation loss {loss:.3f})",
-            epoch_line(recorded, epoch), png))
+            epoch, f"05_epoch_{epoch:02d}.png", f"Attention of each decoder layer {about}",
+            epoch_line(recorded, epoch), png, title,
+            tuple(f"Attention of decoder layer {i + 1} of {len(layers)} {about}"
+                  for i in range(len(layers))), layers))
     return frames
 
 
@@ -339,13 +431,23 @@ def _flipbook_script(widget: str, payload: dict) -> str:
             f"{json.dumps(payload, ensure_ascii=False, separators=(',', ':'))};\n")
 
 
+def _shown(f: Frame) -> dict:
+    """A frame as the page's data has it: its picture, alt text and line, and where it has
+    them, its caption and each layer's drawing and alt text."""
+    shown = {"value": f.value, "src": f"{STATIC}/{f.file}", "alt": f.alt, "text": f.text}
+    if f.layer_alts:
+        shown["caption"] = f.caption
+        shown["layers"] = [{"src": f"{STATIC}/{f.layer_file(i)}", "alt": alt}
+                           for i, alt in enumerate(f.layer_alts)]
+    return shown
+
+
 def _frames_payload(control: declarations.Control, frames: list[Frame]) -> dict:
     """What flipbook.js needs: the notebook's control, and the frames; ``over_values`` where
     there is a frame for every value of the control (05), so the slider takes its values."""
     return {"name": control.name, "label": control.label, "value": control.value,
             "over_values": [f.value for f in frames] == control.values(),
-            "frames": [{"value": f.value, "src": f"{STATIC}/{f.file}", "alt": f.alt,
-                        "text": f.text} for f in frames]}
+            "frames": [_shown(f) for f in frames]}
 
 
 def stage(out: Path, notebooks: dict[str, dict]) -> dict[str, int]:
@@ -361,11 +463,14 @@ def stage(out: Path, notebooks: dict[str, dict]) -> dict[str, int]:
                                data.read_bytes() if data and data.is_file() else b"")
         (out / f"{widget}.js").write_bytes(script)
         for f in frames:
-            if not _frame_name(f.file, widget):  # _made checked it; never a path out of `out`
+            names = [f.file, *(f.layer_file(i) for i in range(len(f.layers)))]
+            if not all(_frame_name(n, widget) for n in names):  # _made checked them: never a
                 raise FlipbookError(f"flipbook {widget!r}: frame {f.file!r} is not a plain "
-                                    "file name")
-            (out / f.file).write_bytes(f.png)
-        written[widget] = len(script) + sum(len(f.png) for f in frames)
+                                    "file name")  # path out of `out`
+            for name, data in zip(names, (f.png, *f.layers), strict=True):
+                (out / name).write_bytes(data)
+        written[widget] = len(script) + sum(len(f.png) + sum(map(len, f.layers))
+                                            for f in frames)
     return written
 
 
@@ -385,17 +490,47 @@ def _made(widget: str, notebook: str, data: bytes) -> tuple[bytes, tuple[Frame, 
     return _parsed(widget, files)
 
 
-#: What a PNG file starts with.
+#: What a PNG file starts with; what a layer's SVG (matplotlib's) starts with.
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_SVG_START = b'<?xml version="1.0" encoding="utf-8" standalone="no"?>\n<!DOCTYPE svg'
 
 
 def _frame_name(name, widget: str) -> bool:
     """Whether ``name`` may name a frame of ``widget`` in the site's folder: a plain ``.png``
-    file name (build_cache.plain_name: no folder, no ``..``, not absolute, no NUL), not the
-    widget's script."""
+    or ``.svg`` file name (build_cache.plain_name: no folder, no ``..``, not absolute, no NUL),
+    not the widget's script."""
     from tools.site.build_cache import plain_name
 
-    return plain_name(name) and name.endswith(".png") and name != f"{widget}.js"
+    return plain_name(name) and name.endswith((".png", ".svg")) and name != f"{widget}.js"
+
+
+def _is_svg(data: bytes) -> bool:
+    """A layer's drawing as :func:`layer_svgs` writes it: matplotlib's SVG, and nothing a
+    browser would run or fetch where the file is opened itself (the flipbook's link opens it):
+    no script or foreign element, no ``on...`` attribute, no link but to the file's own parts
+    or an embedded image."""
+    import xml.etree.ElementTree as ET
+
+    if not data.startswith(_SVG_START):
+        return False
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return False
+    allowed = {"svg", "g", "defs", "style", "path", "use", "image", "clipPath", "rect", "text",
+               "tspan", "metadata", "RDF", "Work", "type", "date", "creator", "Agent", "title",
+               "format", "linearGradient", "stop"}
+    for e in root.iter():
+        if e.tag.rsplit("}", 1)[-1] not in allowed or e.tag.endswith("style") and re.search(
+                r"@import|url\(", e.text or ""):
+            return False
+        for key, value in e.attrib.items():
+            name = key.rsplit("}", 1)[-1].lower()
+            if name.startswith("on") or name == "href" and not value.startswith(
+                    ("#", "data:image/png;base64,")) or "url(" in value and not re.fullmatch(
+                    r"url\(#[\w-]+\)", value.strip()):
+                return False
+    return True
 
 
 def _parsed(widget: str, files: dict[str, bytes]) -> tuple[bytes, tuple[Frame, ...]]:
@@ -408,23 +543,32 @@ def _parsed(widget: str, files: dict[str, bytes]) -> tuple[bytes, tuple[Frame, .
     listed = json.loads(files["frames.json"])
     if not isinstance(payload, dict) or not isinstance(listed, list):
         raise ValueError("not a flipbook's data")
-    if set(files) != {"payload.json", "frames.json", *(f"frame-{i}.png" for i in
-                                                        range(len(listed)))}:
+    fields = {"value", "file", "alt", "text", "caption", "layer_alts"}
+    if not all(isinstance(f, dict) and set(f) == fields and isinstance(f["layer_alts"], list)
+               for f in listed):
+        raise ValueError("not a flipbook's frames")
+    if set(files) != {"payload.json", "frames.json", *(
+            name for i, f in enumerate(listed) for name in [f"frame-{i}.png", *(
+                f"frame-{i}-layer-{j}.svg" for j in range(len(f["layer_alts"])))])}:
         raise ValueError("not a flipbook's files")
     frames = []
     for i, f in enumerate(listed):
-        if not isinstance(f, dict) or set(f) != {"value", "file", "alt", "text"} or \
-                type(f["value"]) is not int or not _frame_name(f["file"], widget) or \
-                not isinstance(f["alt"], str) or not isinstance(f["text"], str):
+        if type(f["value"]) is not int or not _frame_name(f["file"], widget) or \
+                not f["file"].endswith(".png") or not all(
+                isinstance(f[k], str) for k in ("alt", "text", "caption")) or \
+                not all(isinstance(a, str) for a in f["layer_alts"]):
             raise ValueError(f"frame {i} is not a frame")
         png = files[f"frame-{i}.png"]
         if not png.startswith(_PNG_SIGNATURE):
             raise ValueError(f"frame {i} is not a PNG")
-        frames.append(Frame(**f, png=png))
+        layers = tuple(files[f"frame-{i}-layer-{j}.svg"] for j in range(len(f["layer_alts"])))
+        if not all(_is_svg(svg) for svg in layers):
+            raise ValueError(f"frame {i}: a layer is not a drawing's SVG")
+        frames.append(Frame(**{**f, "layer_alts": tuple(f["layer_alts"])}, png=png,
+                            layers=layers))
     if len({f.file for f in frames}) != len(frames):
         raise ValueError("two frames of one name")
-    shown = [{"value": f.value, "src": f"{STATIC}/{f.file}", "alt": f.alt, "text": f.text}
-             for f in frames]
+    shown = [_shown(f) for f in frames]
     if payload.get("frames", []) != shown:
         raise ValueError("the page's frames are not the listed ones")
     return _flipbook_script(widget, payload).encode("utf-8"), tuple(frames)
@@ -433,10 +577,13 @@ def _parsed(widget: str, files: dict[str, bytes]) -> tuple[bytes, tuple[Frame, .
 def _stored(payload: dict, frames: tuple[Frame, ...]) -> dict[str, bytes]:
     """A flipbook as the cache's files: the page's data (JSON, from which :func:`_parsed` makes
     the script), its frames' fields and each frame's PNG."""
-    listed = [{"value": f.value, "file": f.file, "alt": f.alt, "text": f.text} for f in frames]
+    listed = [{"value": f.value, "file": f.file, "alt": f.alt, "text": f.text,
+               "caption": f.caption, "layer_alts": list(f.layer_alts)} for f in frames]
     return {"payload.json": json.dumps(payload, ensure_ascii=False).encode("utf-8"),
             "frames.json": json.dumps(listed).encode("utf-8"),
-            **{f"frame-{i}.png": f.png for i, f in enumerate(frames)}}
+            **{f"frame-{i}.png": f.png for i, f in enumerate(frames)},
+            **{f"frame-{i}-layer-{j}.svg": svg for i, f in enumerate(frames)
+               for j, svg in enumerate(f.layers)}}
 
 
 def _make(widget: str, notebook: str) -> tuple[dict, tuple[Frame, ...]]:

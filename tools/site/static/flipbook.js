@@ -16,7 +16,9 @@
    - "decoder-explorer" (notebook 03): the numbers of every setting, drawn in SVG as the
      notebook's two panels (dependency.plot_visible_positions, dependency.plot_perturbation);
    - "attention-by-sentence" (04) and "attention-by-epoch" (05): one picture per setting, the
-     build's; a slider switches the image's src, so the page downloads the frame shown only. */
+     build's; a slider switches the image's src, so the page downloads the frame shown only;
+     a layer selector shows one decoder layer's drawing (a phone shows no other) or the
+     notebook's figure of every layer. */
 (() => {
   // dependency.plot_visible_positions: hidden, past or present, future
   const MAP_COLOURS = ["#f2f2f2", "#1f4e79", "#d62728"];
@@ -127,10 +129,46 @@
     update();
   }
 
+  /* The windows where a flipbook shows one decoder layer at a time (site.css and figures.py's
+     narrow drawings start there too): the notebook's figure of every layer would be shrunk to
+     a quarter of its size or less. */
+  const NARROW = window.matchMedia("(max-width: 719.98px)");
+
+  /* The layer selector: a radio button per decoder layer and, on a wide window only, "all"
+     (the notebook's figure). */
+  function layerSelector(form, count) {
+    const group = document.createElement("div");
+    group.className = "flipbook-layers";
+    group.setAttribute("role", "radiogroup");
+    group.setAttribute("aria-label", "decoder layer shown");
+    const name = document.createElement("span");
+    name.className = "flipbook-layers-name";
+    name.textContent = "decoder layer";
+    group.appendChild(name);
+    for (const value of [...Array.from({length: count}, (_, i) => `${i + 1}`), "all"]) {
+      const label = document.createElement("label");
+      if (value === "all") label.className = "flipbook-layers-all";
+      const radio = document.createElement("input");
+      Object.assign(radio, {type: "radio", name: "layer", value});
+      label.append(radio, value === "all" ? "all" : value);
+      group.appendChild(label);
+    }
+    form.appendChild(group);
+    const radios = [...group.querySelectorAll("input")];
+    return {
+      get value() { return (radios.find((r) => r.checked) || radios[0]).value; },
+      set value(v) { for (const r of radios) r.checked = r.value === v; },
+    };
+  }
+
   /* A flipbook of pictures: {name, label, value (the notebook's starting one), frames:
-     [{value, src, alt, text}], over_values}. With over_values (notebook 05: a frame for every value of the
-     notebook's slider) the slider takes the notebook's values; otherwise (04: some of them)
-     it runs over the frames and its output shows the notebook's value. */
+     [{value, src, alt, text, caption, layers: [{src, alt}]}], over_values}. With over_values
+     (notebook 05: a frame for every value of the notebook's slider) the slider takes the
+     notebook's values; otherwise (04: some of them) it runs over the frames and its output
+     shows the notebook's value. Where the frames have their layers drawn one by one, a layer
+     selector picks one (its caption, the notebook's figure title, above it) or, on a wide
+     window, "all": the notebook's figure. The controls stay in view while the reader scrolls
+     through the picture (site.css: sticky). */
   function pictures(root, data) {
     const form = newForm();
     const values = data.frames.map((f) => f.value);
@@ -141,6 +179,8 @@
                value: Math.max(0, values.indexOf(data.value))});
     const frameOf = (v) => data.frames[data.over_values ? values.indexOf(+v) : +v];
     control(form, data.label, slider, (v) => frameOf(v).value);
+    const layers = (data.frames[0].layers || []).length;
+    const layer = layers ? layerSelector(form, layers) : null;
     const link = document.createElement("a");
     link.className = "site-figure-full";  // as site.js makes every figure: opens it full size
     link.target = "_blank";
@@ -148,21 +188,35 @@
     const img = document.createElement("img");
     img.className = "flipbook-frame";
     link.appendChild(img);
+    const caption = document.createElement("p");
+    caption.className = "flipbook-caption";
     const figure = document.createElement("div");
     figure.className = "live-figure";
-    figure.appendChild(link);
+    figure.append(caption, link);
     const text = document.createElement("p");
     text.className = "live-text";
     root.replaceChildren(form, figure, text);  // as the notebook: the figure, then its line
     const update = () => {
       const frame = frameOf(slider.value);
-      img.src = frame.src;
-      img.alt = frame.alt;
-      link.href = frame.src;
+      const chosen = layer ? layer.value : "all";
+      const shown = chosen === "all" ? frame : frame.layers[+chosen - 1];
+      img.src = shown.src;
+      img.alt = shown.alt;
+      link.href = shown.src;
+      caption.textContent = chosen === "all" ? "" : frame.caption;
+      caption.hidden = chosen === "all";
       text.textContent = frame.text;
       root.dataset.state = JSON.stringify(frame.value);
+      root.dataset.layer = chosen;
     };
+    if (layer) {
+      // a phone: layer 1 to start with, and never "all" (its option is hidden there)
+      const fit = () => { if (NARROW.matches && layer.value === "all") layer.value = "1"; };
+      layer.value = NARROW.matches ? "1" : "all";
+      NARROW.addEventListener("change", () => { fit(); update(); });
+    }
     form.addEventListener("input", update);
+    form.addEventListener("change", update);
     update();
   }
 
