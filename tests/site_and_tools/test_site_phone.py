@@ -455,3 +455,46 @@ def test_no_alt_text_holds_a_placeholder(built):
             if "…" in alt.rstrip("…").rstrip():
                 found.append(f"{page}: {alt}")
     assert found == [], "\n".join(found)
+
+
+def test_notebook_01s_figures_are_drawn_again_only_for_what_the_notebook_printed():
+    """figures.gate_plot draws the padding maps again with the k, L and length the notebook
+    set, only where the lines the cell printed describe those maps; and the gradient norms
+    only where the medians the notebook printed are the ones measured again."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import dependency, gate_plots
+    from tools.site import figures as drawn
+
+    fig = plt.figure(figsize=(1, 1))
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    plt.close(fig)
+    source = ("maps = gate_plots.padding_maps(k, n_layers, length)\n"
+              "gate_plots.plot_padding_maps(maps, k, n_layers)\n")
+    printed = "".join(f"{p:>6}: map {tuple(d.shape)}  "
+                      f"{dependency.describe_dependency(dependency.dependency_summary(d))}\n"
+                      for p, d in gate_plots.padding_maps(3, 3, 12).items())
+    earlier = drawn.Earlier()
+    earlier.add("k, n_layers, length = 3, 3, 12", "")
+    figure = drawn.gate_plot(source, printed, earlier, png.getvalue(), "maps")
+    assert figure is not None and any(n.startswith("padding-maps-narrow") for n in figure.files)
+    assert drawn.gate_plot(source, printed.replace("(12, 12)", "(13, 13)"), earlier,
+                           png.getvalue(), "maps") is None, "printed maps of another length"
+    assert drawn.gate_plot(source, printed, drawn.Earlier(), png.getvalue(), "maps") is None
+    norms = "gate_plots.plot_gradient_norms(norms)\n"
+    def medians(factor: float) -> str:  # the notebook's lines, the first median x factor
+        return "gradient ... (median of 2 seeds):\n" + "".join(
+            f"  {scale:<26} {kind.upper()}: "
+            f"{float(n[:, 0].median()) * (factor if i == 0 else 1):9.3g}   = 1x per layer\n"
+            for i, ((scale, kind), n) in enumerate(gate_plots.gradient_norms(2).items()))
+
+    assert drawn.gate_plot(norms, "", drawn.Earlier([medians(1.0)]), png.getvalue(),
+                           "norms") is not None
+    assert drawn.gate_plot(norms, "", drawn.Earlier([medians(1.1)]), png.getvalue(),
+                           "norms") is None, "a printed median the seeds do not give"
