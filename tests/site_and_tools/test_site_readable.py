@@ -161,8 +161,11 @@ def widget_facts(built, web):
                 try:
                     facts[page, mode, width, "start"] = tab.page.evaluate(_FACTS, WIDGETS)
                     _set(tab, biggest)
-                    tab.page.evaluate("() => Promise.all([...document.images]"
-                                      ".map(i => i.decode().catch(() => null)))")
+                    # every image in (a lazy one off screen or hidden, e.g. the other theme's
+                    # drawing, never loads by itself: its decode() would never settle)
+                    tab.page.evaluate("() => Promise.all([...document.images].map(i => {"
+                                      " i.loading = 'eager'; return i.decode()"
+                                      ".catch(() => null); }))")
                     facts[page, mode, width, "biggest"] = tab.page.evaluate(_FACTS, WIDGETS)
                     facts[page, mode, width, "problems"] = tab.problems()
                 finally:

@@ -686,10 +686,13 @@ def check_role(cell: dict) -> str | None:
 
 
 def course_hints() -> dict[str, tuple[str, str]]:
-    """{exercise: (nudge, closer hint)}: what the package's checks print, and checks.hint()."""
+    """{exercise: (nudge, closer hint)}: what the package's checks print, and checks.hint();
+    the project's (notebook 09) from ``convs2s.course.project.HINTS``."""
+    from convs2s.course import project
     from convs2s.course.checks import EXERCISES
 
-    return {name: (ex.hint.nudge, ex.hint.closer) for name, ex in EXERCISES.items()}
+    hints = {name: (ex.hint.nudge, ex.hint.closer) for name, ex in EXERCISES.items()}
+    return {**hints, project.EXERCISE: project.HINTS}
 
 
 def _check_help(exercise: str, hints: dict[str, tuple[str, str]], lesson: Lesson,

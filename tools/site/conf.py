@@ -53,8 +53,8 @@ html_css_files = ["site.css", "icons.css", "translator.css"]
 html_favicon = "static/favicon.svg"
 # site.js: sidebar buttons that work on a phone, figures open full size; live.js: the widgets
 # the page computes itself (notebook 01's dependency explorer)
-html_js_files = ["site.js", "live.js", "flipbook.js",  # flipbook.js: notebooks 03-05
-                 "translator.js"]  # translator.js: notebook 06's translator
+# (translator.js, notebook 06's translator, only on a page that has one: _translator_script)
+html_js_files = ["site.js", "live.js", "flipbook.js"]  # flipbook.js: notebooks 03-05
 html_copy_source = False  # the site copies are not the notebooks: each page links to those
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -138,7 +138,15 @@ def _search_pages(app, exception):
     search_pages.write(Path(app.outdir))
 
 
+def _translator_script(app, pagename, templatename, context, doctree):
+    """translator.js on the pages that hold a translator only (a page without one does not
+    download it): called here, Sphinx adds the script to this page alone."""
+    if "convs2s-translator" in context.get("body", ""):
+        app.add_js_file("translator.js")
+
+
 def setup(app):
+    app.connect("html-page-context", _translator_script)
     app.connect("html-page-context", _escape_theme_titles, priority=900)
     app.connect("build-finished", _drop_theme_templates)
     app.connect("build-finished", _shrink_icons)

@@ -63,6 +63,16 @@ LENGTH_CAP_FACTOR, LENGTH_CAP_EXTRA = 2, 10
 MAX_UNFINISHED_SHARE = 0.5
 #: Starts the line that carries the sandbox's results.
 MARKER = "convs2s-project-results "
+#: The project's exercise id (its cells' ``metadata.convs2s.exercise``), and the two hints the
+#: site folds under its check cell, as it does under every exercise's check (a nudge, then a
+#: closer hint).
+EXERCISE = "translator"
+HINTS = ("the check reads final.pt as grading will: is it beside this notebook, at most 20 MB, "
+         "a checkpoint of your direction? Run the training cell to its end first; it writes "
+         "the file",
+         "a file the check refuses scores 0: its line says why (none yet, too large, not a "
+         "checkpoint, another direction). Write it again with project.save_submission(run), "
+         "which keeps float16 weights, and check that DIRECTION is the direction you were given")
 
 
 def arrow(direction: str) -> str:
