@@ -198,3 +198,26 @@ def run_evaluate(argv, capsys) -> tuple[int, str, list[str]]:
         code = e.code
     captured = capsys.readouterr()
     return code, captured.out, captured.err.splitlines()
+
+
+# Line i of every language is the same made-up caption (none is from Multi30k).
+FOUR_LANGUAGE_CAPTIONS = {
+    "en": ["A dog runs.", "A cat sleeps.", "A man reads a book.", "Two children play.",
+           "A woman drinks coffee.", "The dog plays with a ball.", "A boy rides a bike.",
+           "The cat sits on the roof.", "A girl sings a song.", "Two men work outside.",
+           "An old man walks.", "Children laugh on the beach."],
+    "de": ["Ein Hund läuft.", "Eine Katze schläft.", "Ein Mann liest ein Buch.",
+           "Zwei Kinder spielen.", "Eine Frau trinkt Kaffee.", "Der Hund spielt mit einem Ball.",
+           "Ein Junge fährt Fahrrad.", "Die Katze sitzt auf dem Dach.",
+           "Ein Mädchen singt ein Lied.", "Zwei Männer arbeiten draußen.",
+           "Ein alter Mann geht.", "Kinder lachen am Strand."],
+    "fr": ["Un chien court.", "Un chat dort.", "Un homme lit un livre.", "Deux enfants jouent.",
+           "Une femme boit du café.", "Le chien joue avec une balle.",
+           "Un garçon fait du vélo.", "Le chat est assis sur le toit.",
+           "Une fille chante une chanson.", "Deux hommes travaillent dehors.",
+           "Un vieil homme marche.", "Les enfants rient sur la plage."],
+    "cs": ["Pes běží.", "Kočka spí.", "Muž čte knihu.", "Dvě děti si hrají.",
+           "Žena pije kávu.", "Pes si hraje s míčem.", "Chlapec jede na kole.",
+           "Kočka sedí na střeše.", "Dívka zpívá píseň.", "Dva muži pracují venku.",
+           "Starý muž jde.", "Děti se smějí na pláži."],
+}
