@@ -1,5 +1,6 @@
 """Shared fixtures: a tiny invented German-English corpus laid out like Multi30k."""
 
+import contextlib
 import gzip
 import sys
 from pathlib import Path
@@ -221,3 +222,28 @@ FOUR_LANGUAGE_CAPTIONS = {
            "Kočka sedí na střeše.", "Dívka zpívá píseň.", "Dva muži pracují venku.",
            "Starý muž jde.", "Děti se smějí na pláži."],
 }
+
+
+@contextlib.contextmanager
+def recording_training_batches(monkeypatch):
+    """While inside: every batch a training step of ``convs2s.run.train`` sees goes to
+    ``steps`` and every validation's batches to ``valid`` (the run itself unchanged).
+    Yields ``(steps, valid)``."""
+    from convs2s.run import train as train_mod
+
+    steps, valid = [], []
+    real_step, real_eval = train_mod.next_token_loss, train_mod.evaluate_loss
+
+    def step(model, src, trg, *args, **kw):
+        steps.append((src.clone(), trg.clone()))
+        return real_step(model, src, trg, *args, **kw)
+
+    def evaluate(model, loader, *args):
+        batches = [(s.clone(), t.clone()) for s, t in loader]
+        valid.append(batches)
+        return real_eval(model, batches, *args)
+
+    with monkeypatch.context() as m:
+        m.setattr(train_mod, "next_token_loss", step)
+        m.setattr(train_mod, "evaluate_loss", evaluate)
+        yield steps, valid

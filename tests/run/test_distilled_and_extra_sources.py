@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FOUR_LANGUAGE_CAPTIONS as CAPTIONS  # line i: one made-up caption
+from conftest import FOUR_LANGUAGE_CAPTIONS as CAPTIONS
+from conftest import recording_training_batches  # line i: one made-up caption
 
 from convs2s.data import LANGUAGES, DataError, multi30k
 from convs2s.data.subword import train_subword
@@ -86,21 +87,7 @@ def _main(corpus: Path, out: Path, *flags: str) -> int:
 def _recorded_run(out: Path, preset: Preset, corpus: Path, monkeypatch):
     """Train ``preset`` on the corpus; returns the (source, target) texts of every example its
     steps saw, of its validations' examples, and its result."""
-    steps, valid = [], []
-    real_step, real_eval = train_mod.next_token_loss, train_mod.evaluate_loss
-
-    def step(model, src, trg, *args, **kw):
-        steps.append((src.clone(), trg.clone()))
-        return real_step(model, src, trg, *args, **kw)
-
-    def evaluate(model, loader, *args):
-        batches = [(s.clone(), t.clone()) for s, t in loader]
-        valid.append(batches)
-        return real_eval(model, batches, *args)
-
-    with monkeypatch.context() as m:
-        m.setattr(train_mod, "next_token_loss", step)
-        m.setattr(train_mod, "evaluate_loss", evaluate)
+    with recording_training_batches(monkeypatch) as (steps, valid):
         result = train_mod.train(preset, out, data=corpus, progress=False, log=lambda *_: None)
     ckpt = Checkpoint.load(result.last_path)
     return _texts(ckpt, steps), [_texts(ckpt, v) for v in valid], ckpt

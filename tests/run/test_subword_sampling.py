@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 import torch
-from conftest import TINY_PAIRS
+from conftest import TINY_PAIRS, recording_training_batches
 
 from convs2s.data import TranslationDataset, make_loader
 from convs2s.data.subword import SubwordSettings, TextPipeline, seeded_sampling
@@ -49,22 +49,8 @@ def _trainer(tmp_path, preset) -> train_mod.Trainer:
 
 def _recorded_run(out, preset, monkeypatch):
     """Train ``preset``; returns the batches of each epoch's steps and of its validation."""
-    steps, valid = [], []
-    real_step, real_eval = train_mod.next_token_loss, train_mod.evaluate_loss
-
-    def step(model, src, trg, *args, **kw):
-        steps.append((src.clone(), trg.clone()))
-        return real_step(model, src, trg, *args, **kw)
-
-    def evaluate(model, loader, *args):
-        batches = [(s.clone(), t.clone()) for s, t in loader]
-        valid.append(batches)
-        return real_eval(model, batches, *args)
-
-    monkeypatch.setattr(train_mod, "next_token_loss", step)
-    monkeypatch.setattr(train_mod, "evaluate_loss", evaluate)
-    result = _train(out, preset)
-    monkeypatch.undo()
+    with recording_training_batches(monkeypatch) as (steps, valid):
+        result = _train(out, preset)
     ends = [0] + [row["step"] for row in result.history]
     return [steps[a:b] for a, b in zip(ends, ends[1:], strict=False)], valid, result
 
