@@ -89,7 +89,7 @@ from convs2s.course import widgets as declarations  # every notebook widget, dec
 from tools.site import figures as studied  # figures drawn for a phone, the dark theme
 from tools.site import flipbooks  # notebooks 03-05's widgets (flipbooks.py)
 from tools.site import widgets as notebook_widgets  # which declared widget a notebook's is
-from tools.site.png import smaller_png, smaller_png_base64
+from tools.site.png import notebook_with_smaller_figures, smaller_png, smaller_png_base64
 from tools.site.translator import MODELS as TRANSLATOR_MODELS
 from tools.site.translator import TranslatorAssetError, write_assets
 
@@ -106,7 +106,8 @@ SOLUTION_PROMPTS = {"code_prompt_show": "Show the solution",
 #: role "reveal"): its output is folded, its code shown.
 REVEAL_PROMPTS = {"code_prompt_show": "Show the measurement",
                   "code_prompt_hide": "Hide the measurement"}
-#: Where the site copies keep the committed notebooks (offered for download, not built).
+#: Where the site copies keep the committed notebooks (offered for download, not built), their
+#: figures as the pages show them (png.notebook_with_smaller_figures).
 ORIGINALS = "_notebooks"
 
 
@@ -1013,7 +1014,8 @@ class Staged:
 def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
           translator_bytes: dict[str, int] | int | None = None) -> Staged:
     """Write the Sphinx source folder ``src``: the landing page, the notebooks' site copies,
-    the committed notebooks (for download) and the images the pages show.
+    the committed notebooks (for download, their figures as the pages show them) and the
+    images the pages show.
     ``translator_bytes``: see :func:`site_notebook`."""
     paths = course_notebooks(notebooks_dir)
     if not paths:
@@ -1042,7 +1044,7 @@ def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
         site = site_notebook(nb, lesson, repo_url, available, translator_bytes=translator_bytes)
         (src / path.name).write_text(json.dumps(site.notebook, ensure_ascii=False),
                                      encoding="utf-8")
-        (src / ORIGINALS / path.name).write_bytes(raw[path])
+        (src / ORIGINALS / path.name).write_bytes(notebook_with_smaller_figures(raw[path]))
         shown.update(site.images)
         _write_figures(src / studied.STAGED, site.figures)
         solutions += site.solutions
