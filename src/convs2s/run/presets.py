@@ -58,7 +58,7 @@ class Preset:
     """Every value one training run needs. Copy one with :meth:`replace` to change it.
 
     ``as_dict()`` is its flat form, what a checkpoint records (the model's fields beside the
-    others, as before the model had a configuration of its own); ``Preset.from_dict`` reads it
+    others, one level, so that a record reads as one table); ``Preset.from_dict`` reads it
     back.
     """
 
