@@ -2,7 +2,8 @@
 the dark theme needs, measured in headless Chromium on the site conftest.py builds once.
 
 - the studied figures the site draws again (the architecture picture on every page, notebook
-  07's length sweep): on a phone the page picks the drawing made for its column, whose text is
+  07's length sweep, notebook 01's gate and padding plots, notebook 06's attention maps): on a
+  phone the page picks the drawing made for its column, whose text is
   11 CSS px or more as displayed (each ``<text>`` of the SVG measured at the size the page
   shows it), and on a wide screen the wide one;
 - every text of the architecture picture has a contrast of 4.5:1 or more with what it is drawn
@@ -136,11 +137,33 @@ def test_on_a_phone_the_studied_figures_text_is_11_px_as_displayed(figures):
             counted += len(fig["texts"])
             small += [f"{page} ({mode}) {fig['src'].rsplit('/', 1)[1]}: {t['text']!r} "
                       f"{t['px']:.1f} px" for t in fig["texts"] if t["px"] < SMALLEST_PX - 0.05]
-    # the landing page's and notebooks 00-08's architecture picture in both themes, and
-    # notebook 07's length sweep
-    assert pictures >= 2 * 11, pictures
+    # the landing page's and notebooks 00-08's architecture picture in both themes, notebook
+    # 07's length sweep, and notebook 06's three attention maps of the shipped translator
+    # (where the site had the Multi30k data to pick the notebook's sentences; notebooks 04 and
+    # 07's maps are of models they train: not drawn again)
+    maps = {mode: [f["src"] for f in found if "/attention-" in f["src"]]
+            for (page, width, mode), found in figures.items()
+            if width == PHONE and page == "06_inference_beam_search_bleu.html"}
+    if _multi30k_here():
+        assert {mode: len(found) for mode, found in maps.items()} == \
+            {"light": 3, "dark": 3}, maps
+        assert pictures >= 2 * 11 + 2 * 3, pictures
+    else:
+        assert pictures >= 2 * 11, pictures
+    assert not any("/attention-" in f["src"] for (page, _, _), found in figures.items()
+                   if page != "06_inference_beam_search_bleu.html" for f in found)
     assert counted > 500
     assert small == [], "\n".join(small[:30])
+
+
+def _multi30k_here() -> bool:
+    from convs2s.data.multi30k import DataError, load_multi30k
+
+    try:
+        load_multi30k(download=False)
+    except (DataError, OSError):
+        return False
+    return True
 
 
 @pytest.mark.browser

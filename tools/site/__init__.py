@@ -841,12 +841,20 @@ def _redraw_studied_figure(cell: dict, context: str, heading: str | None,
     """A cell whose one figure the package can draw again (``figures.py``): its figure output
     becomes the page's ``<picture>`` of the drawings (their files added to ``drawn``); False,
     the cell as it was, for any other. ``earlier``: what the notebook's code cells before it
-    printed and set (notebook 01's figures read their arguments there)."""
+    printed and set (notebook 01's figures read their arguments there; notebook 06's attention
+    maps, which may be several in one cell, that its ``translator`` is the shipped one)."""
     outputs = cell.get("outputs", [])
     shown = [i for i, out in enumerate(outputs) if _is_image(out)]
+    source = cell_source(cell)
+    maps = studied.attention_maps(source, outputs, earlier) if shown and earlier else None
+    if maps:
+        for at, figure in maps.items():
+            outputs[at] = {"output_type": "display_data", "metadata": {},
+                           "data": {"text/html": figure.html, "text/plain": ["<the figure>"]}}
+            drawn.update(figure.files)
+        return True
     if len(shown) != 1:
         return False
-    source = cell_source(cell)
     at = shown[0]
     highlight = studied.architecture_highlight(source)
     if highlight is not ...:

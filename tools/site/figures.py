@@ -4,10 +4,10 @@ for the architecture picture, a drawing for the dark theme, each picked by the p
 A figure that a notebook's stored output shows only as one PNG, drawn for a wide screen, is
 shrunk into a phone's 320-345 px column to a quarter of its size or less, its text to 3-10 px.
 Here the site's build draws such figures again with the package's own drawing functions and
-data (never running a notebook), and the page picks the drawing by the window's width
-(``<picture>`` with a ``<source media>``) and, for the architecture picture, by the theme
-(the theme's ``only-light`` / ``only-dark`` classes, so the reader's choice with the theme's
-switch wins over the system's):
+data (never running a notebook; notebook 06's attention cell alone is run again, below), and
+the page picks the drawing by the window's width (``<picture>`` with a ``<source media>``)
+and, for the architecture picture, by the theme (the theme's ``only-light`` / ``only-dark``
+classes, so the reader's choice with the theme's switch wins over the system's):
 
 - the architecture picture at the top of every notebook and on the landing page
   (``convs2s.course.diagrams.architecture``, the highlight the cell's code asks for): a wide
@@ -15,7 +15,13 @@ switch wins over the system's):
   both, ``diagrams.Palette``);
 - notebook 07's length sweep (``convs2s.course.length_sweep.plot`` of the package's records,
   with the Multi30k mean length that the cell printed): the stored PNG on a wide screen, and
-  on a phone the same drawing with its panels one above the other, 3.5 inches wide.
+  on a phone the same drawing with its panels one above the other, 3.5 inches wide;
+- notebook 01's GLU and padding figures (``convs2s.course.gate_plots``, their narrow form);
+- notebook 06's three attention maps of the shipped translator (``attention_figures``: the
+  figure cell's own code run again, drawn only where what it prints and displays is the stored
+  output's): the stored PNG on a wide screen, and on a phone the layers one above the other.
+  Notebooks 04 and 07's maps are of models those notebooks train, which the site cannot
+  compute: they stay the notebook's PNG.
 
 A narrow drawing is an SVG whose text stays text (``svg.fonttype: none``), 9 pt or more in a
 figure 3.5 inches wide (the architecture picture) or 3.3 (the length sweep, whose output is
@@ -240,10 +246,13 @@ class Earlier:
 
     printed: list[str] = field(default_factory=list)
     literals: dict[str, object] = field(default_factory=dict)
+    #: each cell's code, as ``printed`` (which cell set a name: ``attention_figures``)
+    sources: list[str] = field(default_factory=list)
 
     def add(self, source: str, printed: str) -> None:
         """A code cell's ``source`` and the text its outputs show, after the cells before it."""
         self.printed.append(printed)
+        self.sources.append(source)
         try:
             tree = ast.parse(source)
         except SyntaxError:  # a cell with IPython magics: no literal of ours there
@@ -355,4 +364,61 @@ def gate_plot(source: str, printed: str, earlier: Earlier, wide_png: bytes, alt:
     narrow_name = _name(f"{stem}-narrow", narrow, "svg")
     html_ = _figure_html([picture((wide_name, wide), (narrow_name, narrow), alt, None, base)],
                          stem)
+    return Figure(html_, {wide_name: wide, narrow_name: narrow})
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 06's attention maps
+# --------------------------------------------------------------------------------------------
+
+
+def attention_maps(source: str, outputs: list[dict], earlier: Earlier,
+                   alt=None, base: str = "") -> dict[int, Figure] | None:
+    """Notebook 06's attention maps of the shipped translator: {the index in ``outputs`` of
+    each figure: its stored PNG, and on a phone the same maps computed again, the layers one
+    above the other (``attention_figures``)}; None where the site cannot compute the
+    notebook's own numbers (notebooks 04 and 07's maps are of models they train: they stay the
+    notebook's PNG). ``alt(figure, figures, printed)``: a figure's alt text, by default
+    ``attention_figures.alt_text``."""
+    import base64
+
+    from tools.site import attention_figures
+
+    drawn = attention_figures.notebook_maps(source, outputs, earlier)
+    if drawn is None:
+        return None
+    at = [i for i, out in enumerate(outputs) if "image/png" in out.get("data", {})]
+    found = {}
+    for n, (i, d) in enumerate(zip(at, drawn, strict=True)):
+        following = next((j for j in at if j > i), len(outputs))
+        printed = "".join(_stdout(out) for out in outputs[i + 1:following])
+        text = attention_figures.alt_text(d, n, len(at), printed) if alt is None else \
+            alt(n, len(at), printed)
+        png = outputs[i]["data"]["image/png"]
+        found[i] = _attention_figure(d, base64.b64decode(
+            "".join(png) if isinstance(png, list) else png), text, n, base)
+    return found
+
+
+def _stdout(out: dict) -> str:
+    text = out.get("text", "") if out.get("output_type") == "stream" else ""
+    return "".join(text) if isinstance(text, list) else text
+
+
+def _attention_figure(d, wide_png: bytes, alt: str, index: int, base: str) -> Figure:
+    import matplotlib.pyplot as plt
+
+    from tools.site.attention_figures import layers_figure
+
+    fig = layers_figure(d.attention, d.src_tokens, d.trg_tokens, d.titles, d.title)
+    try:
+        narrow = svg(fig)
+    finally:
+        plt.close(fig)
+    wide = smaller_png(wide_png)
+    stem = f"attention-{index + 1}"
+    wide_name = _name(f"{stem}-wide", wide, "png")
+    narrow_name = _name(f"{stem}-narrow", narrow, "svg")
+    html_ = _figure_html([picture((wide_name, wide), (narrow_name, narrow), alt, None, base)],
+                         "attention")
     return Figure(html_, {wide_name: wide, narrow_name: narrow})

@@ -48,6 +48,10 @@ from pathlib import Path
 
 from convs2s.course import widgets as declarations
 from tools.site import widgets as notebook_widgets
+from tools.site.attention_figures import (  # a layer for a phone, shared with figures.py
+    NARROW_INCHES,  # noqa: F401 (how wide a layer's drawing is: the tests read it here)
+    layer_figure,
+)
 from tools.site.png import smaller_png
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -272,54 +276,6 @@ def _png(fig) -> bytes:
     fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return smaller_png(buffer.getvalue())
-
-
-#: A layer's drawing for a phone (:func:`layer_figure`): 3.3 inches are 317 CSS px, within the
-#: flipbook's 321 px column on a 375 px phone (site.css), so it shows at its own size there and
-#: the package's 9 pt tick labels at 12 px.
-NARROW_INCHES = 3.3
-#: Inches per target token (a row) in a layer's drawing: a 9 pt label's height and a little.
-ROW_INCHES = 0.17
-#: The narrowest column (inches) that takes a rotated 9 pt label of its own: narrower, and
-#: every other source token is labelled above the map instead of below it.
-LABEL_INCHES = 0.15
-
-
-def layer_figure(attention, layer: int, src_tokens, trg_tokens, title: str):
-    """Decoder layer ``layer`` (0-based) of ``attention`` (``[layers, trg_len, src_len]``) for
-    a phone's column: the package's ``attention_maps.plot_attention_grid`` of that layer alone,
-    on the colour scale of all the layers (as the notebook's figure, so layers stay comparable),
-    :data:`NARROW_INCHES` wide, its colour bar below the map. Where the map's columns are too
-    narrow for a label each, every other source token is labelled above the map."""
-    import matplotlib.pyplot as plt
-    import torch
-
-    from convs2s.course import attention_maps
-
-    a = torch.as_tensor(attention).detach().float().cpu()
-    trg_len, src_len = a.shape[1:]
-    fig = plt.figure(figsize=(NARROW_INCHES, 2.0), layout="constrained")
-    attention_maps.plot_attention_grid(a[layer:layer + 1], list(src_tokens), list(trg_tokens),
-                                       fig=fig, ncols=1, titles=[title])
-    ax = fig.axes[0]
-    image = ax.images[0]
-    image.colorbar.remove()  # the package's stands beside the map: below it here
-    image.set_clim(0.0, float(a.max()) if a.numel() else 1.0)
-    fig.colorbar(image, ax=ax, location="bottom", fraction=0.04, pad=0.02, aspect=30,
-                 label="attention weight")
-    label = 0.078 * max(len(t) for t in src_tokens) + 0.15  # a rotated 9 pt label, inches
-    fig.set_size_inches(NARROW_INCHES, ROW_INCHES * trg_len + label + 1.25)
-    fig.canvas.draw()  # the layout: how wide the map's columns came out
-    column = ax.get_window_extent().width / fig.dpi / src_len
-    if column < LABEL_INCHES and src_len > 1:
-        ax.set_xticks(range(0, src_len, 2))
-        ax.set_xticklabels(list(src_tokens)[0::2], rotation=90, fontsize=9)
-        top = ax.secondary_xaxis("top")
-        top.set_xticks(range(1, src_len, 2))
-        top.set_xticklabels(list(src_tokens)[1::2], rotation=90, fontsize=9)
-        ax.set_xlabel("source token\n(every other one above the map)")
-        fig.set_size_inches(NARROW_INCHES, ROW_INCHES * trg_len + 2 * label + 1.25)
-    return fig
 
 
 def layer_svgs(attention, src_tokens, trg_tokens, titles) -> tuple[bytes, ...]:
