@@ -88,13 +88,20 @@ def write_snapshot(ckpt: Checkpoint, folder: Path, row: dict, dropped: Sequence[
 
 def average(weights: Sequence[dict]) -> dict:
     """The element-wise mean of state dicts with the same keys (floating tensors averaged in
-    float64, then cast back; other tensors, e.g. counters, taken from the first)."""
-    out = {}
+    float64, then cast back; other tensors, e.g. counters, taken from the first). Keys that
+    share one tensor in the first (a tied embedding and output layer) share one in the mean,
+    so that the averaged model is saved, and loaded, as small as its parts."""
+    out, made = {}, {}
     for key, first in weights[0].items():
-        if torch.is_floating_point(first):
+        same = (first.untyped_storage().data_ptr(), first.storage_offset(), tuple(first.shape),
+                tuple(first.stride()))
+        if same in made:
+            out[key] = made[same]
+        elif torch.is_floating_point(first):
             out[key] = sum(w[key].double() for w in weights).div(len(weights)).to(first.dtype)
         else:
             out[key] = first.clone()
+        made.setdefault(same, out[key])
     return out
 
 
