@@ -236,6 +236,24 @@ def test_the_subword_presets_tie_the_output_embedding_and_end_with_final_pt():
         dataclasses.replace(TINY, average_last=-1)
 
 
+def test_final_pt_records_the_whole_run_not_the_run_up_to_its_best_epoch(tmp_path):
+    """Notebook 09's full run: best at epoch 17, early stop after 20, the average of epochs
+    16-20 chosen; final.pt said "17 epochs trained" and drew 17 of the 20 epochs, because it
+    took best.pt's record."""
+    result = _run(tmp_path / "run")
+    folder = tmp_path / "run"
+    best = Checkpoint.load(folder / "best.pt")
+    state = dict(best.train_state)
+    state["history"], state["epoch"] = state["history"][:1], 1  # as if best at epoch 1
+    dataclasses.replace(best, train_state=state).save(folder / "best.pt")
+    final_choices.finalize(folder, TINY_PAIRS[:4], log=lambda *_: None)
+    final, last = Checkpoint.load(result.final_path), Checkpoint.load(folder / "last.pt")
+    assert len(last.history) == 4
+    assert final.history == last.history
+    assert final.train_state["epoch"] == last.train_state["epoch"]
+    assert final.train_state["seconds"] == last.train_state["seconds"]
+
+
 def test_average_is_the_elementwise_mean():
     a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)}
     b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(3)}

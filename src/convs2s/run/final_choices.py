@@ -194,9 +194,11 @@ def finalize(folder: Path, valid_pairs, *, device=None, beam: int = 5,
     them in that order) leaves the snapshot of an epoch the run never recorded."""
     folder = Path(folder)
     best = Checkpoint.load(folder / "best.pt")
+    last = Checkpoint.load(folder / "last.pt") if (folder / "last.pt").is_file() else None
+    if last is not None and last.run_id != best.run_id:
+        last = None
     if history is None:
-        last = folder / "last.pt"
-        history = Checkpoint.load(last).history if last.is_file() else best.history
+        history = (last or best).history
     recorded = {_epoch_and_step(r) for r in history} - {None}
     snapshots = []
     for row, weights in load_snapshots(folder, best.run_id):
@@ -208,7 +210,9 @@ def finalize(folder: Path, valid_pairs, *, device=None, beam: int = 5,
                 "that epoch (the snapshot was written as the run was stopped)")
     weights, choices = choose(best, snapshots, valid_pairs, device=device, beam=beam,
                               alphas=alphas, max_k=max_k, log=log)
-    state = best.train_state or {}
+    # the run as it ended (last.pt), not as it was at best.pt: the averaged epochs may come
+    # after the best one, and the record says how many epochs the run trained
+    state = (last or best).train_state or {}
     final = dataclasses.replace(
         best, state_dict=weights, choices=choices,
         train_state={k: state[k] for k in ("step", "epoch", "history", "seconds",
