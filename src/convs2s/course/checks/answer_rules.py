@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import threading
 
 #: The modules an answer may import (and their submodules where listed).
 MODULES = frozenset({
@@ -112,13 +113,22 @@ SETUP_MODULES = {"torch": "torch", "F": "torch.nn.functional", "math": "math",
                  "Counter": "collections.Counter", "checks": "convs2s.course.checks"}
 
 
+#: The grader reads several answers at once, in threads (coursework/sandbox_grading.py).
+#: CPython 3.11 counts the AST constructor's recursion in state its threads share, so two
+#: threads parsing at once can fail with a spurious ``SystemError: AST constructor recursion
+#: depth mismatch`` (python/cpython#106905) when a garbage collection inside one parse lets the
+#: other run: an honest notebook's grading then fails. One parse at a time.
+_ONE_PARSE_AT_A_TIME = threading.Lock()
+
+
 def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
              setup_modules: dict[str, str] | None = None) -> list[str]:
     """What ``source`` (an answer cell) does that :data:`RULES` forbid, one line each; [] when
     nothing. ``forbidden``: the names its exercise declares (``forbidden_names``). A cell that
     is not valid Python is one problem too."""
     try:
-        tree = ast.parse(source)
+        with _ONE_PARSE_AT_A_TIME:
+            tree = ast.parse(source)
     except SyntaxError as e:
         return [f"the answer cell is not valid Python (line {e.lineno}: {e.msg})"]
     except (ValueError, RecursionError, MemoryError) as e:  # null bytes, nesting too deep
