@@ -45,6 +45,9 @@ nb_merge_streams = True
 # attrs_inline: the landing page's "Start with 00" link is styled as a button ({.start-here})
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "attrs_inline"]
 myst_heading_anchors = 3
+# Markdown a cell displays (notebook 06's table of the settings tried) read as MyST, like the
+# notebooks' own text: myst-nb's default, CommonMark, has no tables.
+nb_render_markdown_format = "myst"
 
 html_theme = "sphinx_book_theme"
 html_static_path = ["static"]
