@@ -5,9 +5,13 @@ browser: tools/site/attention_figures.py and figures.attention_maps.
   numbers are the notebook's: each layer's entropy the stored output printed, the uniform
   entropy (the number of source tokens) and the figure's size (the numbers of source and target
   tokens), computed here from the attention the site draws;
-- the negative controls: notebook 04's map (a model it trains), notebook 07's (the models it
-  trains side by side), notebook 06's cell asked for other sentences, and notebook 06 whose
-  stored run studied another model than the shipped one are not drawn again;
+- notebooks 04 and 07's maps (of models they train) are drawn from the numbers their stored
+  outputs carry beside the PNG, and those are the numbers the notebook printed about (each
+  map's entropy, to the printed decimals);
+- the negative controls: notebooks 04 and 07's cells are not run again with the shipped
+  translator, notebook 06's cell asked for other sentences, and notebook 06 whose
+  stored run studied another model than the shipped one are not drawn again; stored numbers
+  missing from one figure, of another kind or of the wrong shape are not drawn;
 - the drawing: every layer one above the other, each the package's map of that layer with its
   title, on one colour scale, 3.3 inches wide, text 9 pt or more.
 """
@@ -15,6 +19,7 @@ browser: tools/site/attention_figures.py and figures.attention_maps.
 from __future__ import annotations
 
 import copy
+import html
 import json
 import math
 import re
@@ -112,7 +117,8 @@ def test_maps_of_another_model_or_sentence_are_not_drawn_again():
     assert attention_figures.notebook_maps(site.cell_source(cell), cell["outputs"],
                                            earlier) is None
     cell, earlier = _upto(_notebook("07"), lambda s: "plot_attention_grid(both" in s)
-    assert figures.attention_maps(site.cell_source(cell), cell["outputs"], earlier) is None
+    assert attention_figures.notebook_maps(site.cell_source(cell), cell["outputs"],
+                                           earlier) is None
 
     nb = _notebook("06")
     cell, earlier = _upto(nb, lambda s: MAPS_CELL in s)
@@ -182,3 +188,69 @@ def test_the_layers_one_above_the_other_are_the_packages_maps_on_one_scale():
             assert min(sizes) >= 9
         finally:
             plt.close(fig)
+
+
+def _entropies(line: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\d+\.\d\d", line)]
+
+
+@pytest.mark.parametrize("stem, found", [("04", "plot_attention_grid(tr.attention"),
+                                         ("07", "plot_attention_grid(both")])
+def test_notebooks_04_and_07s_maps_are_drawn_from_the_numbers_their_outputs_carry(stem, found):
+    from convs2s.course.attention_maps import attention_entropy
+
+    cell, earlier = _upto(_notebook(stem), lambda s: found in s)
+    drawn = attention_figures.stored_maps(cell["outputs"])
+    assert drawn is not None and len(drawn) == 1, "the stored run carries no numbers: re-run it"
+    d = drawn[0]
+    n, trg_len, src_len = d.attention.shape
+    entropy = [round(h, 2) for h in attention_entropy(d.attention).tolist()]
+    _, lines = _stored(cell)
+    if stem == "04":  # "entropy per layer (nats): ['1.76', ...] uniform over 11 tokens: 2.40"
+        line = next(x for x in lines if x.startswith("entropy per layer"))
+        assert _entropies(line) == pytest.approx(entropy + [round(math.log(src_len), 2)],
+                                                 abs=0.011), (line, entropy)
+        assert d.titles == [f"layer {i + 1}" for i in range(n)]
+        assert d.title == "Attention of each decoder layer (greedy translation)"
+    else:  # a line per map: "GRU: its one attention   mean attention entropy 1.39 nats (...)"
+        printed = [x for x in lines if "mean attention entropy" in x]
+        assert [x.split("  ")[0].strip() for x in printed] == d.titles
+        assert [_entropies(x)[0] for x in printed] == pytest.approx(entropy, abs=0.011)
+    found_ = figures.attention_maps(site.cell_source(cell), cell["outputs"], earlier)
+    assert found_ is not None and len(found_) == 1
+    (figure,) = found_.values()
+    assert figure.html.count("<picture") == 1
+    alt = html.unescape(figure.html)
+    assert "of the notebook's own run" in alt and " × " in alt
+    assert sorted(name.rsplit(".", 1)[1] for name in figure.files) == ["png", "svg"]
+
+
+def _output(numbers=None):
+    from convs2s.course import figure_data
+
+    data = {"image/png": "AA", "text/plain": ["<Figure size 1x2>"]}
+    if numbers is not None:
+        data[figure_data.MIMETYPE] = numbers
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+def test_stored_numbers_are_drawn_only_when_every_figure_has_them_of_the_right_shape():
+    good = {"kind": "attention", "attention": [[[0.5, 0.5]], [[1.0, 0.0]]],
+            "src_tokens": ["a", "b"], "trg_tokens": ["x"], "titles": ["l1", "l2"],
+            "title": "t"}
+    text = {"output_type": "stream", "name": "stdout", "text": "printed\n"}
+    drawn = attention_figures.stored_maps([_output(good), text, _output(good)])
+    assert drawn is not None and len(drawn) == 2
+    assert drawn[0].titles == ["l1", "l2"] and drawn[0].title == "t"
+    assert tuple(drawn[0].attention.shape) == (2, 1, 2)
+    assert attention_figures.stored_maps([_output(good), _output()]) is None  # one without
+    assert attention_figures.stored_maps([text]) is None  # no figure at all
+    for wrong in ({"kind": "length sweep"}, {"titles": ["l1"]}, {"src_tokens": ["a"]},
+                  {"trg_tokens": ["x", "y"]}, {"attention": [0.5, 0.5]},
+                  {"attention": [[["a", "b"]], [[1.0, 0.0]]]}):
+        assert attention_figures.stored_maps([_output({**good, **wrong})]) is None, wrong
+    missing = {k: v for k, v in good.items() if k != "titles"}
+    assert attention_figures.stored_maps([_output(missing)]) is None
+    alt = attention_figures.stored_alt_text(drawn[0], 0, 2, "printed\n")
+    assert alt == ("Attention maps “t” of the notebook's own run, l1, l2: 2 source tokens (a b) "
+                   "× 1 target tokens (x). Figure 1 of 2, printed below it: printed.")

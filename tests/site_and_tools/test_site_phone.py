@@ -20,6 +20,7 @@ the dark theme needs, measured in headless Chromium on the site conftest.py buil
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -95,15 +96,21 @@ _FIGURES = """async () => {
 }"""
 
 
+@contextlib.contextmanager
 def _tab(web, width: int, scheme: str = "light", mode: str | None = None):
+    """A browser tab on the site at ``width`` px, the system's ``scheme``, the reader's theme
+    ``mode`` (none chosen by default); closed when the block ends, whatever happened."""
     base, browser = web
     tab = shots.SitePage(browser, base)
-    tab.page.emulate_media(color_scheme=scheme)
-    if mode:
-        tab.context.add_init_script(f"localStorage.setItem('mode', '{mode}'); "
-                                    f"localStorage.setItem('theme', '{mode}');")
-    tab.page.set_viewport_size({"width": width, "height": 900})
-    return tab
+    try:
+        tab.page.emulate_media(color_scheme=scheme)
+        if mode:
+            tab.context.add_init_script(f"localStorage.setItem('mode', '{mode}'); "
+                                        f"localStorage.setItem('theme', '{mode}');")
+        tab.page.set_viewport_size({"width": width, "height": 900})
+        yield tab
+    finally:
+        tab.close()
 
 
 @pytest.fixture(scope="module")
@@ -113,13 +120,10 @@ def figures(built, web):
     for page in _pages(built):
         for width in (PHONE, WIDE):
             for mode in ("light", "dark"):
-                tab = _tab(web, width, mode=mode)
-                try:
+                with _tab(web, width, mode=mode) as tab:
                     tab.open(page)
                     facts[page, width, mode] = tab.page.evaluate(_FIGURES)
                     assert tab.problems() == [], (page, tab.problems())
-                finally:
-                    tab.close()
     return facts
 
 
@@ -138,20 +142,16 @@ def test_on_a_phone_the_studied_figures_text_is_11_px_as_displayed(figures):
             small += [f"{page} ({mode}) {fig['src'].rsplit('/', 1)[1]}: {t['text']!r} "
                       f"{t['px']:.1f} px" for t in fig["texts"] if t["px"] < SMALLEST_PX - 0.05]
     # the landing page's and notebooks 00-08's architecture picture in both themes, notebook
-    # 07's length sweep, and notebook 06's three attention maps of the shipped translator
-    # (where the site had the Multi30k data to pick the notebook's sentences; notebooks 04 and
-    # 07's maps are of models they train: not drawn again)
-    maps = {mode: [f["src"] for f in found if "/attention-" in f["src"]]
-            for (page, width, mode), found in figures.items()
-            if width == PHONE and page == "06_inference_beam_search_bleu.html"}
-    if _multi30k_here():
-        assert {mode: len(found) for mode, found in maps.items()} == \
-            {"light": 3, "dark": 3}, maps
-        assert pictures >= 2 * 11 + 2 * 3, pictures
-    else:
-        assert pictures >= 2 * 11, pictures
-    assert not any("/attention-" in f["src"] for (page, _, _), found in figures.items()
-                   if page != "06_inference_beam_search_bleu.html" for f in found)
+    # 07's length sweep, notebooks 04 and 07's attention maps (drawn from the numbers their
+    # stored outputs carry), and notebook 06's three attention maps of the shipped translator
+    # (where the site had the Multi30k data to pick the notebook's sentences)
+    maps = {(page, mode): len([f for f in found if "/attention-" in f["src"]])
+            for (page, width, mode), found in figures.items() if width == PHONE}
+    expected = {"04_multi_step_attention.html": 1, "07_convs2s_vs_rnn_attention.html": 1,
+                "06_inference_beam_search_bleu.html": 3 if _multi30k_here() else 0}
+    assert {key: n for key, n in maps.items() if n} == \
+        {(page, mode): n for page, n in expected.items() for mode in ("light", "dark") if n}, maps
+    assert pictures >= 2 * 11 + 2 * sum(expected.values()), pictures
     assert counted > 500
     assert small == [], "\n".join(small[:30])
 
@@ -368,8 +368,7 @@ def test_svg_text_px_measures_a_tspan_at_its_own_size():
     ("dark", None, "dark"), ("light", None, "light"), ("dark", "light", "light"),
     ("light", "dark", "dark")])
 def test_the_theme_follows_the_system_until_the_reader_chooses(web, scheme, chosen, expected):
-    tab = _tab(web, WIDE, scheme, chosen)
-    try:
+    with _tab(web, WIDE, scheme, chosen) as tab:
         tab.open("01_glu_and_padding.html")
         theme = tab.page.evaluate("document.documentElement.dataset.theme")
         background = tab.page.evaluate("getComputedStyle(document.body).backgroundColor")
@@ -377,8 +376,6 @@ def test_the_theme_follows_the_system_until_the_reader_chooses(web, scheme, chos
         dark = _luminance([int(v) / 255 for v in re.findall(r"\d+", background)[:3]]) < 0.1
         assert dark == (expected == "dark"), background
         assert tab.problems() == []
-    finally:
-        tab.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -390,8 +387,7 @@ def test_the_theme_follows_the_system_until_the_reader_chooses(web, scheme, chos
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [PHONE, WIDE])
 def test_nothing_stands_above_the_layout_and_search_is_offered_once(web, width):
-    tab = _tab(web, width)
-    try:
+    with _tab(web, width) as tab:
         tab.open("01_glu_and_padding.html")
         top = tab.page.evaluate("""() => {
           const hit = document.elementFromPoint(window.innerWidth / 2, 2);
@@ -408,8 +404,6 @@ def test_nothing_stands_above_the_layout_and_search_is_offered_once(web, width):
         else:  # the article header's search button only
             assert top["search"] == 1, top
         assert tab.problems() == []
-    finally:
-        tab.close()
 
 
 @pytest.mark.browser
@@ -417,8 +411,7 @@ def test_nothing_stands_above_the_layout_and_search_is_offered_once(web, width):
 @pytest.mark.parametrize("width", [PHONE, WIDE])
 def test_the_search_shows_each_pages_own_text_and_the_whole_query(web, width):
     base, _ = web
-    tab = _tab(web, width)
-    try:
+    with _tab(web, width) as tab:
         tab.page.goto(base + "search.html?q=causal+padding", wait_until="load")
         tab.page.wait_for_function("() => /Search finished/.test(document.querySelector("
                                    "'#search-results').innerText)", timeout=60_000)
@@ -449,8 +442,6 @@ def test_the_search_shows_each_pages_own_text_and_the_whole_query(web, width):
             words = " ".join(context.replace("...", " ").split())
             assert words and words in " ".join(article.split()), (href, context)
         assert tab.problems() == []
-    finally:
-        tab.close()
 
 
 def test_a_title_with_a_value_the_code_fills_in_is_left_out_of_the_alt_text():

@@ -18,10 +18,13 @@ decided by whether the site can compute the notebook's own numbers, never by the
   what this prints and displays is what the stored output printed and displayed, character for
   character (each layer's entropy, the uniform entropy, each figure's size in pixels, which
   follows from the numbers of source and target tokens);
-- notebook 04's map (and its ``show_attention`` widget) comes from the model notebook 04 trains
-  for 3 epochs, and notebook 07's from the ConvS2S and GRU models it trains side by side: the
-  site trains nothing, so those figures stay the notebook's PNG (a phone shrinks them). The
-  shipped translator's attention would be another model's under the notebook's caption.
+- notebook 04's map comes from the model notebook 04 trains for 3 epochs, and notebook 07's
+  from the ConvS2S and GRU models it trains side by side: the site trains nothing (the shipped
+  translator's attention would be another model's under the notebook's caption). Their stored
+  outputs carry the numbers the package drew (``convs2s.course.figure_data``: the attention,
+  the labels, the titles, beside the PNG), and the site draws those numbers again
+  (:func:`stored_maps`). A stored output without them (a run before the package stored them)
+  keeps the notebook's PNG, which a phone shrinks.
 """
 
 from __future__ import annotations
@@ -380,6 +383,46 @@ def notebook_maps(source: str, outputs: list[dict], earlier) -> list[Drawn] | No
     if events != stored or len(drawn) != len(figures):
         return None
     return drawn
+
+
+def stored_maps(outputs: list[dict]) -> list[Drawn] | None:
+    """The attention maps a cell's stored ``outputs`` show, from the numbers each figure's
+    output carries (``convs2s.course.figure_data``, what ``plot_attention_grid`` drew): one per
+    figure, in order; None unless every figure carries such numbers, consistent in shape
+    (``[layers, trg_len, src_len]``, a label per row and column, a title per layer). Pure."""
+    from convs2s.course import figure_data
+
+    drawn = []
+    for out in outputs:
+        if "image/png" not in out.get("data", {}):
+            continue
+        data = figure_data.numbers(out, "attention")
+        if data is None:
+            return None
+        try:
+            a = _as_tensor(data["attention"])
+            src, trg, titles = (list(map(str, data[k]))
+                                for k in ("src_tokens", "trg_tokens", "titles"))
+            title = str(data.get("title") or "")
+        except (KeyError, TypeError, ValueError):
+            return None
+        if a.dim() != 3 or tuple(a.shape[1:]) != (len(trg), len(src)) or \
+                len(titles) != a.shape[0] or not a.numel():
+            return None
+        drawn.append(Drawn(a, src, trg, titles, title))
+    return drawn or None
+
+
+def stored_alt_text(d: Drawn, figure: int, figures: int, printed: str) -> str:
+    """The alt text of a figure :func:`stored_maps` read: what it shows, the tokens on its
+    axes, and the line printed below it. Pure."""
+    line = " ".join(printed.split())
+    named = f" “{' '.join(d.title.split())}”" if d.title.strip() else ""
+    return (f"Attention maps{named} of the notebook's own run, {', '.join(d.titles)}: "
+            f"{len(d.src_tokens)} source tokens ({' '.join(d.src_tokens)}) × "
+            f"{len(d.trg_tokens)} target tokens ({' '.join(d.trg_tokens)})"
+            + (f". Figure {figure + 1} of {figures}" if figures > 1 else "")
+            + (f", printed below it: {line}" if line else "") + ".")
 
 
 def alt_text(d: Drawn, figure: int, figures: int, printed: str) -> str:

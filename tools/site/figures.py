@@ -17,11 +17,11 @@ classes, so the reader's choice with the theme's switch wins over the system's):
   with the Multi30k mean length that the cell printed): the stored PNG on a wide screen, and
   on a phone the same drawing with its panels one above the other, 3.5 inches wide;
 - notebook 01's GLU and padding figures (``convs2s.course.gate_plots``, their narrow form);
-- notebook 06's three attention maps of the shipped translator (``attention_figures``: the
-  figure cell's own code run again, drawn only where what it prints and displays is the stored
-  output's): the stored PNG on a wide screen, and on a phone the layers one above the other.
-  Notebooks 04 and 07's maps are of models those notebooks train, which the site cannot
-  compute: they stay the notebook's PNG.
+- the notebooks' attention maps: the stored PNG on a wide screen, and on a phone the layers one
+  above the other (``attention_figures``), drawn from the numbers the stored output carries
+  beside the PNG (notebooks 04 and 07's maps, of models those notebooks train), or, for
+  notebook 06's three maps of the shipped translator, from the figure cell's own code run again
+  (drawn only where what it prints and displays is the stored output's).
 
 A narrow drawing is an SVG whose text stays text (``svg.fonttype: none``), 9 pt or more in a
 figure 3.5 inches wide (the architecture picture) or 3.3 (the length sweep, whose output is
@@ -369,18 +369,19 @@ def gate_plot(source: str, printed: str, earlier: Earlier, wide_png: bytes, alt:
 
 
 # --------------------------------------------------------------------------------------------
-# Notebook 06's attention maps
+# The notebooks' attention maps
 # --------------------------------------------------------------------------------------------
 
 
 def attention_maps(source: str, outputs: list[dict], earlier: Earlier,
                    alt=None, base: str = "") -> dict[int, Figure] | None:
-    """Notebook 06's attention maps of the shipped translator: {the index in ``outputs`` of
-    each figure: its stored PNG, and on a phone the same maps computed again, the layers one
-    above the other (``attention_figures``)}; None where the site cannot compute the
-    notebook's own numbers (notebooks 04 and 07's maps are of models they train: they stay the
-    notebook's PNG). ``alt(figure, figures, printed)``: a figure's alt text, by default
-    ``attention_figures.alt_text``."""
+    """A cell's attention maps: {the index in ``outputs`` of each figure: its stored PNG, and on
+    a phone the same maps drawn again, the layers one above the other
+    (``attention_figures``)}, from the numbers the stored outputs carry
+    (``attention_figures.stored_maps``: notebooks 04 and 07), or else computed again with the
+    shipped translator (notebook 06); None where neither gives the notebook's own numbers.
+    ``alt(figure, figures, printed)``: a figure's alt text, by default
+    ``attention_figures.stored_alt_text`` or ``attention_figures.alt_text``."""
     if alt is None:  # the same cell after the same cells: drawn once per process
         import json
 
@@ -406,7 +407,11 @@ def _attention_maps(source: str, outputs: list[dict], earlier: Earlier, alt,
 
     from tools.site import attention_figures
 
-    drawn = attention_figures.notebook_maps(source, outputs, earlier)
+    drawn = attention_figures.stored_maps(outputs)
+    describe = attention_figures.stored_alt_text
+    if drawn is None:
+        drawn = attention_figures.notebook_maps(source, outputs, earlier)
+        describe = attention_figures.alt_text
     if drawn is None:
         return None
     at = [i for i, out in enumerate(outputs) if "image/png" in out.get("data", {})]
@@ -414,7 +419,7 @@ def _attention_maps(source: str, outputs: list[dict], earlier: Earlier, alt,
     for n, (i, d) in enumerate(zip(at, drawn, strict=True)):
         following = next((j for j in at if j > i), len(outputs))
         printed = "".join(_stdout(out) for out in outputs[i + 1:following])
-        text = attention_figures.alt_text(d, n, len(at), printed) if alt is None else \
+        text = describe(d, n, len(at), printed) if alt is None else \
             alt(n, len(at), printed)
         png = outputs[i]["data"]["image/png"]
         found[i] = _attention_figure(d, base64.b64decode(

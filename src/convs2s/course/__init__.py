@@ -15,4 +15,6 @@
 - ``widgets``: every notebook widget declared once (controls, labels, ranges, what it draws),
   the builder the notebooks make them with, and what the course's website reads.
 - ``checks``: the exercises' checks.
+- ``figure_data``: plumbing: a figure's numbers stored beside its PNG in a notebook's output
+  (the website draws such figures again for a phone).
 """

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from convs2s.course import figure_data
+
 __all__ = ["attention_entropy", "plot_attention_grid"]
 
 
@@ -72,7 +74,10 @@ def plot_attention_grid(
         titles: per-layer titles (default "layer 1", "layer 2", ...).
         cell: inches per token when a new figure is made.
 
-    Returns the figure. The shared scale (0 .. the largest weight in any layer) makes the layers
+    Returns the figure. A figure made here carries the numbers it draws (the attention, the
+    labels, the titles): displayed in a notebook, its output stores them beside the PNG
+    (:mod:`convs2s.course.figure_data`), which the course's website draws again for a phone.
+    The shared scale (0 .. the largest weight in any layer) makes the layers
     comparable: a sharper layer shows brighter, fewer cells.
 
     Used in notebooks 04, 06 and 07.
@@ -88,6 +93,7 @@ def plot_attention_grid(
             f"attention is [{n_layers}, {trg_len}, {src_len}] but got {len(trg_tokens)} target "
             f"and {len(src_tokens)} source labels."
         )
+    made_here = axes is None and fig is None
     if axes is None:
         import matplotlib.pyplot as plt
 
@@ -126,4 +132,8 @@ def plot_attention_grid(
     if image is not None:
         fig.colorbar(image, ax=list(axes[:n_layers]), fraction=0.03, pad=0.02,
                      label="attention weight")
+    if made_here:  # its numbers go with the picture, for the website's phone drawing
+        figure_data.attach(fig, "attention", attention=a.tolist(), src_tokens=list(src_tokens),
+                           trg_tokens=list(trg_tokens),
+                           titles=[ax.get_title() for ax in axes[:n_layers]])
     return fig
