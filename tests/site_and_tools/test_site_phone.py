@@ -2,10 +2,11 @@
 the dark theme needs, measured in headless Chromium on the site conftest.py builds once.
 
 - the studied figures the site draws again (the architecture picture on every page, notebook
-  07's length sweep, notebook 01's gate and padding plots, notebook 06's attention maps): on a
-  phone the page picks the drawing made for its column, whose text is
+  07's length sweep, notebook 01's gate and padding plots, notebooks 04, 06 and 07's attention
+  maps): on a phone the page picks the drawing made for its column, whose text is
   11 CSS px or more as displayed (each ``<text>`` of the SVG measured at the size the page
-  shows it), and on a wide screen the wide one;
+  shows it) and wholly inside the drawing (none cut off at its edge), and on a wide screen the
+  wide one;
 - every text of the architecture picture has a contrast of 4.5:1 or more with what it is drawn
   on, in the light and the dark drawing (measured on the drawing's own colours), and the page
   shows the dark drawing, unfiltered, in the dark theme;
@@ -54,10 +55,13 @@ SVG_TEXT_SIZES = """async ([src, width]) => {
   svg.removeAttribute('height');
   document.body.appendChild(holder);
   const found = [];
+  const frame = svg.getBoundingClientRect();  // what the picture shows: its viewBox
   const measure = (e, text) => {
-    const m = e.getScreenCTM();
+    const m = e.getScreenCTM(), r = e.getBoundingClientRect();
     found.push({text: text.slice(0, 40), tag: e.tagName,
-                px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b)});
+                px: parseFloat(getComputedStyle(e).fontSize) * Math.hypot(m.a, m.b),
+                inside: r.left >= frame.left - 1 && r.right <= frame.right + 1 &&
+                        r.top >= frame.top - 1 && r.bottom <= frame.bottom + 1});
   };
   for (const t of svg.querySelectorAll('text')) {
     const own = [...t.childNodes].filter(n => n.nodeType === Node.TEXT_NODE)
@@ -130,7 +134,7 @@ def figures(built, web):
 @pytest.mark.browser
 @pytest.mark.slow
 def test_on_a_phone_the_studied_figures_text_is_11_px_as_displayed(figures):
-    small, counted, pictures = [], 0, 0
+    small, cut, counted, pictures = [], [], 0, 0
     for (page, width, mode), found in figures.items():
         if width != PHONE:
             continue
@@ -141,6 +145,8 @@ def test_on_a_phone_the_studied_figures_text_is_11_px_as_displayed(figures):
             counted += len(fig["texts"])
             small += [f"{page} ({mode}) {fig['src'].rsplit('/', 1)[1]}: {t['text']!r} "
                       f"{t['px']:.1f} px" for t in fig["texts"] if t["px"] < SMALLEST_PX - 0.05]
+            cut += [f"{page} ({mode}) {fig['src'].rsplit('/', 1)[1]}: {t['text']!r}"
+                    for t in fig["texts"] if not t["inside"]]
     # the landing page's and notebooks 00-08's architecture picture in both themes, notebook
     # 07's length sweep, notebooks 04 and 07's attention maps (drawn from the numbers their
     # stored outputs carry), and notebook 06's three attention maps of the shipped translator
@@ -154,6 +160,7 @@ def test_on_a_phone_the_studied_figures_text_is_11_px_as_displayed(figures):
     assert pictures >= 2 * 11 + 2 * sum(expected.values()), pictures
     assert counted > 500
     assert small == [], "\n".join(small[:30])
+    assert cut == [], "text cut off at the drawing's edge:\n" + "\n".join(cut[:30])
 
 
 def _multi30k_here() -> bool:
@@ -512,3 +519,37 @@ def test_notebook_01s_figures_are_drawn_again_only_for_what_the_notebook_printed
                            "norms") is not None
     assert drawn.gate_plot(norms, "", drawn.Earlier([medians(1.1)]), png.getvalue(),
                            "norms") is None, "a printed median the seeds do not give"
+
+
+def test_the_narrow_length_sweep_keeps_its_legends_off_the_curves_and_its_titles_inside():
+    """figures.restack (notebook 07's sweep on a phone): each legend lies under its panel, on no
+    panel; every title (the figure's and each panel's, the record's date included) lies within
+    the drawing's width."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from convs2s.course import length_sweep
+    from tools.site import figures as studied
+
+    fig = length_sweep.plot(length_sweep.records(), factor=1.5, mark=(14.1, "captions"))
+    try:
+        studied.restack(fig)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        frame = fig.bbox
+        panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+        assert len(panels) >= 2
+        for ax in panels:
+            legend = ax.get_legend().get_window_extent(renderer)
+            assert not any(legend.overlaps(other.get_window_extent(renderer))
+                           for other in panels), ax.get_title()
+            assert legend.y1 < ax.xaxis.label.get_window_extent(renderer).y0  # under its label
+            for text in (ax.title, fig._suptitle):
+                box = text.get_window_extent(renderer)
+                assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1, text.get_text()
+        assert "2026" in " ".join(ax.get_title() for ax in panels)  # the date is drawn whole
+    finally:
+        plt.close(fig)
+

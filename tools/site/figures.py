@@ -15,7 +15,8 @@ classes, so the reader's choice with the theme's switch wins over the system's):
   both, ``diagrams.Palette``);
 - notebook 07's length sweep (``convs2s.course.length_sweep.plot`` of the package's records,
   with the Multi30k mean length that the cell printed): the stored PNG on a wide screen, and
-  on a phone the same drawing with its panels one above the other, 3.5 inches wide;
+  on a phone the same drawing with its panels one above the other, 3.3 inches wide, its titles
+  wrapped to that width and each legend under its panel (``restack``);
 - notebook 01's GLU and padding figures (``convs2s.course.gate_plots``, their narrow form);
 - the notebooks' attention maps: the stored PNG on a wide screen, and on a phone the layers one
   above the other (``attention_figures``), drawn from the numbers the stored output carries
@@ -185,17 +186,46 @@ _MARK_LABEL = re.compile(r"mark=\(\s*\w+\s*,\s*([\"'])(.+?)\1\s*\)")
 _MEAN = re.compile(r"training captions: ([\d.]+) target positions")
 
 
+#: Characters per line of a panel's 10 pt title in a narrow drawing (3.3 inches).
+TITLE_CHARACTERS = 38
+#: Inches a legend's entry takes below its panel in a narrow drawing (a 9 pt line and a gap).
+LEGEND_ENTRY_INCHES = 0.2
+#: How far below its panel's axes a legend starts: past the tick labels and the axis label.
+LEGEND_OFFSET_INCHES = 0.55
+
+
 def restack(fig, width: float = NARROW_INCHES, panel_height: float = 3.0) -> None:
     """Lay a figure's panels (a grid of axes, read row by row) one above the other in a
-    figure ``width`` inches wide, each ``panel_height`` tall, its title wrapped to the width.
-    The drawing, labels and legends stay the package's."""
+    figure ``width`` inches wide, each ``panel_height`` tall, the figure's title and each
+    panel's wrapped to the width, each legend under its panel (in a narrow panel it would lie
+    on the curves). The drawing, labels and legends' entries stay the package's."""
+    import textwrap
+
     from matplotlib.gridspec import GridSpec
+    from matplotlib.transforms import offset_copy
 
     axes = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
-    grid = GridSpec(len(axes), 1, figure=fig)
+    entries = []
+    for ax in axes:
+        title = ax.title.get_text()
+        if title:
+            ax.set_title("\n".join(textwrap.fill(line, TITLE_CHARACTERS)
+                                   for line in title.split("\n")),
+                         fontsize=ax.title.get_fontsize())
+        legend = ax.get_legend()
+        entries.append(len(legend.get_texts()) if legend is not None else 0)
+    heights = [panel_height + (LEGEND_OFFSET_INCHES + LEGEND_ENTRY_INCHES * n if n else 0.0)
+               for n in entries]
+    grid = GridSpec(len(axes), 1, figure=fig, height_ratios=heights)
     for i, ax in enumerate(axes):
         ax.set_subplotspec(grid[i])
-    fig.set_size_inches(width, panel_height * len(axes) + 0.9)
+    fig.set_size_inches(width, sum(heights) + 0.9)
+    for ax, n in zip(axes, entries, strict=True):
+        if n:  # centred under the panel's tick labels and axis label
+            size = ax.get_legend().get_texts()[0].get_fontsize()
+            below = offset_copy(ax.transAxes, fig=fig, y=-LEGEND_OFFSET_INCHES, units="inches")
+            ax.legend(*ax.get_legend_handles_labels(), fontsize=size, loc="upper center",
+                      bbox_to_anchor=(0.5, 0.0), bbox_transform=below)
     title = getattr(fig, "_suptitle", None)  # matplotlib keeps it there (no public getter)
     if title is not None:
         title.set_wrap(True)
