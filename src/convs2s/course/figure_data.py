@@ -5,8 +5,9 @@ course's website also draws some figures again for a phone's column (``tools/sit
 that it needs the numbers the figure was drawn from, not the pixels. Here a figure can carry
 those numbers (:func:`attach`), and where IPython displays it they go into the same output as
 one more representation, of type :data:`MIMETYPE`, beside ``image/png`` and ``text/plain``.
-Jupyter, Colab and nbconvert show the PNG, as they show any output whose other types they do
-not know; the numbers stay in the notebook file for the site to read (:func:`numbers`).
+A front end shows the richest type it can render, here the PNG, and leaves a vendor type it
+does not know alone (checked for nbconvert's HTML and the site's build); the numbers stay in
+the notebook file for the site to read (:func:`numbers`).
 
 Plumbing only: which figures carry what is decided where they are drawn
 (``attention_maps.plot_attention_grid``).
