@@ -94,6 +94,42 @@ def test_glu_padding_widget(lab):
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["04_multi_step_attention.ipynb",
+                                  "07_convs2s_vs_rnn_attention.ipynb"])
+def test_a_figure_that_stores_its_numbers_shows_its_png_in_jupyterlab(lab, name):
+    """An attention map's stored output holds its numbers beside the PNG
+    (convs2s.course.figure_data): JupyterLab shows the PNG, as for every other figure, and
+    nothing for the numbers (no "No renderer could be found" box)."""
+    import json
+
+    from convs2s.course import figure_data
+
+    cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
+    carrying = [i for i, c in enumerate(cells) if c["cell_type"] == "code"
+                and any(figure_data.MIMETYPE in o.get("data", {}) for o in c.get("outputs", []))]
+    assert carrying, f"{name}'s stored run stores no figure's numbers"
+    server, browser = lab
+    with browser.notebook(server, name) as nb:
+        shown = """([index, mime]) => {
+          const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[index];
+          const outs = [...cell.querySelectorAll('.jp-OutputArea-output')];
+          return {png: outs.filter(o => o.dataset.mimeType === 'image/png'
+                                        && o.querySelector('img')).length,
+                  vendor: outs.filter(o => o.dataset.mimeType === mime).length,
+                  missing: outs.filter(o => /No renderer could be found/.test(o.textContent))
+                    .length};
+        }"""
+        for index in carrying:  # JupyterLab draws a cell's outputs once it is scrolled to
+            nb.page.locator(".jp-Notebook .jp-Cell").nth(index).scroll_into_view_if_needed()
+            screenshots._poll(lambda i=index: nb.page.evaluate(
+                shown, [i, figure_data.MIMETYPE])["png"] >= 1, 120,
+                f"cell {index}'s stored figure to show")
+            seen = nb.page.evaluate(shown, [index, figure_data.MIMETYPE])
+            assert seen == {"png": 1, "vendor": 0, "missing": 0}, (index, seen)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
 def test_causal_decoder_widget(lab):
     """03: the visible-positions map and perturbation plot follow padding and kernel size."""
     with _open(lab, "decoder") as nb:

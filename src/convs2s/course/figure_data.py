@@ -6,8 +6,8 @@ that it needs the numbers the figure was drawn from, not the pixels. Here a figu
 those numbers (:func:`attach`), and where IPython displays it they go into the same output as
 one more representation, of type :data:`MIMETYPE`, beside ``image/png`` and ``text/plain``.
 A front end shows the richest type it can render, here the PNG, and leaves a vendor type it
-does not know alone (checked for nbconvert's HTML and the site's build); the numbers stay in
-the notebook file for the site to read (:func:`numbers`).
+does not know alone (checked for JupyterLab in Chromium, nbconvert's HTML and the site's
+build); the numbers stay in the notebook file for the site to read (:func:`numbers`).
 
 Plumbing only: which figures carry what is decided where they are drawn
 (``attention_maps.plot_attention_grid``).
