@@ -110,6 +110,35 @@ def test_notebook_06s_maps_are_the_shipped_translators_numbers_the_notebook_prin
 
 
 @pytest.mark.slow
+def test_notebook_06s_stored_numbers_are_those_the_site_computes(monkeypatch):
+    """Notebook 06's stored run carries the numbers it drew (``convs2s.course.figure_data``):
+    they are the shipped translator's, as the site computes them again; where the site has no
+    Multi30k data to pick the notebook's sentences, it draws those stored numbers."""
+    import torch
+
+    _needs_data()
+    cell, earlier = _upto(_notebook("06"), lambda s: MAPS_CELL in s)
+    source = site.cell_source(cell)
+    computed = attention_figures.notebook_maps(source, cell["outputs"], earlier)
+    stored = attention_figures.stored_maps(cell["outputs"])
+    assert computed is not None and stored is not None and len(stored) == len(computed) == 3
+    for c, s in zip(computed, stored, strict=True):
+        assert (s.src_tokens, s.trg_tokens, s.titles, s.title) == \
+            (c.src_tokens, c.trg_tokens, c.titles, c.title)
+        torch.testing.assert_close(s.attention, c.attention.to(s.attention.dtype),
+                                   atol=1e-4, rtol=0)  # stored to 4 decimals
+
+    with_data = figures._attention_maps(source, cell["outputs"], earlier, None, "")
+    monkeypatch.setattr(attention_figures, "_test_sources", lambda: None)  # no Multi30k here
+    assert attention_figures.notebook_maps(source, cell["outputs"], earlier) is None
+    without = figures._attention_maps(source, cell["outputs"], earlier, None, "")
+    assert sorted(with_data) == sorted(without) and len(without) == 3
+    for i in without:
+        assert "shipped translator" in with_data[i].html
+        assert "the notebook's own run" in html.unescape(without[i].html)
+
+
+@pytest.mark.slow
 def test_maps_of_another_model_or_sentence_are_not_drawn_again():
     _needs_data()
     # notebooks 04 and 07: the models they train (the site trains none)

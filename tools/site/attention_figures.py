@@ -17,7 +17,8 @@ decided by whether the site can compute the notebook's own numbers, never by the
   that translator and the test sentences as the notebook picks them, and draws again only when
   what this prints and displays is what the stored output printed and displayed, character for
   character (each layer's entropy, the uniform entropy, each figure's size in pixels, which
-  follows from the numbers of source and target tokens);
+  follows from the numbers of source and target tokens). Without the Multi30k data it draws
+  the numbers its stored outputs carry, as below;
 - notebook 04's map comes from the model notebook 04 trains for 3 epochs, and notebook 07's
   from the ConvS2S and GRU models it trains side by side: the site trains nothing (the shipped
   translator's attention would be another model's under the notebook's caption). Their stored

@@ -407,9 +407,11 @@ def attention_maps(source: str, outputs: list[dict], earlier: Earlier,
                    alt=None, base: str = "") -> dict[int, Figure] | None:
     """A cell's attention maps: {the index in ``outputs`` of each figure: its stored PNG, and on
     a phone the same maps drawn again, the layers one above the other
-    (``attention_figures``)}, from the numbers the stored outputs carry
-    (``attention_figures.stored_maps``: notebooks 04 and 07), or else computed again with the
-    shipped translator (notebook 06); None where neither gives the notebook's own numbers.
+    (``attention_figures``)}. The numbers are computed again with the shipped translator where
+    the notebook studied it and the result is what its stored run showed (notebook 06), or else
+    read from the stored outputs (``attention_figures.stored_maps``: notebooks 04 and 07, and
+    notebook 06 where the site has no Multi30k data); None where neither gives the notebook's
+    own numbers.
     ``alt(figure, figures, printed)``: a figure's alt text, by default
     ``attention_figures.stored_alt_text`` or ``attention_figures.alt_text``."""
     if alt is None:  # the same cell after the same cells: drawn once per process
@@ -437,11 +439,13 @@ def _attention_maps(source: str, outputs: list[dict], earlier: Earlier, alt,
 
     from tools.site import attention_figures
 
-    drawn = attention_figures.stored_maps(outputs)
-    describe = attention_figures.stored_alt_text
+    # the shipped translator's maps computed again and checked against the stored run first
+    # (their alt text can then name the model), else the numbers the stored outputs carry
+    drawn = attention_figures.notebook_maps(source, outputs, earlier)
+    describe = attention_figures.alt_text
     if drawn is None:
-        drawn = attention_figures.notebook_maps(source, outputs, earlier)
-        describe = attention_figures.alt_text
+        drawn = attention_figures.stored_maps(outputs)
+        describe = attention_figures.stored_alt_text
     if drawn is None:
         return None
     at = [i for i, out in enumerate(outputs) if "image/png" in out.get("data", {})]
