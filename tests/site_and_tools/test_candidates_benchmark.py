@@ -1,0 +1,136 @@
+"""benchmarks/candidates.py: the candidates train side by side as separate processes, each
+resumed or read where its run folder says so, and the report says what each run folder holds
+(tiny corpus, a tiny preset, the CPU; no figure is checked, only that the report is the runs')."""
+
+import hashlib
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from convs2s.run.checkpoint import Checkpoint
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+#: The trainer with the loader told to expect the tiny corpus's checksums (given as argv[1]).
+WRAPPER = """import json, sys
+from convs2s.data import multi30k
+multi30k.MULTI30K_SHA256 = json.loads(sys.argv.pop(1))
+from convs2s.run.train import main
+sys.exit(main())
+"""
+
+
+@pytest.fixture
+def candidates(tiny_corpus, monkeypatch, tmp_path):
+    """benchmarks/candidates.py with its trainer reading the tiny corpus; run(*args) -> exit."""
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
+    monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
+    wrapper = tmp_path / "train_tiny.py"
+    wrapper.write_text(WRAPPER, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = importlib.import_module("candidates")
+    monkeypatch.setattr(module, "TRAIN", [sys.executable, str(wrapper), json.dumps(sums)])
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["benchmarks/candidates.py", *args])
+        return module.main(list(args))
+
+    return run
+
+
+@pytest.mark.slow
+def test_candidates_train_side_by_side_and_the_report_reads_their_runs(
+        candidates, tiny_corpus, tmp_path, capsys):
+    runs, teachers, report = tmp_path / "runs", tmp_path / "teachers", tmp_path / "r.json"
+    teachers.mkdir()
+    teacher = [s.upper() for s in _gz_lines(tiny_corpus / "train.en.gz")]  # any one a line
+    (teachers / "de-en.en").write_text("".join(f"{s}\n" for s in teacher), encoding="utf-8")
+    args = ["--runs", str(runs), "--distilled", str(teachers), "--parallel", "3",
+            "--minutes", "30", "--base", "--preset quick_subword --epochs 1 --vocab-size 60",
+            "--only", "de-en_rdrop-0.5", "de-en_distill", "en-de_baseline", "en-de_distill",
+            "--json", str(report)]
+    assert candidates(*args) == 0
+    r = json.loads(report.read_text(encoding="utf-8"))
+    rows = r["candidates"]
+    assert rows["en-de_distill"]["status"].startswith("not started: no distilled file en-de.de")
+    for name in ("de-en_rdrop-0.5", "de-en_distill", "en-de_baseline"):
+        row, folder = rows[name], runs / name
+        assert row["status"] == "finished" and row["stopped"] in ("epochs", "early stop"), row
+        history = Checkpoint.load(folder / "last.pt").history
+        choices = Checkpoint.load(folder / "final.pt").choices
+        assert row["epochs"] == len(history) == 1
+        assert row["best_valid_loss"] == round(min(h["valid_loss"] for h in history), 4)
+        assert row["valid_beam5"] == round(choices["valid_sacrebleu"], 2)
+        assert row["alpha"] == choices["length_penalty"]
+        assert "--src " + name[:2] in row["command"] and "--resume" not in row["command"]
+    assert "--rdrop 0.5" in rows["de-en_rdrop-0.5"]["command"]
+    assert f"--distilled {teachers / 'de-en.en'}" in rows["de-en_distill"]["command"]
+    best = r["best"]["de-en"]
+    assert best["candidate"] in ("de-en_rdrop-0.5", "de-en_distill")
+    assert best["valid_beam5"] == max(rows[n]["valid_beam5"]
+                                      for n in ("de-en_rdrop-0.5", "de-en_distill"))
+    assert best["beats_shipped"] == (best["valid_beam5"] > best["shipped_valid_beam5"])
+
+    # the same command again: the finished runs are only read, nothing trains
+    stamps = {n: (runs / n / "final.pt").stat().st_mtime_ns for n in ("de-en_distill",)}
+    assert candidates(*args) == 0
+    again = json.loads(report.read_text(encoding="utf-8"))["candidates"]
+    assert again["de-en_distill"]["status"] == "finished before this command: read"
+    assert again["de-en_distill"]["valid_beam5"] == rows["de-en_distill"]["valid_beam5"]
+    assert (runs / "de-en_distill" / "final.pt").stat().st_mtime_ns == stamps["de-en_distill"]
+
+
+def test_no_candidate_starts_after_the_deadline(candidates, tmp_path):
+    """Past the deadline (less than LEAST_MINUTES left) a candidate is reported, not started:
+    no process, no run folder; a finished one is still read."""
+    import argparse
+    import time
+
+    module = sys.modules["candidates"]
+    runs = tmp_path / "runs"
+    (runs / "de-en_fr-cs").mkdir(parents=True)
+    (runs / "de-en_fr-cs" / "final.pt").write_bytes(b"")  # finished: read, never started
+    args = argparse.Namespace(runs=runs, minutes=10.0, parallel=2, distilled=None)
+    rows = {}
+    module._train(args, [], "cpu", time.monotonic() - 9.5 * 60, ["de-en_rdrop-0.5", "de-en_fr-cs"],
+                  rows, {})
+    assert rows["de-en_rdrop-0.5"]["status"] == "not started: out of time"
+    assert rows["de-en_fr-cs"]["status"] == "finished before this command: read"
+    assert sorted(p.name for p in runs.iterdir()) == ["de-en_fr-cs"]
+
+
+def test_bad_arguments_are_one_line(candidates, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        candidates("--runs", str(tmp_path / "runs"), "--minutes", "0.5")
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--minutes must be more than 1" in err[0]
+    with pytest.raises(SystemExit):
+        candidates("--runs", str(tmp_path / "runs"), "--minutes", "5",
+                   "--distilled", str(tmp_path / "nowhere"))
+    assert "no such folder" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # nothing made for a refused command
+
+
+def _gz_lines(path):
+    import gzip
+
+    return gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()
+
+
+def test_the_device_scripts_spacy_stand_in_serves_the_packages_tokenizer():
+    """tools/device/candidates.sh puts a stand-in for spaCy on the path where spaCy is missing:
+    the package's word tokenizer runs with it (words and punctuation apart), sacreBLEU's figures
+    do not use it."""
+    import subprocess
+
+    stand_in = BENCHMARKS.parent / "tools" / "device" / "spacy_stand_in"
+    code = ("import spacy, convs2s.data as d; assert 'stand_in' in spacy.__file__; "
+            "print(d.make_tokenizer('en')('A man, in  blue.'))")
+    env = {"PYTHONPATH": str(stand_in), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "['a', 'man', ',', 'in', 'blue', '.']"
