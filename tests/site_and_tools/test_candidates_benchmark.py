@@ -134,3 +134,59 @@ def test_the_device_scripts_spacy_stand_in_serves_the_packages_tokenizer():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "['a', 'man', ',', 'in', 'blue', '.']"
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_candidate_with_its_last_checkpoint_saved(tmp_path):
+    """SIGTERM to the command reaches each trainer it started: each saves its last.pt and stops
+    (the same command resumes them), none is left running, and the command says so in one
+    line, exit status 143. Waits for conditions (a finished epoch), never for fixed times."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from convs2s.data.multi30k import DataError, load_multi30k
+
+    try:
+        load_multi30k(download=False)
+    except (DataError, OSError) as e:
+        pytest.skip(f"needs the Multi30k files (CONVS2S_DATA_DIR): {e}")
+    runs = tmp_path / "runs"
+    names = ["de-en_rdrop-0.5", "en-de_baseline"]
+    command = [sys.executable, str(BENCHMARKS / "candidates.py"), "--runs", str(runs),
+               "--minutes", "60", "--parallel", "2", "--base",
+               "--preset quick_subword --epochs 80 --patience 80", "--only", *names]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    logs = [runs / f"{n}.log" for n in names]
+    try:
+        while not all(p.exists() and "valid loss" in p.read_text(errors="replace")
+                      for p in logs):
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, (out, err)
+    assert err.strip().splitlines() == ["stopped by SIGTERM (candidates.py)."], err
+    for name, log in zip(names, logs, strict=True):
+        assert "stopped by SIGTERM" in log.read_text(encoding="utf-8"), name
+        assert Checkpoint.load(runs / name / "last.pt").history  # an epoch's state, resumable
+    assert _processes_naming(str(runs)) == []  # no trainer left running
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The command lines of the running processes that contain ``text`` (Linux's /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended meanwhile
+            continue
+        if text in line:
+            found.append(line)
+    return found
