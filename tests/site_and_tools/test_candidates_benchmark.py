@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from signal_support import default_signals
 
 from convs2s.run.checkpoint import Checkpoint
 
@@ -159,7 +160,7 @@ def test_sigterm_stops_every_candidate_with_its_last_checkpoint_saved(tmp_path):
                "--preset quick_subword --epochs 80 --patience 80", "--only", *names]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     logs = [runs / f"{n}.log" for n in names]
     try:
         while not all(p.exists() and "valid loss" in p.read_text(errors="replace")
