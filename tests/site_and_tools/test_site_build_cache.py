@@ -4,6 +4,7 @@ code and libraries, and only while its files are what it stored; a stopped store
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,58 @@ def test_builds_storing_the_same_entry_at_once_leave_one_whole_entry(cache_dir):
     assert results == [{"a": b"x" * 10_000, "b": b"y"}] * 8
     (entry,) = list(cache_dir.iterdir())
     assert sorted(p.name for p in entry.iterdir()) == ["a", "b", build_cache.INDEX]
+
+
+def test_a_broken_entry_another_build_moves_away_first_leaves_no_folder_behind(
+        cache_dir, monkeypatch):
+    # Two builds find the same broken entry and both replace it: the second's move fails
+    # because the first has moved it already. (A CI run once found an empty ``.old`` folder
+    # left beside the entry by this race, in the test below.)
+    calls = []
+    build_cache.cached("k", {"x": 1}, _maker({"a": b"right"}, calls))
+    (entry,) = list(cache_dir.iterdir())
+    (entry / "a").write_bytes(b"wrong")
+    real = build_cache.Path.rename
+
+    def moved_first(self, target):
+        if self == entry and Path(target).parent.name.endswith(".old"):
+            real(entry, cache_dir / "elsewhere")  # the other build's move, just before ours
+            raise FileNotFoundError(str(entry))
+        return real(self, target)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(build_cache.Path, "rename", moved_first)
+        assert build_cache.cached("k", {"x": 1}, _maker({"a": b"right"}, calls)) == {
+            "a": b"right"}
+    assert sorted(p.name for p in cache_dir.iterdir()) == ["elsewhere"], "nothing of ours left"
+
+
+def test_builds_storing_and_replacing_the_same_entry_at_once_leave_one_whole_entry(cache_dir):
+    # Many rounds of 8 builds at once, each round's entry first broken, so that some of each
+    # round's builds replace it while others store or read it.
+    calls = []
+    build_cache.cached("k", {"x": 1}, _maker({"a": b"right"}, calls))
+    (entry,) = list(cache_dir.iterdir())
+    for _ in range(20):
+        (entry / "a").write_bytes(b"wrong")
+        barrier = threading.Barrier(8)
+        results = []
+
+        def make(barrier=barrier):
+            barrier.wait(timeout=60)  # all have read the broken entry before any stores
+            return {"a": b"right"}
+
+        def build(results=results, make=make):
+            results.append(build_cache.cached("k", {"x": 1}, make))
+
+        threads = [threading.Thread(target=build) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [{"a": b"right"}] * 8
+        assert [p.name for p in cache_dir.iterdir()] == [entry.name], "one entry, nothing else"
+        assert (entry / "a").read_bytes() == b"right"
 
 
 @pytest.mark.parametrize("name", ["../up", "a/b", "", build_cache.INDEX, ".."])

@@ -136,6 +136,7 @@ def cached(kind: str, key: dict, make: Callable[[], dict[str, bytes]],
         tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent))
     except OSError:
         return files  # a cache that cannot be written costs time, nothing else
+    old = None  # where a broken or refused entry is moved before it is removed
     try:
         for name, data in files.items():
             (tmp / name).write_bytes(data)
@@ -143,19 +144,22 @@ def cached(kind: str, key: dict, make: Callable[[], dict[str, bytes]],
             name: _sha256(data) for name, data in files.items()}}, indent=1), encoding="utf-8")
         if entry.is_symlink() or entry.exists() and not entry.is_dir():
             return files  # not a folder this cache made: left alone, and not used
-        current = _read(entry, key_text) if entry.exists() else None
-        if entry.exists() and (current is None or check is not None
-                               and not _passes(check, current)):  # broken or refused: replaced
-            old = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".old",
-                                        dir=entry.parent))
-            entry.rename(old / "entry")
-            shutil.rmtree(old, ignore_errors=True)
+        # Other builds may store or replace the same entry at any moment between these steps
+        # (each step is one rename, so each finds a whole entry or none); whatever they do,
+        # every folder made here is removed below and one whole entry is left in place.
+        if entry.exists():
+            current = _read(entry, key_text)
+            if current is None or check is not None and not _passes(check, current):
+                old = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".old",
+                                            dir=entry.parent))
+                entry.rename(old / "entry")  # broken or refused: replaced
         tmp.rename(entry)
     except OSError:
         pass  # another build stored the same entry first, or the disk is full: use ours
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        for made in (tmp, old):
+            if made is not None and made.exists():
+                shutil.rmtree(made, ignore_errors=True)
     return files
 
 
