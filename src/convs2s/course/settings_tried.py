@@ -38,17 +38,35 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+_LESSON = ("The validation loss scores the probability the model gives each reference word one "
+           "step at a time, given the reference so far; BLEU scores the sentences beam search "
+           "writes from the model's own words. A lower loss is evidence, not a guarantee: choose "
+           "by the measure of how the model will be used.")
+
+
+def _lower_both(against: dict, runs: list[dict]) -> list[dict]:
+    """The runs of ``runs`` with a lower validation loss and a lower BLEU than ``against``."""
+    return [r for r in runs if r["valid_loss"] < against["valid_loss"]
+            and r["valid_beam5"] < against["valid_beam5"]]
+
+
+def _named(runs: list[dict]) -> str:
+    return "; ".join(f"'{r['setting']}' ({r['valid_loss']:.3f}, {r['valid_beam5']:.2f})"
+                     for r in runs)
+
+
 def what_the_table_shows(record: dict) -> str:
     """One paragraph read from the record: which run is best by validation beam 5 (the rule the
     choice follows), and how many comparable runs reached a lower validation loss than it and a
-    lower BLEU — the lesson that a lower loss need not mean better translations."""
+    lower BLEU — the lesson that a lower loss need not mean better translations. Where the best
+    run also has the lowest loss, the same is asked of the runner-up among the others."""
     runs = [r for r in record["runs"] if r["valid_beam5"] is not None]
     best = max(runs, key=lambda r: r["valid_beam5"])
     comparable = [r for r in runs if r["comparable_loss"] and r is not best]
     if not best["comparable_loss"]:
         comparable = []
     lower_loss = [r for r in comparable if r["valid_loss"] < best["valid_loss"]]
-    lower_both = [r for r in lower_loss if r["valid_beam5"] < best["valid_beam5"]]
+    lower_both = _lower_both(best, lower_loss)
     lowest = min((r for r in runs if r["comparable_loss"]), key=lambda r: r["valid_loss"])
     parts = [f"Of {len(runs)} runs, the best by validation beam-5 BLEU is "
              f"'{best['setting']}' ({best['valid_beam5']:.2f}, validation loss "
@@ -59,20 +77,24 @@ def what_the_table_shows(record: dict) -> str:
     if not comparable:
         parts.append("No other run used its vocabulary, so no run can be set beside it by loss.")
     elif lower_both:
-        names = "; ".join(f"'{r['setting']}' ({r['valid_loss']:.3f}, {r['valid_beam5']:.2f})"
-                          for r in lower_both)
         parts.append(f"{_count(len(lower_both), 'run', 'runs')} reached a lower validation loss "
-                     f"and a lower BLEU: {names}. The validation loss scores the probability "
-                     "the model gives each reference word one step at a time, given the "
-                     "reference so far; BLEU scores the sentences beam search writes from the "
-                     "model's own words. A lower loss is evidence, not a guarantee: choose by "
-                     "the measure of how the model will be used.")
+                     f"and a lower BLEU: {_named(lower_both)}. {_LESSON}")
     elif lower_loss:
         parts.append(f"{_count(len(lower_loss), 'run', 'runs')} reached a lower validation loss "
                      "and at least as high a BLEU: here a lower loss did go with better "
                      "translations.")
     else:
-        parts.append(f"No comparable run reached a lower validation loss "
-                     f"(the lowest is '{lowest['setting']}', {lowest['valid_loss']:.3f}): here "
+        named = "" if lowest is best else (
+            f" (as low: '{lowest['setting']}', {lowest['valid_loss']:.3f})")
+        parts.append(f"No comparable run reached a lower validation loss{named}: here "
                      "the lowest loss and the best BLEU belong to the same run.")
+        second = max(comparable, key=lambda r: r["valid_beam5"])
+        below_second = _lower_both(second, [r for r in comparable if r is not second])
+        if below_second:
+            count = _count(len(below_second), "run", "runs")
+            parts.append(f"Among the others the two disagree: {count} reached a lower "
+                         "validation loss than the next best by BLEU, "
+                         f"'{second['setting']}' ({second['valid_loss']:.3f}, "
+                         f"{second['valid_beam5']:.2f}), and a lower BLEU: "
+                         f"{_named(below_second)}. {_LESSON}")
     return " ".join(parts)
