@@ -19,7 +19,8 @@ language's training captions, or its vocabulary), so the same functions serve ei
 
 Measured with the shipped German→English model (``convs2s.pretrained("de-en")``, greedy) on
 Multi30k's validation split and test2016, lower-cased or all-caps source against the same
-true-cased: the figures are in ``benchmarks/RESULTS.md``. Pure functions; no model is loaded.
+true-cased (``benchmarks/truecasing.py``): the figures are in ``benchmarks/RESULTS.md``. Pure
+functions; no model is loaded.
 """
 
 from __future__ import annotations
