@@ -155,14 +155,6 @@ def markdown(splits: Mapping[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def main(argv=None) -> int:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     model = parser.add_mutually_exclusive_group()
@@ -193,7 +185,8 @@ def main(argv=None) -> int:
         translator = Translator.from_checkpoint(args.checkpoint, device=device)
     chosen = casings(translator)
     data = load_multi30k(src=translator.src_lang, trg=translator.trg_lang)
-    report = {"benchmark": "truecasing", "model": name, "model_sha256": _sha256(path),
+    report = {"benchmark": "truecasing", "model": name,
+              "model_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
               "direction": f"{translator.src_lang}-{translator.trg_lang}", "beam": 1,
               "widget_casing": widget_casing(translator, chosen), "limit": args.limit,
               "device": environment.describe_device(device),
