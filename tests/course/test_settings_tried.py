@@ -66,6 +66,15 @@ def test_a_record_where_the_lowest_loss_is_also_best_says_so():
     assert "a lower BLEU" not in text
 
 
+def test_a_run_with_the_same_lowest_loss_as_the_best_is_named_not_counted_lower():
+    """A tie in validation loss is neither lower nor ignored: the other run is named as low."""
+    record = {"runs": [_run("tied", 1.50, 43.0), _run("best", 1.50, 44.0, shipped=True),
+                       _run("c", 1.60, 42.0)]}
+    text = what_the_table_shows(record)
+    assert "No comparable run reached a lower validation loss (as low: 'tied', 1.500)" in text
+    assert "reached a lower validation loss and" not in text
+
+
 def test_where_the_best_has_the_lowest_loss_the_runner_up_carries_the_lesson():
     record = {"runs": [_run("best", 1.50, 44.6, shipped=True), _run("second", 1.58, 44.2),
                        _run("lower loss", 1.55, 43.9), _run("higher loss", 1.60, 43.0),
