@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from convs2s.course import reference
 from convs2s.course.settings_tried import settings_table, what_the_table_shows
 
@@ -24,15 +26,24 @@ def _run(setting, loss, beam5, *, shipped=False, comparable=True):
             "alpha": 1.0, "test2016_beam5": None, "shipped": shipped}
 
 
-def test_the_stored_record_agrees_with_results_md():
-    """Each run's loss and beam-5 figure appears in RESULTS.md's table of settings (the record is
-    a copy of those measured rows, not new figures)."""
+@pytest.mark.parametrize("direction", ["de_en", "en_de"])
+def test_the_stored_record_agrees_with_results_md(direction):
+    """Each run's loss and beam-5 figure appears in RESULTS.md's table of settings for its
+    direction (the record is a copy of those measured rows, not new figures), and the record
+    has as many runs as the table has rows, one of them shipped."""
+    record = reference.result(f"settings_tried_{direction}.json")
+    assert record is not None and record["direction"] == direction.replace("_", "-")
+    arrow = direction.replace("_", "→")
     text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
-    section = text.split("## The de→en translator: every setting tried", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| ")]
-    for run in _record()["runs"]:
+    section = text.split(f"## The {arrow} translator: every setting tried", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| setting |")]
+    assert len(rows) == len(record["runs"])
+    for run, row in zip(record["runs"], rows, strict=True):
         loss, beam5 = f"{run['valid_loss']:.3f}", f"{run['valid_beam5']:.2f}"
-        assert any(loss in row and beam5 in row for row in rows), run["setting"]
+        assert loss in row and beam5 in row, run["setting"]
+    assert sum(run["shipped"] for run in record["runs"]) == 1
 
 
 def test_the_table_marks_the_shipped_run_and_other_vocabularies():

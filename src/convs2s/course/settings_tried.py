@@ -1,4 +1,4 @@
-"""Every setting tried for the shipped de→en translator, and what the table teaches.
+"""Every setting tried for a shipped translator (de→en, en→de), and what the table teaches.
 
 Notebook 06 shows the record ``settings_tried_de_en.json`` (package data, copied from
 ``benchmarks/results/``; nothing is recomputed): each run's best validation loss beside its
