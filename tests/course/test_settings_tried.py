@@ -126,18 +126,21 @@ def test_the_paragraph_reads_the_numbers_it_is_given():
     assert not re.search(r"\d+ runs? reached a lower validation loss and a lower", text)
 
 
-def test_notebook_06_shows_the_record_the_package_holds():
-    """Notebook 06's stored table and paragraph are the package's record as it is now: a run
-    added to the record without re-running the notebook fails here."""
+@pytest.mark.parametrize("variable, direction", [("record", "de_en"),
+                                                 ("record_en_de", "en_de")])
+def test_notebook_06_shows_the_record_the_package_holds(variable, direction):
+    """Notebook 06's stored table and paragraph for each direction are the package's record as
+    it is now: a run added to the record without re-running the notebook fails here."""
     notebook = json.loads((ROOT / "notebooks" / "06_inference_beam_search_bleu.ipynb")
                           .read_text(encoding="utf-8"))
     cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
-             and "settings_tried.settings_table(record)" in "".join(cell["source"])]
-    assert len(cells) == 1, "notebook 06 has no single cell that shows the settings table"
+             and f"settings_tried.settings_table({variable})" in "".join(cell["source"])]
+    assert len(cells) == 1, f"notebook 06 has no single cell that shows the {direction} table"
+    assert f'reference.result("settings_tried_{direction}.json")' in "".join(cells[0]["source"])
     outputs = cells[0]["outputs"]
     shown = ["".join(o["data"]["text/markdown"]) for o in outputs
              if "text/markdown" in o.get("data", {})]
     printed = "".join("".join(o["text"]) for o in outputs if o.get("output_type") == "stream")
-    record = _record()
+    record = reference.result(f"settings_tried_{direction}.json")
     assert shown == [settings_table(record)]
     assert printed.strip() == what_the_table_shows(record).strip()

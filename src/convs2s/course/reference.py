@@ -23,7 +23,7 @@ __all__ = ["RESULTS_DIR", "SHIPPED", "result", "results"]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: The reports the notebooks read, as shell patterns over benchmarks/results/.
 SHIPPED = ("quality_*.json", "word_vs_subword_de_en.json", "train_choices.json",
-           "length_sweep_*.json", "settings_tried_*.json")
+           "length_sweep_*.json", "settings_tried_*.json", "truecasing_*.json")
 
 
 def results(pattern: str = "*.json") -> list[dict]:
