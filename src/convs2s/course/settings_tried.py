@@ -2,9 +2,9 @@
 
 Notebook 06 shows the records ``settings_tried_de_en.json`` and ``settings_tried_en_de.json``
 (package data, copied from ``benchmarks/results/``; nothing is recomputed): each run's best
-validation loss beside its validation BLEU. The paragraph under the table is composed from the record's values, so it says
-what these numbers show — whether a lower validation loss went with a higher BLEU — and would say
-the opposite of a record that showed the opposite.
+validation loss beside its validation BLEU. The paragraph under the table is composed from the
+record's values, so it says what these numbers show — whether a lower validation loss went with
+a higher BLEU — and would say the opposite of a record that showed the opposite.
 """
 
 from __future__ import annotations
