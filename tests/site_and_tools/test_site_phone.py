@@ -543,3 +543,50 @@ def test_the_narrow_length_sweep_keeps_its_legends_off_the_curves_and_its_titles
         assert "2026" in " ".join(ax.get_title() for ax in panels)  # the date is drawn whole
     finally:
         plt.close(fig)
+
+
+# Where the page shows the printed line that holds ``text``: the line's boxes as laid out (one
+# per screen line it takes), the box of the <pre> that shows it, and whether that box scrolls.
+_PRINTED_LINE = """(text) => {
+  const pre = [...document.querySelectorAll('.bd-article .cell_output pre')]
+    .find(p => p.textContent.includes(text) && p.checkVisibility());
+  if (!pre) return null;
+  pre.scrollIntoView();
+  const whole = pre.textContent, start = whole.lastIndexOf('\\n', whole.indexOf(text)) + 1;
+  const end = whole.indexOf('\\n', start) < 0 ? whole.length : whole.indexOf('\\n', start);
+  const range = document.createRange();
+  let seen = 0;
+  const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const n = node.textContent.length;
+    if (seen <= start && start <= seen + n) range.setStart(node, start - seen);
+    if (seen <= end && end <= seen + n) { range.setEnd(node, end - seen); break; }
+    seen += n;
+  }
+  const box = pre.getBoundingClientRect();
+  const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
+                         .map(r => Math.round(r.top)));
+  const rect = range.getBoundingClientRect();
+  return {lines: tops.size, left: rect.left, right: rect.right, boxLeft: box.left,
+          boxRight: box.right, scrolls: pre.scrollWidth > pre.clientWidth + 1,
+          window: window.innerWidth};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_phone_a_printed_sentence_wraps_and_a_printed_tables_row_keeps_its_columns(web):
+    """A sentence the notebook printed is read without scrolling sideways: wholly inside its box
+    and the screen, on several lines; a table's row stays one line (its columns under their
+    headings), in a box that scrolls (tools/site/output_lines.py)."""
+    with _tab(web, PHONE) as tab:
+        tab.open("06_inference_beam_search_bleu.html")
+        sentence = tab.page.evaluate(_PRINTED_LINE, "no run of notebook 05 here")
+        tab.open("05_training_on_multi30k.html")
+        row = tab.page.evaluate(_PRINTED_LINE, "tokenizer ")
+        assert tab.problems() == []
+    assert sentence is not None and row is not None, (sentence, row)
+    assert sentence["lines"] >= 3, sentence  # 344 characters: several lines on a phone
+    assert sentence["boxLeft"] - 1 <= sentence["left"], sentence
+    assert sentence["right"] <= min(sentence["boxRight"], sentence["window"]) + 1, sentence
+    assert row["lines"] == 1 and row["scrolls"], row

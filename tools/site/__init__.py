@@ -45,6 +45,10 @@ What a site copy changes, and why (the notebooks themselves are never written):
 - links to files outside ``notebooks/`` (``../src/...``) point at the repository on GitHub, and
   an image from another site becomes a link to it.
 
+And one change to the pages Sphinx writes: a line a cell printed wraps at the column when it is a
+sentence, as JupyterLab wraps every printed line, and a table's row keeps its columns in a box
+that scrolls sideways (``output_lines.py``; on a phone the sentences no longer run off the screen).
+
 The landing page is made from the README's introduction (its text before the first ``##``
 heading), the architecture diagram, and each notebook's title, "Estimated time" and "What you
 will learn", read from its first cell, so the site follows the notebooks as they change.

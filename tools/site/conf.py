@@ -148,8 +148,18 @@ def _translator_script(app, pagename, templatename, context, doctree):
         app.add_js_file("translator.js")
 
 
+def _wrap_printed_sentences(app, pagename, templatename, context, doctree):
+    """A printed sentence wraps on a narrow screen, a printed table's row scrolls
+    (tools/site/output_lines.py)."""
+    from tools.site import output_lines
+
+    if isinstance(context.get("body"), str):
+        context["body"] = output_lines.wrap_sentences(context["body"])
+
+
 def setup(app):
     app.connect("html-page-context", _translator_script)
+    app.connect("html-page-context", _wrap_printed_sentences)
     app.connect("html-page-context", _escape_theme_titles, priority=900)
     app.connect("build-finished", _drop_theme_templates)
     app.connect("build-finished", _shrink_icons)
