@@ -579,12 +579,14 @@ def test_on_a_phone_a_printed_sentence_wraps_and_a_printed_tables_row_keeps_its_
     """A sentence the notebook printed is read without scrolling sideways: wholly inside its box
     and the screen, on several lines; a table's row stays one line (its columns under their
     headings), in a box that scrolls (tools/site/output_lines.py)."""
-    with _tab(web, PHONE) as tab:
-        tab.open("06_inference_beam_search_bleu.html")
-        sentence = tab.page.evaluate(_PRINTED_LINE, "no run of notebook 05 here")
-        tab.open("05_training_on_multi30k.html")
-        row = tab.page.evaluate(_PRINTED_LINE, "tokenizer ")
-        assert tab.problems() == []
+    found = {}
+    for page, text in (("06_inference_beam_search_bleu.html", "no run of notebook 05 here"),
+                       ("05_training_on_multi30k.html", "tokenizer ")):
+        with _tab(web, PHONE) as tab:  # a tab each: leaving a page aborts what it still loads
+            tab.open(page)
+            found[page] = tab.page.evaluate(_PRINTED_LINE, text)
+            assert tab.problems() == [], (page, tab.problems())
+    sentence, row = found.values()
     assert sentence is not None and row is not None, (sentence, row)
     assert sentence["lines"] >= 3, sentence  # 344 characters: several lines on a phone
     assert sentence["boxLeft"] - 1 <= sentence["left"], sentence

@@ -527,7 +527,10 @@ def test_the_model_loads_on_request_with_a_progress_bar_then_translates_typed_ge
         seen = t.page.evaluate("window.seen")
         values = [v for v, _, shown in seen if shown]
         total = seen[-1][1]
-        assert len(set(values)) > 10 and values == sorted(values) and max(values) == total
+        # the bar moves while the files arrive: values between the start and the end (how many
+        # depends on how the browser batches the chunks, fewer on a busy machine), never back
+        during = {v for v in values if 0 < v < total}
+        assert len(during) >= 3 and values == sorted(values) and max(values) == total, seen
         loaded = t.page.evaluate(_TRANSLATOR_REQUESTS)
         assert all(name.endswith((".gz", "manifest.js")) for name in loaded)
         assert not any("/en-de/" in name for name in loaded), "nothing of the other direction"
