@@ -8,6 +8,9 @@ of range, is refused in one line."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -17,7 +20,7 @@ from convs2s.data import TranslationDataset, make_loader
 from convs2s.data.subword import SubwordSettings, TextPipeline, seeded_sampling
 from convs2s.model import ConvS2SConfig
 from convs2s.run import train as train_mod
-from convs2s.run.checkpoint import Checkpoint
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.distributed import Distributed
 from convs2s.run.prepare import prepare_data
 from convs2s.run.presets import PRESETS, Preset
@@ -128,8 +131,9 @@ def test_on_the_training_segmentations_change_each_epoch_and_validations_do_not(
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
 def test_the_same_seed_gives_the_same_segmentations(model_type):
-    """Seeded sampling is reproducible, whatever was sampled before on this thread (BPE-dropout
-    and the unigram lattice alike); another seed, or another epoch, gives others."""
+    """Seeded sampling is reproducible in one process, whatever was sampled before on this
+    thread (BPE-dropout and the unigram lattice alike); another seed, or another epoch, gives
+    others. (A new process draws others for the same seed: the tests below.)"""
     pipeline = TextPipeline.learn(DATA["train"], settings=SubwordSettings(
         vocab_size=100, model_type=model_type), cache=False)
     pairs = DATA["train"]
@@ -213,3 +217,63 @@ def test_the_train_command_samples_on_the_quick_preset_and_resume_keeps_it(
     with pytest.raises(SystemExit):
         train_mod.main(["--help"])
     assert "--subword-sampling ALPHA" in capsys.readouterr().out
+
+
+RESUME_IN_A_NEW_PROCESS = """
+import json, sys
+from pathlib import Path
+import torch
+torch.set_num_threads(int(sys.argv[3]))  # the test's: the same sums in the same order
+from convs2s.run import train as train_mod
+from convs2s.run.presets import Preset
+spec = json.loads(Path(sys.argv[2]).read_text())
+data = {split: [tuple(pair) for pair in pairs] for split, pairs in spec["data"].items()}
+train_mod.train(Preset.from_dict(spec["preset"]), Path(sys.argv[1]), data=data, progress=False,
+                log=lambda *_: None, resume=True)
+"""
+
+
+def test_a_run_resumed_in_a_new_process_trains_on_the_segmentations_it_stopped_in(tmp_path):
+    """sentencepiece draws other pieces for the same seed in a new process. So a ``last.pt``
+    written inside a sampled epoch keeps that epoch's segmentations, and a run resumed from it
+    in a new process ends with the weights and history of the run never stopped (a run that
+    sampled again would see some pairs twice and others never)."""
+    preset = SUBWORD.replace(subword_sampling=0.1)
+    full = _train(tmp_path / "full", preset)
+    per_epoch = full.history[0]["step"]
+    _train(tmp_path / "part", dataclasses.replace(preset, max_steps=per_epoch + 1))
+    stored = Checkpoint.load(tmp_path / "part" / "last.pt").train_state["segmentation"]
+    assert stored["epoch"] == 1 and len(stored["src_lengths"]) == len(DATA["train"])
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"preset": preset.as_dict(), "data": DATA}))
+    done = subprocess.run([sys.executable, "-c", RESUME_IN_A_NEW_PROCESS,
+                           str(tmp_path / "part"), str(spec), str(torch.get_num_threads())],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = (Checkpoint.load(p / "last.pt") for p in (tmp_path / "full", tmp_path / "part"))
+    assert [r["valid_loss"] for r in b.train_state["history"]] == [
+        r["valid_loss"] for r in full.history]
+    for name, weights in a.state_dict.items():
+        assert torch.equal(weights, b.state_dict[name]), name
+    assert "segmentation" not in b.train_state  # written at the epoch's end: none to keep
+
+
+def test_a_stored_segmentation_that_does_not_fit_the_pairs_is_refused_in_one_line(tmp_path):
+    """A ``last.pt`` whose stored segmentation has an id past the vocabulary, or a length per
+    pair too few, is refused with one line naming the segmentation; nothing is trained."""
+    preset = SUBWORD.replace(subword_sampling=0.1)
+    _train(tmp_path / "run", dataclasses.replace(preset, max_steps=1))
+    last = tmp_path / "run" / "last.pt"
+    good = Checkpoint.load(last)
+    vocab_size = len(good.src_vocab)
+    for broken in ({"src": good.train_state["segmentation"]["src"] * 0 + vocab_size},
+                   {"trg_lengths": good.train_state["segmentation"]["trg_lengths"][1:].clone()}):
+        ckpt = Checkpoint.load(last)
+        ckpt.train_state["segmentation"].update(broken)
+        bad = tmp_path / "bad"
+        bad.mkdir(exist_ok=True)
+        ckpt.save(bad / "last.pt")
+        with pytest.raises(CheckpointError, match="segmentation it stored for epoch 1") as e:
+            _train(bad, preset, resume=True)
+        assert "\n" not in str(e.value)
+        assert Checkpoint.load(bad / "last.pt").step == 1

@@ -116,10 +116,22 @@ class TranslationDataset(Dataset):
             else:  # through numpy: ten times faster than torch.tensor for short lists
                 src_out.append(torch.from_numpy(np.array(src, dtype=np.int64)))
                 trg_out.append(torch.from_numpy(np.array(trg, dtype=np.int64)))
-        self.src, self.trg = src_out, trg_out
+        self.set_examples(src_out, trg_out)
+        return kept
+
+    def set_examples(self, src: Sequence[torch.Tensor], trg: Sequence[torch.Tensor]) -> None:
+        """The examples' ids from now on, one ``(src[i], trg[i])`` per example of ``pairs`` in
+        its order: what an earlier :meth:`resegment` made (a resumed run puts back the
+        segmentation it trained on). The caller checks that they are ids of the same pairs;
+        ``src_lengths``/``trg_lengths`` follow."""
+        if not len(src) == len(trg) == len(self.pairs):
+            raise ValueError(f"set_examples takes the ids of the dataset's {len(self.pairs)} "
+                             f"examples, not of {len(src)} and {len(trg)}.")
+        if self._first is None:
+            self._first = (self.src, self.trg)
+        self.src, self.trg = list(src), list(trg)
         self.src_lengths = [len(x) for x in self.src]
         self.trg_lengths = [len(x) for x in self.trg]
-        return kept
 
     def __len__(self) -> int:
         return len(self.src)

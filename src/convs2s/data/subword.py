@@ -14,7 +14,8 @@ to see.
 - :class:`TextPipeline`: the source and target language, the tokenizers, the detokenizer and
   how to build the vocabularies, for either kind (``"word"`` or ``"subword"``);
   :meth:`TextPipeline.sample` draws random segmentations of training pairs (subword
-  regularisation, ``--subword-sampling``), the same ones for the same seed.
+  regularisation, ``--subword-sampling``), the same ones for the same seed in one process
+  (a new process draws others: see :func:`seeded_sampling`).
   :meth:`TextPipeline.record` is what a checkpoint stores and :meth:`TextPipeline.from_checkpoint`
   reads it back; a checkpoint without these fields (written before they existed) means German to
   English, word-level, lower-cased.
@@ -239,7 +240,11 @@ _SAMPLING = threading.Lock()
 def seeded_sampling(seed: int | Sequence[int], work: Callable[[], _T]) -> _T:
     """``work()``, its sentencepiece samples (:meth:`SubwordTokenizer.sample`) drawn from a
     generator seeded by ``seed`` (an int, or ints such as ``(run seed, epoch)``): the same seed
-    gives the same segmentations.
+    gives the same segmentations in this process. Not in another: with sentencepiece 0.2.3, three
+    processes sampling the same sentences with the same model and seed drew three different
+    segmentations (its generator takes more than the seed: a salt of its random-number library
+    is the likely cause). So a resumed run keeps its epoch's segmentations in ``last.pt``, and
+    torchrun's processes take the main one's (:class:`convs2s.run.train.Trainer`).
 
     sentencepiece keeps one generator per thread, seeded from its process-wide seed
     (``set_random_generator_seed``) when the thread first samples, and some of its versions

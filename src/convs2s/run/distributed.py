@@ -68,6 +68,23 @@ class Distributed:
         torch.distributed.all_reduce(code, op=torch.distributed.ReduceOp.MAX)
         return STOP_REASONS[int(code.item())]
 
+    def share(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The main process's ``tensors`` (1-D, int32) on every process, on the CPU; the other
+        processes' own are not read, only their count. Each process draws its own subword
+        samples for the same seed (:func:`convs2s.data.subword.seeded_sampling`), so the main one's
+        are shared."""
+        if not self.active:
+            return tensors
+        sizes = torch.tensor([t.numel() for t in tensors], dtype=torch.int64, device=self.device)
+        torch.distributed.broadcast(sizes, src=0)
+        shared = []
+        for t, n in zip(tensors, sizes.tolist(), strict=True):
+            buf = (t.to(self.device, torch.int32) if self.main
+                   else torch.empty(n, dtype=torch.int32, device=self.device))
+            torch.distributed.broadcast(buf, src=0)
+            shared.append(buf.cpu())
+        return shared
+
     def close(self) -> None:
         if self.started_here and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()

@@ -28,7 +28,8 @@ from convs2s.run.presets import Preset
 __all__ = ["MAX_MODEL_PARAMETERS", "build_model", "check_model_size", "fingerprint",
            "load_data", "load_extra_sources", "make_optimizer", "make_pipeline",
            "model_parameters", "prepare_data", "read_distilled", "sample_segmentations",
-           "select_pairs", "vocabulary_text"]
+           "segmentation_state", "select_pairs", "set_segmentation", "vocabulary_text",
+           "SEGMENTATION_TENSORS"]
 
 #: The most parameters a training run's model may have. Far above every preset (the largest,
 #: ``gpu``, has 41 million with 8,000-token vocabularies), the classic tutorial's model (about
@@ -113,6 +114,53 @@ def sample_segmentations(loader: DataLoader, pipeline: TextPipeline, alpha: floa
     kept = ds.resegment(pipeline.sample(ds.pairs, alpha, (seed, epoch)))
     loader.batch_sampler.set_lengths(list(zip(ds.src_lengths, ds.trg_lengths, strict=True)))
     return kept
+
+
+#: The tensors of a stored segmentation (:func:`segmentation_state`), in the order they travel.
+SEGMENTATION_TENSORS = ("src_lengths", "trg_lengths", "src", "trg")
+
+
+def segmentation_state(loader: DataLoader, epoch: int) -> dict:
+    """The training pairs' segmentation as the ``loader``'s dataset holds it now (sampled for
+    ``epoch``), as plain tensors a checkpoint keeps: each side's lengths and its ids end to end.
+    sentencepiece draws other samples in another process for the same seed
+    (:func:`convs2s.data.subword.seeded_sampling`), so a run resumed inside an epoch puts these
+    back (:func:`set_segmentation`) rather than sampling again."""
+    ds = loader.dataset
+    state = {"epoch": epoch}
+    for side in ("src", "trg"):
+        ids = getattr(ds, side)
+        state[f"{side}_lengths"] = torch.tensor([len(x) for x in ids], dtype=torch.int32)
+        state[side] = (torch.cat(ids) if ids else torch.zeros(0)).to(torch.int32)
+    return state
+
+
+def set_segmentation(loader: DataLoader, state: dict) -> None:
+    """Put back a segmentation :func:`segmentation_state` stored (or the main process shared):
+    the ``loader``'s examples and its batches' lengths. ``ValueError`` (one line, what is wrong)
+    unless it holds, for each side, a length per training pair within the model's positions and
+    that many ids of the side's vocabulary."""
+    ds = loader.dataset
+    limit = ds.max_len if ds.max_len is not None else float("inf")
+    sides = []
+    for side, vocab in (("src", ds.src_vocab), ("trg", ds.trg_vocab)):
+        lengths, ids = state.get(f"{side}_lengths"), state.get(side)
+        if not (_int_vector(lengths) and len(lengths) == len(ds.pairs) and (
+                not len(lengths) or 0 <= int(lengths.min()) and int(lengths.max()) <= limit)):
+            raise ValueError(f"its {side} lengths are not one per training pair "
+                             f"({len(ds.pairs)}) within {limit} positions")
+        if not (_int_vector(ids) and len(ids) == int(lengths.sum()) and (
+                not len(ids) or 0 <= int(ids.min()) and int(ids.max()) < len(vocab))):
+            raise ValueError(f"its {side} ids are not as many as its lengths add up to, each "
+                             f"an id of the {len(vocab)}-token vocabulary")
+        sides.append(list(torch.split(ids.to(torch.long), lengths.tolist())))
+    ds.set_examples(*sides)
+    loader.batch_sampler.set_lengths(list(zip(ds.src_lengths, ds.trg_lengths, strict=True)))
+
+
+def _int_vector(x: object) -> bool:
+    return (isinstance(x, torch.Tensor) and x.dim() == 1 and not x.is_floating_point()
+            and not x.is_complex() and x.dtype != torch.bool and not x.is_meta)
 
 
 def load_data(preset: Preset, root=None) -> dict:

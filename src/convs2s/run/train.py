@@ -127,6 +127,8 @@ class Trainer:
         # raw text, for the final choices (convs2s.run.final_choices)
         self.valid_pairs = prepare.select_pairs(preset, data)[1][:preset.final_pairs]
         self.signals, self.saved = StopSignals(), {}  # saved: checkpoint name -> its step
+        self.stored_segmentation: dict | None = None  # last.pt's, inside an epoch (sampling)
+        self.segmented_epoch: int | None = None  # the epoch the training pairs are sampled for
         self.rng = StepRandomState()  # what an interrupted step is saved with
         ckpt = Checkpoint.load(self.last_path) if resume else None
         self.run_id = (ckpt.run_id if ckpt is not None else None) or uuid.uuid4().hex
@@ -283,6 +285,7 @@ class Trainer:
         stored = restore(ckpt, preset=self.preset, data_record=self.data_record,
                          pipeline=self.pipeline, model=self.model, optimizer=self.optimizer,
                          src_vocab=self.src_vocab, trg_vocab=self.trg_vocab)
+        self.stored_segmentation = stored.pop("segmentation", None)
         self.state = s = TrainState.from_dict(stored, self.last_path)
         self.saved["last.pt"] = s.step
         if self.dist.main:
@@ -313,9 +316,9 @@ class Trainer:
             self.net = compile_for_training(self.net, preset.compile, self.device)
         self.precision = mixed_precision(self.device, preset.amp)
         self.scaler = self.precision.scaler()  # float16 only: bfloat16 needs no loss scaling
-        self.segmented_epoch: int | None = None  # the epoch the training pairs are sampled for
         if preset.subword_sampling:  # the epoch resumed has its own segmentations, and batches
-            self.sample_segmentations(self.state.epoch)
+            if not self.put_back_segmentation():
+                self.sample_segmentations(self.state.epoch)
             self.loader.batch_sampler.set_epoch(self.state.epoch)
         if len(self.loader.batch_sampler) < self.state.batch_in_epoch:  # a last.pt from elsewhere
             raise CheckpointError(
@@ -327,8 +330,10 @@ class Trainer:
     def sample_segmentations(self, epoch: int) -> None:
         """With ``preset.subword_sampling`` (alpha): the training pairs segmented afresh for
         ``epoch`` (:func:`convs2s.run.prepare.sample_segmentations`), once per epoch; nothing
-        when it is 0. Seeded by the run's seed and the epoch, as the batches' order is, so a
-        resumed run (or another process under torchrun) gets the same segmentations.
+        when it is 0. Seeded by the run's seed and the epoch: the same draws in one process,
+        but not in another (:func:`convs2s.data.subword.seeded_sampling`), so under torchrun
+        the main process's segmentations are shared with the others, and a ``last.pt`` written
+        inside an epoch keeps them for the resumed run (:meth:`put_back_segmentation`).
         Validation, the final choices and translation always tokenize the best way."""
         alpha, ds = self.preset.subword_sampling, self.loader.dataset
         if not alpha or self.segmented_epoch == epoch:
@@ -336,12 +341,39 @@ class Trainer:
         start = time.monotonic()
         kept = prepare.sample_segmentations(self.loader, self.pipeline, alpha, self.preset.seed,
                                             epoch)
+        if self.dist.active:  # every process trains on the main one's segmentations
+            sampled = prepare.segmentation_state(self.loader, epoch)
+            shared = self.dist.share([sampled[k] for k in prepare.SEGMENTATION_TENSORS])
+            if not self.dist.main:
+                prepare.set_segmentation(self.loader, dict(zip(
+                    prepare.SEGMENTATION_TENSORS, shared, strict=True)))
         if self.segmented_epoch is None:
             how = f", {kept} too long when sampled kept their best segmentation" if kept else ""
             self.say(f"subword sampling (alpha {alpha:g}): {len(ds)} training pairs segmented "
                      f"afresh for epoch {epoch + 1} in {time.monotonic() - start:.1f} s{how}; "
                      "again every epoch")
         self.segmented_epoch = epoch
+
+    def put_back_segmentation(self) -> bool:
+        """Resumed inside an epoch with subword sampling: the segmentations that epoch trained
+        on, from ``last.pt`` (sampling again in this process would draw others, so batches
+        already seen would come again and others never); whether there were any to put back.
+        A stored segmentation that does not fit the training pairs is a ``CheckpointError``."""
+        stored, epoch = self.stored_segmentation, self.state.epoch
+        self.stored_segmentation = None
+        if not isinstance(stored, dict) or stored.get("epoch") != epoch:
+            return False
+        try:
+            prepare.set_segmentation(self.loader, stored)
+        except ValueError as e:
+            raise CheckpointError(f"{self.last_path} cannot be resumed: the segmentation it "
+                                  f"stored for epoch {epoch + 1} does not fit the training "
+                                  f"pairs ({e}). Resume from a last.pt that convs2s wrote, or "
+                                  "start a new --out folder.") from None
+        self.segmented_epoch = epoch
+        self.say(f"subword sampling: epoch {epoch + 1}'s segmentations put back from "
+                 f"{self.last_path.name}")
+        return True
 
     def _loss(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         """A step's loss: :func:`~convs2s.model.loss.next_token_loss` of the model, or with
@@ -419,11 +451,16 @@ class Trainer:
 
     def checkpoint(self) -> Checkpoint:
         """What a checkpoint holds: the model, vocabularies, settings, data and train state."""
+        train_state = {**self.state.to_dict(), "optimizer": self.optimizer.state_dict(),
+                       "rng": self.rng.to_save()}
+        if self.preset.subword_sampling and self.segmented_epoch == self.state.epoch:
+            # inside a sampled epoch: its segmentations, which another process cannot redraw
+            train_state["segmentation"] = prepare.segmentation_state(self.loader,
+                                                                     self.state.epoch)
         return Checkpoint.from_model(
             self.model, self.src_vocab, self.trg_vocab, self.pipeline,
             preset=self.preset.as_dict(), data=self.data_record, run_id=self.run_id,
-            train_state={**self.state.to_dict(), "optimizer": self.optimizer.state_dict(),
-                         "rng": self.rng.to_save()})
+            train_state=train_state)
 
     def _diverged(self, valid_loss: float | None = None) -> str:
         """Why the weights are unusable ("" if they are not): inf/nan in them or their output."""
