@@ -260,7 +260,8 @@ def test_a_run_resumed_in_a_new_process_trains_on_the_segmentations_it_stopped_i
 
 def test_a_stored_segmentation_that_does_not_fit_the_pairs_is_refused_in_one_line(tmp_path):
     """A ``last.pt`` whose stored segmentation has an id past the vocabulary, or a length per
-    pair too few, is refused with one line naming the segmentation; nothing is trained."""
+    pair too few, is refused with one line naming the segmentation; nothing is trained. One
+    stored for no epoch (not a whole number) is not put back: the epoch is sampled again."""
     preset = SUBWORD.replace(subword_sampling=0.1)
     _train(tmp_path / "run", dataclasses.replace(preset, max_steps=1))
     last = tmp_path / "run" / "last.pt"
@@ -277,3 +278,8 @@ def test_a_stored_segmentation_that_does_not_fit_the_pairs_is_refused_in_one_lin
             _train(bad, preset, resume=True)
         assert "\n" not in str(e.value)
         assert Checkpoint.load(bad / "last.pt").step == 1
+    # one stored for no epoch this run is in: not put back, the epoch sampled again
+    ckpt = Checkpoint.load(last)
+    ckpt.train_state["segmentation"]["epoch"] = torch.tensor([0, 0])
+    ckpt.save(bad / "last.pt")
+    assert _train(bad, preset, resume=True).steps > 1

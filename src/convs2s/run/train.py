@@ -361,7 +361,8 @@ class Trainer:
         A stored segmentation that does not fit the training pairs is a ``CheckpointError``."""
         stored, epoch = self.stored_segmentation, self.state.epoch
         self.stored_segmentation = None
-        if not isinstance(stored, dict) or stored.get("epoch") != epoch:
+        if not (isinstance(stored, dict) and type(stored.get("epoch")) is int
+                and stored["epoch"] == epoch):
             return False
         try:
             prepare.set_segmentation(self.loader, stored)
