@@ -2,10 +2,13 @@
 present, intact, small enough, recorded honestly (its float16 weights scoring as its float32
 ones did), and translating with nothing else installed or downloaded."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
 import convs2s
+from convs2s.course import reference
 from convs2s.run import pretrained
 from convs2s.run.checkpoint import Checkpoint
 
@@ -64,3 +67,36 @@ def test_pretrained_translates_with_no_data_and_no_training(direction, monkeypat
     out = translator.translate(sentences)
     assert len(out) == 2 and all(t and t[0].isupper() for t in out), out
     assert all(w in out[0] for w in words), out
+
+
+@pytest.mark.parametrize("direction", SHIPPED)
+def test_the_figures_stated_for_the_shipped_model_are_its_record(direction):
+    """README.md, RESULTS.md and the settings record (notebook 06) state the shipped file's own
+    figures: its float16 weights' scores first, the float32 ones they were rounded from beside
+    them, never the two swapped."""
+    root = Path(__file__).resolve().parents[2]
+    splits = pretrained.record(direction)["scores"]["splits"]
+
+    def bleu(split, weights, beam):
+        return f"{splits[split][weights][beam]['sacrebleu']:.2f}"
+
+    results = [line for line in (root / "benchmarks" / "RESULTS.md").read_text("utf-8").splitlines()
+               if line.startswith("| the shipped") and f'pretrained("{direction}")' in line
+               and "since" in line.split("|")[1][:120]]
+    assert len(results) == 1, f"RESULTS.md: {len(results)} rows for the shipped {direction} model"
+    assert (f"**{bleu('test', 'float16', 'beam5')}** (float32: {bleu('test', 'float32', 'beam5')}),"
+            f" greedy {bleu('test', 'float16', 'beam1')} ({bleu('test', 'float32', 'beam1')}); "
+            f"validation beam 5 {bleu('valid', 'float16', 'beam5')} "
+            f"({bleu('valid', 'float32', 'beam5')}), greedy {bleu('valid', 'float16', 'beam1')} "
+            f"({bleu('valid', 'float32', 'beam1')})") in results[0]
+    arrow = direction.replace("-", "→")
+    readme = [line for line in (root / "README.md").read_text("utf-8").splitlines()
+              if line.startswith(f"| {arrow}, the shipped translator")]
+    assert len(readme) == 1, f"README.md: {len(readme)} rows for the shipped {direction} model"
+    assert (f"**{bleu('test', 'float16', 'beam5')}** (validation "
+            f"{bleu('valid', 'float16', 'beam5')}; greedy {bleu('test', 'float16', 'beam1')})"
+            ) in readme[0]
+    record = reference.result(f"settings_tried_{direction.replace('-', '_')}.json")
+    shipped = [run for run in record["runs"] if run["shipped"]]
+    assert len(shipped) == 1
+    assert f"{shipped[0]['test2016_beam5']:.2f}" == bleu("test", "float16", "beam5")
