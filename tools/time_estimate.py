@@ -10,7 +10,8 @@ The method (README, "How long the course takes"):
   words; solution cells left out: a learner opens them after trying);
 - code: the lines of the code cells at ``CODE_LINES_PER_MINUTE`` (reading a cell and its
   shape comments, running it, looking at its output; solution cells left out);
-- exercises: ``EXERCISE_MINUTES`` by kind (predict, derive, debug, implement, explain);
+- exercises: ``EXERCISE_MINUTES`` by kind (predict, derive, debug, implement, explain), graded
+  ones and ungraded warm-ups alike;
 - running: the seconds the stored top-to-bottom run took on the machine that made it (a 2-core
   CPU; the cells' own execution times, recorded by nbclient and kept by ``tools.strip_solutions``
   as ``metadata.run_seconds``), for the cells that took longer than
@@ -41,7 +42,9 @@ EXERCISE_MINUTES = {"predict": 8, "explain": 8, "derive": 12, "implement": 12, "
 WAIT_SECONDS = 10
 DEEP_DIVE = re.compile(r"^#{2,3}\s.*Deep dive \(optional\)", re.MULTILINE)
 _HEADING = re.compile(r"^(#{1,3})\s", re.MULTILINE)
-_EXERCISE = re.compile(r"^###\s+Exercise\s+\d+\s*\(\s*(\w+)", re.MULTILINE)
+#: A graded exercise's heading, "### Exercise N (kind): title", or an ungraded warm-up's bold
+#: opening, "**Exercise N (kind).**" (notebook 00): a learner spends the same time on either.
+_EXERCISE = re.compile(r"^(?:###\s+|\*\*)Exercise\s+\d+\s*\(\s*(\w+)", re.MULTILINE)
 #: How every estimate ends (what follows it in the notebook is kept by --write).
 SENTENCE_END = " (the README's \"How long the course takes\" says how this is estimated)."
 _TIME_LINE = re.compile(r"(\*\*Estimated time:\*\*)(.*?)(?=\n\n|\Z)", re.DOTALL)

@@ -166,6 +166,18 @@ def test_there_are_notebooks():
     assert NOTEBOOKS[0].name == "00_start_here.ipynb"
 
 
+def test_the_course_map_in_notebook_00_lists_every_notebook():
+    """Notebook 00's course map has one row per notebook, in order (09, the project, was once
+    left out of it)."""
+    cells = _load(NOTEBOOKS[0])["cells"]
+    text = next("".join(c["source"]) for c in cells
+                if c["cell_type"] == "markdown" and "The course map" in "".join(c["source"]))
+    rows = [line for line in text.splitlines() if line.startswith("| ")
+            and not line.startswith("| notebook |")]
+    numbers = [row[2:].lstrip("*")[:2] for row in rows]
+    assert numbers == [p.name[:2] for p in NOTEBOOKS], numbers
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_contract(path):
     problems = contract_problems(_load(path), path.name)

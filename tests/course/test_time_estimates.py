@@ -84,3 +84,21 @@ def test_an_exercise_in_a_deep_dive_is_graded_so_it_counts_in_the_main_path(tmp_
     assert est.main.exercise_minutes == 20
     assert est.deep_dive.words == 6 + 290 + 6  # its heading, its text and the exercise's
     assert "20 for the 2 exercises" in te.sentence(est)
+
+
+def test_an_ungraded_warm_up_exercise_counts_like_a_graded_one(tmp_path):
+    """Notebook 00's warm-ups open with a bold "**Exercise N (kind).**", not a heading (they
+    are not coursework tasks); a learner still spends an exercise's minutes on each. A bold
+    mention of exercises in running text is not one."""
+    def md(text):
+        return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+    cells = [md("# 99 · Title\n\n**Estimated time:** soon.\n\n**Exercises:** two, below."),
+             md("**Exercise 1 (predict, then measure).** Before you run anything, write it."),
+             md("**Exercise 2 (derive).** Compute it."),
+             md("## Summary\n\nshort.")]
+    path = tmp_path / "99_made_up.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    est = te.estimate(path)
+    assert est.main.exercises == ("predict", "derive") and est.main.exercise_minutes == 20
