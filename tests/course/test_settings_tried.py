@@ -28,7 +28,7 @@ def _run(setting, loss, beam5, *, shipped=False, comparable=True):
 
 @pytest.mark.parametrize("direction", ["de_en", "en_de"])
 def test_the_stored_record_agrees_with_results_md(direction):
-    """Each run's loss and beam-5 figure appears in RESULTS.md's table of settings for its
+    """Each run's epochs, loss and beam-5 figure appear in RESULTS.md's table of settings for its
     direction (the record is a copy of those measured rows, not new figures), and the record
     has as many runs as the table has rows, one of them shipped."""
     record = reference.result(f"settings_tried_{direction}.json")
@@ -43,6 +43,7 @@ def test_the_stored_record_agrees_with_results_md(direction):
     for run, row in zip(record["runs"], rows, strict=True):
         loss, beam5 = f"{run['valid_loss']:.3f}", f"{run['valid_beam5']:.2f}"
         assert loss in row and beam5 in row, run["setting"]
+        assert f"{run['epochs']} epochs" in row, run["setting"]
     assert sum(run["shipped"] for run in record["runs"]) == 1
 
 
