@@ -3,7 +3,7 @@
 # an install step reruns only when pyproject.toml changes or its virtual environment is missing.
 #
 # Two virtual environments, so that a learner's JupyterLab holds the course and nothing else:
-#   .venv-lab  make lab: the package and what the notebooks import (`pip install -e .`, no extras)
+#   .venv-lab  make lab: the package and what the notebooks import (`pip install -e .[lab]`)
 #   .venv      make test, images, bench: the package with `.[dev]` (tests, lint, nbgrader,
 #              playwright); make student and badges: `.[instructor]` (nbgrader)
 
@@ -30,7 +30,8 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
 # The course as a static website, from the notebooks as committed with their stored outputs
-# (nothing runs, no network): Sphinx + myst-nb + sphinx-book-theme, see tools/site/.
+# (no notebook runs; onnxruntime-web comes from npm, SITE_NPM below): Sphinx + myst-nb +
+# sphinx-book-theme, see tools/site/.
 # Open $(SITE)/index.html. tests/site_and_tools/test_site.py checks it in headless Chromium.
 SITE := build/site
 SITE_RECORD := build/site.json
@@ -55,7 +56,7 @@ help:
 	@echo "make student nbgrader student versions of the exercises -> coursework/release/"
 	@echo "             (a class's own numbers from a random secret; VARIANT=<name> to choose)"
 	@echo "make images screenshots of the widgets into images/ (needs chromium)"
-	@echo "make site   the course as a static website (stored outputs, offline) -> $(SITE)/"
+	@echo "make site   the course as a static website (stored outputs; npm fetches onnxruntime-web once) -> $(SITE)/"
 	@echo "make badges rewrite every Colab link from [project.urls] Repository in pyproject.toml"
 	@echo "make bench  the CPU-sized benchmarks (~15 min), then the GPU ones if there is a GPU"
 

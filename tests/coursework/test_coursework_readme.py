@@ -31,3 +31,21 @@ def test_the_count_and_the_range_of_exercises_per_notebook_are_true():
     assert set(per_notebook.values()) == {4, 5}
     assert f"four or five exercises ({len(exercises)} in all)" in README
     assert "stored, for now, as its previous version" not in README
+
+
+def test_every_path_the_table_keeps_out_of_git_is_ignored_by_git():
+    """The table of coursework/'s files marks what `make student` and grading write as not in
+    git (the class's secret among them): git must ignore each, or `git add -A` in an
+    instructor's fork commits the secret that every variant is drawn from."""
+    import subprocess
+
+    rows = [line for line in README.splitlines()
+            if line.startswith("| `") and line.rstrip().endswith(("| no |", "| no (generated) |"))]
+    paths = [p for row in rows for p in re.findall(r"`([^`]+)`", row.split(" | ")[0])]
+    assert {"grading.json", "variant-secret", "grading-flags.jsonl", "gradebook.db"} <= set(paths)
+    for path in paths:
+        probe = "coursework/" + path.replace("<assignment>", "01_glu_and_padding").rstrip("/")
+        if path.endswith("/"):
+            probe += "/anything"
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", probe], cwd=ROOT)
+        assert ignored.returncode == 0, f"{probe} is not ignored by git (.gitignore)"

@@ -5,9 +5,10 @@ the sandbox with low bands (so that the small model scores), scores read from th
 
 The good submission scores; every bad one (no file, not a checkpoint, a pickle that runs code,
 the wrong direction, a model over the size limit, NaN weights, a 10 GB file, a decoder that
-never stops, a link to the instructor's files) scores 0 with its one line, and grading goes on
-with the next student. The release holds no model answer and nothing of the instructor's test
-files. Needs the Multi30k files (``CONVS2S_DATA_DIR``) and a sandbox.
+never stops, a link to the instructor's files, a folder in the file's place) scores 0 with its
+one line, and grading goes on with the next student; a submission over the time limit is
+stopped and scores 0 with its line. The release holds no model answer and nothing of the
+instructor's test files. Needs the Multi30k files (``CONVS2S_DATA_DIR``) and a sandbox.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def _bad_files(good: Path, folder: Path) -> dict[str, object]:
     return {"s_good": good, "s_nofile": None, "s_garbage": b"not a checkpoint\n" * 1000,
             "s_pickle": folder / "pickle.pt", "s_wrongdir": folder / "wrong.pt",
             "s_toobig": folder / "big.pt", "s_nan": folder / "nan.pt", "s_10gb": sparse,
-            "s_neverstops": folder / "never.pt", "s_link": "link"}
+            "s_neverstops": folder / "never.pt", "s_link": "link", "s_folder": "folder"}
 
 
 #: What each bad submission's one line says.
@@ -154,6 +155,7 @@ EXPECTED = {
     "s_10gb": "10,737.4 MB, over the 20 MB limit",
     "s_neverstops": "the decoder does not stop",
     "s_link": "not a plain file",
+    "s_folder": "not a plain file",
 }
 
 
@@ -168,6 +170,9 @@ def _submit(course: Path, student: str, what, release: Path) -> None:
         target.write_bytes(what)
     elif what == "link":
         target.symlink_to(course / "grading.json")
+    elif what == "folder":  # a folder named final.pt, a model inside it
+        target.mkdir()
+        shutil.copy(release, target / "inside.ipynb")
     elif callable(what):
         what(target)
 
@@ -239,3 +244,21 @@ def test_the_release_holds_no_model_answer_and_nothing_of_the_test_files(course)
     assert grading["exercises"] == {"translator": {
         "variant": {"direction": "fr-en"}, "answer_names": [], "points": 10,
         "kind": "project", "file": "final.pt"}}
+
+
+def test_a_submission_over_the_time_limit_is_stopped_and_scores_0_with_one_line(
+        trained, tmp_path):
+    """``c.GradeInSandbox.project_seconds`` bounds loading and translating: here 0.2 s of wall
+    clock, which no Python that imports torch meets, so the sandbox is stopped."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copy(trained, folder / project.SUBMISSION)
+    with gzip.open(DATA / "test_2016_flickr.fr.gz", "rt", encoding="utf-8") as f:
+        sources = [next(f).strip() for _ in range(TEST_PAIRS)]
+    pairs = [(s, "a reference") for s in sources]
+    test = project.ProjectTest("fr-en", (project.Band(0.0, 1.0),), seconds=0.2)
+    verdict = project.grade(folder, test, pairs)
+    assert verdict.points == 0 and "\n" not in verdict.line, verdict
+    assert verdict.line.startswith("✗ translator: ") and \
+        f"translating the {TEST_PAIRS:,} test sentences took longer than the limit of 0.2 s" \
+        in verdict.line, verdict.line

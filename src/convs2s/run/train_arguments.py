@@ -120,7 +120,8 @@ def make_parser() -> arguments.OneLineParser:
                         help="subword: one vocabulary for both languages (default) or one each")
     parser.add_argument("--share-embed", action=argparse.BooleanOptionalAction, default=None,
                         help="tie the decoder's output layer to its token embedding (fairseq's "
-                        "--share-input-output-embed; default: the preset's, off)")
+                        "--share-input-output-embed; default: the preset's: on in the "
+                        "subword presets, off in the word-level ones)")
     parser.add_argument("--layers", type=arguments.bounded_int_arg(MAX_LAYERS),
                         help="override the model's convolutional layers, as many in the "
                         "encoder as in the decoder (the cpu_subword preset's: 4)")
