@@ -130,10 +130,11 @@ def dependency_map(
 ) -> Tensor:
     """The measured dependency map of a stack of ``n_layers`` conv+GLU blocks.
 
-    Builds :func:`~convs2s.course.stacks.conv_glu_stack` (the package's :class:`ConvGLUBlock`,
-    residual included for ``"same"``/``"causal"``), feeds it a random ``[1, hid_dim, length]``
-    input and measures with :func:`measure_dependency`. Returns bool ``[n_outputs, length]``;
-    entry ``[i, j]`` is True when output i depends on input j.
+    Builds :func:`~convs2s.course.stacks.conv_glu_stack` (the package's
+    :class:`~convs2s.model.layers.ConvGLUBlock`, residual included for ``"same"``/``"causal"``),
+    feeds it a random ``[1, hid_dim, length]`` input and measures with
+    :func:`measure_dependency`. Returns bool ``[n_outputs, length]``; entry ``[i, j]`` is True
+    when output i depends on input j.
 
     With ``"same"`` and ``"causal"``, ``n_outputs == length`` and output i sits at input position
     i. With ``"none"`` the output is r-1 shorter (r = :func:`~convs2s.course.receptive_field.

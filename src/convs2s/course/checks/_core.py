@@ -263,10 +263,10 @@ def check(fn: Callable) -> Callable[..., bool]:
     raised by the answer's code is a failed check (one line), not the end of the program.
 
     Before anything runs, the cell that defined each function answer is read
-    (:func:`answer_rules.problems`, when the session still holds its text): what it flags is
-    said in one line, as grading lists it for the instructor; it fails nothing. Where the check
-    only records (:func:`records_only`), it checks the answer's form (:attr:`Exercise.form`) and
-    says it was recorded.
+    (:func:`~convs2s.course.checks.answer_rules.problems`, when the session still holds its
+    text): what it flags is said in one line, as grading lists it for the instructor; it fails
+    nothing. Where the check only records (:func:`records_only`), it checks the answer's form
+    (:attr:`Exercise.form`) and says it was recorded.
     """
 
     @functools.wraps(fn)

@@ -9,7 +9,8 @@ It then
 1. runs the setup cell;
 2. removes the functions the exercise forbids from this process (``F.glu`` where it asks for a GLU,
    the package's own answer for a derive exercise): each becomes a function that raises
-   :class:`ShortcutRefused`, so that no alias, however it was reached, finds the original;
+   :class:`~convs2s.course.checks._core.ShortcutRefused`, so that no alias, however it was
+   reached, finds the original;
 3. runs the answer cell (its output goes to standard error, which the grader ignores);
 4. makes each call and writes what it returned, or the name of what it raised, as data: one
    JSON line after :data:`MARKER` on standard output.
