@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from convs2s.course.checks.class_variants import NOTE, Variant, Versions
+from convs2s.course.checks.nb05 import LOSS_ATOL, LOSS_RTOL, PERPLEXITY_REL_TOL
 from convs2s.course.checks.testing import (
     Case,
     Samples,
@@ -29,17 +30,18 @@ def perplexity_from_loss(variant):
     base = variant.get("base", 0)  # a third unit "base<b>" in a class's variant, else 0
     units = [("nats", math.e), ("bits", 2.0)] + ([(f"base{base}", float(base))] if base else [])
     cases = []
+
+    def holds(expected):  # the visible check's tolerance (checks/nb05.py), stated in the task
+        return lambda got: assert_number_close(got, expected, rel=PERPLEXITY_REL_TOL, abs_tol=0.0)
+
     for loss in (0.01, 1.0, 1.567, 4.16, 9.0):
         expected = math.exp(loss)
         cases.append(Case(f"perplexity_from_loss({loss})", call("perplexity_from_loss", loss),
-                          lambda got, e=expected: assert_number_close(got, e, rel=1e-6,
-                                                                      abs_tol=0.0)))
+                          holds(expected)))
         for unit, b in units:
             loss_in_unit = loss / math.log(b)  # the same loss in that unit
             cases.append(Case(f"perplexity_from_loss({loss_in_unit:.4g}, {unit!r})",
-                              call("perplexity_from_loss", loss_in_unit, unit),
-                              lambda got, e=expected: assert_number_close(got, e, rel=1e-6,
-                                                                          abs_tol=0.0)))
+                              call("perplexity_from_loss", loss_in_unit, unit), holds(expected)))
     return cases
 
 
@@ -54,14 +56,16 @@ def token_loss(variant):
         expected = F.cross_entropy(logits.reshape(-1, 50), trg.reshape(-1), ignore_index=pad)
         cases.append(Case(f"token_loss(logits of shape [5, 9, 50], trg_out with padding, "
                           f"pad_idx={pad})", call("token_loss", logits, trg, pad),
-                          lambda got, e=expected: assert_close(got, e, name="the loss")))
+                          lambda got, e=expected: assert_close(got, e, name="the loss",
+                                                               atol=LOSS_ATOL, rtol=LOSS_RTOL)))
         # ten more pad columns, whatever the logits there: the same loss
         more = torch.cat([trg, torch.full((5, 10), pad)], dim=1)
         more_logits = torch.cat([logits, 5 * torch.randn(5, 10, 50, generator=g)], dim=1)
         cases.append(Case(f"token_loss(the same batch with 10 more pad columns, pad_idx={pad})",
                           call("token_loss", more_logits, more, pad),
                           lambda got, e=expected: assert_close(got, e, name="the loss with "
-                                                               "more padding")))
+                                                               "more padding", atol=LOSS_ATOL,
+                                                               rtol=LOSS_RTOL)))
     # gradients reach the logits of real tokens only (the visible check's last case)
     trg = torch.randint(8, 50, (3, 7), generator=g)
     trg[1, 4:] = 1

@@ -36,8 +36,8 @@ def separable_params(variant):
                           lambda got, e=weights: assert_equal(as_int(got), e)))
         expected = (c_in * c_out * k + c_out) / (weights + c_out)
         cases.append(Case(f"saving({c_in}, {c_out}, {k})", call("saving", c_in, c_out, k),
-                          lambda got, e=expected: assert_number_close(got, e, rel=1e-6,
-                                                                      abs_tol=0.0)))
+                          lambda got, e=expected: assert_number_close(
+                              got, e, rel=nb08.SAVING_REL_TOL, abs_tol=0.0)))
     return cases
 
 

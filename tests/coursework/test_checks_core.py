@@ -162,3 +162,21 @@ def test_a_failing_check_in_jupyter_shows_one_line_not_a_traceback_through_the_c
     assert "✗ made_up: made_up(answer): got 1" in shown and NUDGE in shown
     assert "Traceback" not in shown and "_core.py" not in shown, shown
     assert "the check did not pass" in shown
+
+
+def test_every_function_a_check_refuses_is_stated_in_its_task_as_not_to_be_called():
+    """Every rule the grader applies is stated in the task: each refused shortcut (the
+    declaration's ``Shortcut.stated``) stands in a sentence of the task cell that says it may
+    not be used ("without", "not called", "refuse", ...), the same sentence for the check and
+    for grading, which refuse the same declaration."""
+    saying_no = ("without", "not called", "not call", "refuse", "not allowed", "must not")
+    missing = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("0[1-8]_*.ipynb")):
+        for ex in coursework.read_notebook(path).exercises:
+            declared = checks.EXERCISES.get(ex.id)
+            sentences = re.split(r"(?<=[.:;!?])\s+", " ".join(ex.task.split()))
+            for shortcut in declared.shortcuts if declared else ():
+                name = f"`{shortcut.stated}`"
+                if not any(name in s and any(w in s for w in saying_no) for s in sentences):
+                    missing.append(f"{path.name[:2]} {ex.id}: {shortcut.stated}")
+    assert not missing, "refused but not stated as refused in the task: " + ", ".join(missing)

@@ -149,9 +149,13 @@ def test_cache_floats_accepts_the_formula_and_it_matches_the_measurement(capsys)
     lambda n_layers, k, hid_dim, steps: n_layers * steps * hid_dim,  # the whole prefix
     lambda n_layers, k, hid_dim, steps: 2 * n_layers * (k - 1) * hid_dim,  # 2·hid (conv output)
 ])
-def test_cache_floats_rejects_wrong_counts_with_the_measurement(wrong):
-    with pytest.raises(AssertionError, match=r"holds \d+ per sentence — hint: to compute the"):
+def test_cache_floats_rejects_wrong_counts_without_giving_the_measurement(wrong, capsys):
+    with pytest.raises(AssertionError, match=r"holds per sentence — hint: to compute the"):
         checks.cache_floats(wrong)
+    said = capsys.readouterr().out
+    measured = nb03._measured_cache_floats(2, 3, 8, 1)  # the first case the check tries
+    assert "✗ cache_floats" in said and f"holds {measured:,}" not in said
+    assert str(measured) not in said.replace("floats, not", "")
 
 
 def test_cache_floats_rejects_non_integers_and_stub():
@@ -170,4 +174,24 @@ def test_the_notebook_exercises_run_from_the_setup_cell_alone(capsys):
         "causal_conv1d": "implement", "teacher_forcing_loss": "debug", "cache_floats": "derive",
         "incremental_same_as_full": "explain"}
     assert_exercises_run_from_the_setup_cell(notebook_path("03"), kinds)
+    capsys.readouterr()
+
+
+def test_teacher_forcing_loss_is_right_for_the_check_and_for_grading_alike(capsys):
+    """One definition of right (nb03.loss_holds): a loss 2e-5 off (inside 1e-5 relative for a
+    loss near 3.4) passes the check and grading (grading once refused it: the check took it),
+    one 1e-3 off fails both."""
+    grading = hidden("03")
+    for off, holds in ((2e-5, True), (1e-3, False)):
+        def answer(model, src, trg, pad_idx, off=off):
+            return fixed_loss(model, src, trg, pad_idx) + off
+
+        if holds:
+            assert checks.teacher_forcing_loss(answer) is True
+            grading.teacher_forcing_loss(answer)
+        else:
+            with pytest.raises(AssertionError):
+                checks.teacher_forcing_loss(answer)
+            with pytest.raises(AssertionError):
+                grading.teacher_forcing_loss(answer)
     capsys.readouterr()

@@ -88,9 +88,13 @@ def test_attention_macs_accepts_the_formula():
     lambda n_layers, n, m, d: 2 * n * m * d,  # one layer
     lambda n_layers, n, m, d: 4 * n_layers * n * m * d,  # FLOPs, not multiply-adds
 ])
-def test_attention_macs_rejects_wrong_counts_with_the_measurement(wrong):
-    with pytest.raises(AssertionError, match=r"multiply-adds — hint: a product of an \[n, p\]"):
+def test_attention_macs_rejects_wrong_counts_without_giving_the_measurement(wrong, capsys):
+    with pytest.raises(AssertionError, match=r"matrix products did — hint: a product of an "
+                                             r"\[n, p\]"):
         checks.attention_macs(wrong)
+    said = capsys.readouterr().out
+    right = 2 * 2 * 7 * 5 * 6  # the first case the check tries (2, 7, 5, 6), by the solution
+    assert "✗ attention_macs" in said and f"{right:,}" not in said
 
 
 def test_attention_macs_stub_is_not_answered():
@@ -156,3 +160,27 @@ def test_masked_softmax_hints_follow_from_what_the_answer_got_wrong(capsys):
         out = capsys.readouterr().out
         assert hint.nudge in out, out
         assert out.count("the row sums") == 1, out  # said once, not "row sums: the row sums"
+
+
+def test_row_entropy_is_right_for_the_check_and_for_grading_alike(capsys):
+    """One definition of right (nb04.entropy_holds, stated in the task): an answer 5e-6 off
+    (float32 arithmetic's order) passes both, one 1e-3 off fails both."""
+    from exercise_support import hidden
+
+    def right(a):
+        return float(-(a * a.clamp_min(1e-300).log()).sum(-1).mean())
+
+    grading = hidden("04")
+    for off, holds in ((5e-6, True), (1e-3, False)):
+        def answer(a, off=off):
+            return right(a.double()) + off
+
+        if holds:
+            assert checks.row_entropy(answer) is True
+            grading.row_entropy(answer)
+        else:
+            with pytest.raises(AssertionError):
+                checks.row_entropy(answer)
+            with pytest.raises(AssertionError):
+                grading.row_entropy(answer)
+    capsys.readouterr()

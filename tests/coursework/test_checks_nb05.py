@@ -50,6 +50,30 @@ def test_perplexity_rejects_wrong_formulas_with_a_two_step_hint(wrong, capsys):
         checks.perplexity_from_loss(wrong)
 
 
+def test_perplexity_in_float32_is_right_for_the_check_and_for_grading_alike(capsys):
+    """One definition of right (nb05.PERPLEXITY_REL_TOL, stated in the task): float32
+    arithmetic (torch.exp of a float32 tensor, about 1e-7 off) passes the check and grading; an
+    answer 1e-5 off fails both, and the check's line never gives the right value."""
+    def float32(loss, unit="nats"):
+        base = torch.tensor(math.e if unit == "nats" else 2.0, dtype=torch.float32)
+        return base ** torch.tensor(loss, dtype=torch.float32)
+
+    def off(loss, unit="nats"):
+        return right_perplexity(loss, unit) * (1 + 1e-5)
+
+    grading = hidden("05")
+    assert checks.perplexity_from_loss(float32) is True
+    grading.perplexity_from_loss(float32)
+    capsys.readouterr()
+    with pytest.raises(AssertionError):
+        checks.perplexity_from_loss(off)
+    said = capsys.readouterr().out
+    assert "✗ perplexity_from_loss" in said and "got 1.00001" in said
+    assert "expected" not in said and "1.0\n" not in said
+    with pytest.raises(AssertionError):
+        grading.perplexity_from_loss(off)
+
+
 def test_perplexity_stub_is_not_answered():
     assert checks.perplexity_from_loss(stub) is False
 
@@ -210,3 +234,32 @@ def test_hidden_tests_accept_the_solutions_and_reject_the_planted_bugs():
                       (grading.build_itos, ties_unsorted)):
         with pytest.raises(AssertionError):
             fn(wrong)
+
+
+def test_a_wrong_vocabulary_is_told_what_it_returned_never_the_right_list(capsys):
+    """The check's line names the learner's own list, not the list it compares with (a check
+    prints what passed or a hint, never the value it grades)."""
+    with pytest.raises(AssertionError):
+        checks.build_itos(ties_unsorted)
+    said = capsys.readouterr().out
+    assert "✗ build_itos" in said and "expected" not in said and "not the right one" in said
+
+
+def test_token_loss_is_right_for_the_check_and_for_grading_alike(capsys):
+    """One definition of right (nb05.loss_holds): a loss 1e-4 off, inside the tolerance, passes
+    the check and grading (the check once refused it: grading took it), one 1e-2 off fails
+    both."""
+    grading = hidden("05")
+    for off, holds in ((1e-4, True), (1e-2, False)):
+        def answer(logits, trg_out, pad_idx, off=off):
+            return right_loss(logits, trg_out, pad_idx) + off
+
+        if holds:
+            assert checks.token_loss(answer) is True
+            grading.token_loss(answer)
+        else:
+            with pytest.raises(AssertionError):
+                checks.token_loss(answer)
+            with pytest.raises(AssertionError):
+                grading.token_loss(answer)
+    capsys.readouterr()

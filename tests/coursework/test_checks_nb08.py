@@ -63,6 +63,39 @@ def test_separable_params_right_wrong_and_stub():
     assert checks.separable_params(separable_params, stub) is False
 
 
+def test_the_check_and_grading_agree_on_a_float32_ratio_and_on_a_float_count(capsys):
+    """One definition of right: a ratio in float32 (about 1e-7 off) passes the check and
+    grading (nb08.SAVING_REL_TOL, stated in the task); a count returned as a float is refused by
+    the check, by grading, and by the form a class's own version records (which once took any
+    number for both answers); no line gives the right value."""
+    def saving32(c_in, c_out, k):
+        return torch.tensor(saving(c_in, c_out, k), dtype=torch.float32)
+
+    def float_count(c_in, c_out, k, bias=True):
+        return float(separable_params(c_in, c_out, k, bias))
+
+    grading = hidden("08")
+    assert checks.separable_params(separable_params, saving32) is True
+    grading.separable_params(separable_params, saving32)
+    capsys.readouterr()
+    with pytest.raises(AssertionError):
+        checks.separable_params(float_count, saving)
+    with pytest.raises(AssertionError):
+        grading.separable_params(float_count, saving)
+    with pytest.raises(AssertionError, match="whole number"):
+        checks.EXERCISES["separable_params"].form(float_count, saving)
+    checks.EXERCISES["separable_params"].form(separable_params, saving32)
+
+    def wrong_ratio(c_in, c_out, k):
+        return saving(c_in, c_out, k) * 1.001
+
+    with pytest.raises(AssertionError):
+        checks.separable_params(separable_params, wrong_ratio)
+    said = capsys.readouterr().out
+    right = saving(8, 16, 3)
+    assert "✗ separable_params" in said and f"{right:.6g}" not in said and "expected" not in said
+
+
 def test_attention_vs_conv_right_prediction_passes(capsys):
     assert checks.attention_vs_conv(768) is True
     assert checks.attention_vs_conv(770.0) is True  # within 2 %

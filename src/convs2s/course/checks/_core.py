@@ -81,11 +81,19 @@ _recorded: frozenset[str] = frozenset()
 @dataclass(frozen=True)
 class Shortcut:
     """A function whose call is an exercise's own answer: ``target`` is ``"module:Attr.attr"``,
-    ``label`` what the learner is told it called, ``why`` why it is refused."""
+    ``label`` what the learner is told it called, ``why`` why it is refused. ``stated_as`` is
+    the name the task states it under, where that is not ``label`` (``F.glu`` for its
+    ``torch._C._nn.glu``): every refusal is stated in the task (a test reads the notebooks)."""
 
     target: str
     label: str
     why: str
+    stated_as: str | None = None
+
+    @property
+    def stated(self) -> str:
+        """The name the exercise's task gives this refused function."""
+        return self.stated_as or self.label
 
 
 @dataclass(frozen=True)
@@ -321,15 +329,19 @@ FORM_HINT = Hint(nudge="give the answer in the form the task asks for (the comme
                         "names")
 
 
-def form_calls(kind: str, *calls: tuple) -> Callable[..., None]:
+def form_calls(kind: str | tuple[str, ...], *calls: tuple) -> Callable[..., None]:
     """A derive exercise's form: each answer function, called with its example arguments
-    (``calls[i]`` for answer ``i``), returns a value of ``kind`` (see :func:`_answer`)."""
+    (``calls[i]`` for answer ``i``), returns a value of ``kind`` (see :func:`_answer`), or of
+    ``kind[i]`` where the answers return different kinds (a count and a ratio)."""
+    kinds = kind if isinstance(kind, tuple) else (kind,) * len(calls)
+    if len(kinds) != len(calls):
+        raise ValueError("form_calls: one kind for every call, or one for all")
 
     def form(*fns) -> None:
-        for fn, args in zip(fns, calls, strict=True):
+        for fn, args, each in zip(fns, calls, kinds, strict=True):
             if not callable(fn):
                 raise _wrong_kind("the answer", "a function", _type_name(fn))
-            _answer(fn(*args), kind, f"{getattr(fn, '__name__', 'the function')}{args}")
+            _answer(fn(*args), each, f"{getattr(fn, '__name__', 'the function')}{args}")
 
     return form
 
@@ -633,7 +645,7 @@ def _assert_equal(actual, expected, *, name: str = "the result") -> None:
     if problem:
         raise WrongForm(problem)
     if actual != expected:
-        raise AssertionError(f"{name} is {_short_repr(actual)}, expected {expected!r}")
+        raise AssertionError(f"{name} is {_short_repr(actual)}, not the right one")
 
 
 def _assert_raises(error: type[BaseException], fn: Callable, *args) -> None:
@@ -649,7 +661,8 @@ def _assert_raises(error: type[BaseException], fn: Callable, *args) -> None:
 
 #: The shortcut of a counting exercise: building the module and counting its parameters.
 MODULE_BUILDING = Shortcut("torch.nn:Module.__init__", "a module's constructor (nn.Module)",
-                           "count from the shapes you derive, without building a module")
+                           "count from the shapes you derive, without building a module",
+                           stated_as="nn.Module")
 
 
 class ShortcutRefused(AssertionError):

@@ -47,7 +47,7 @@ WITHOUT_F_GLU = Hint(
           shortcuts=(Shortcut("torch.nn.functional:glu", "F.glu",
                               "the exercise is to compute it yourself"),
                      Shortcut("torch._C._nn:glu", "torch._C._nn.glu",
-                              "the exercise is to compute it yourself")),
+                              "the exercise is to compute it yourself", stated_as="F.glu")),
           forbidden_names={"glu", "GLU"}, shortcut_hint=WITHOUT_F_GLU)
 def my_glu(fn: Callable) -> None:
     """Exercise "GLU by hand": ``fn(h, dim)`` equals ``F.glu(h, dim)`` without calling it."""

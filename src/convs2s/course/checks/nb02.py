@@ -217,9 +217,9 @@ def block_parameters(fn: Callable) -> None:
             if got != counted:
                 without_g = counted_block_parameters(hid_dim, k, weight_norm=False)
                 extra = " (that is the count WITHOUT weight norm)" if got == without_g else ""
-                raise AssertionError(f"you said {got:,}, ConvGLUBlock(hid_dim={hid_dim}, "
-                                     f"kernel_size={k}, weight_norm=True) has {counted:,} "
-                                     f"parameters{extra}")
+                raise AssertionError(f"you said {got:,}, not the parameters of "
+                                     f"ConvGLUBlock(hid_dim={hid_dim}, kernel_size={k}, "
+                                     f"weight_norm=True){extra}")
     run.done()
 
 
