@@ -156,7 +156,7 @@ student: $(INSTRUCTOR_STAMP)
 	cd $(COURSEWORK) && $(NBGRADER) generate_assignment "*" --force --log-level=WARN
 	@echo "student versions: $(COURSEWORK)/release/ (see $(COURSEWORK)/README.md)"
 
-# The architecture diagrams, then screenshots of the three widgets (notebooks 01, 03, 06) in
+# The architecture diagrams, then screenshots of the four widgets (notebooks 01, 03, 05, 06) in
 # JupyterLab in headless Chromium.
 images: $(STAMP) $(SITE_NPM)
 	$(PY) -m convs2s.course.diagrams --out images

@@ -33,6 +33,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from convs2s.system.atomic_files import write_text_atomic
+from convs2s.system.signals import run_command
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -196,8 +199,7 @@ def write(path: Path, est: Estimate) -> bool:
                 return False
             lines = new.split("\n")
             cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+            write_text_atomic(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             return True
     raise SystemExit(f"error: {path.name} has no '**Estimated time:**' line")
 
@@ -215,7 +217,7 @@ def write_readme(estimates: list[Estimate], readme: Path = README) -> bool:
     new = text[:start + len(BEGIN)] + "\n" + table(estimates) + "\n" + text[end:]
     if new == text:
         return False
-    readme.write_text(new, encoding="utf-8")
+    write_text_atomic(readme, new)
     return True
 
 
@@ -236,5 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
+    traceback (each file is replaced whole, so none is left half-written)."""
+    return run_command(lambda: main(argv), ": each file is replaced whole (old or new, never "
+                       "half-written); run it again")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

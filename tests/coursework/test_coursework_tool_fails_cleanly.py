@@ -3,7 +3,8 @@
 ``tools/coursework.py`` writes only into a folder it made (its ``.convs2s-coursework`` marker)
 or a new one, never where nbgrader keeps student versions, judges a symlink by where it points,
 and says what is wrong with ``--out`` in one line before any work. Every tool
-(``coursework``, ``badges``, ``screenshots``, ``strip_solutions``) stops on Ctrl-C or SIGTERM
+(``coursework``, ``badges``, ``screenshots``, ``strip_solutions``, ``time_estimate``,
+``site.flipbook_data``) stops on Ctrl-C or SIGTERM
 with one line and exit 130 / 143, never a traceback. Each tool is started with SIGINT and SIGTERM
 at their defaults (``signal_support.default_signals``), so that the tests also pass when the test
 run itself was started with SIGINT ignored (a background job, ``nohup``).
@@ -355,3 +356,32 @@ def test_screenshots_stops_on_ctrl_c_and_sigterm_in_one_line(tmp_path, sig):
     _wait_for_line(proc, "capturing")
     _stopped(proc, sig, wchan="pause")
     assert list((tmp_path / "images").iterdir()) == []
+
+
+# `python -m tools.time_estimate` and `python -m tools.site.flipbook_data`, stopped while they
+# read (their reading made to wait), through the `cli` their `__main__` calls.
+BLOCKED_CLI = """\
+import importlib, signal, sys
+
+module = importlib.import_module(sys.argv[1])
+
+def blocked(*args, **kwargs):
+    print("reading", flush=True)
+    while True:
+        signal.pause()
+
+setattr(module, sys.argv[2], blocked)
+sys.exit(module.cli([]))
+"""
+
+
+@pytest.mark.parametrize("sig", SIGNALS)
+@pytest.mark.parametrize("tool, reader", [("tools.time_estimate", "estimate"),
+                                          ("tools.site.flipbook_data", "sentences_04")])
+def test_time_estimate_and_flipbook_data_stop_on_ctrl_c_and_sigterm_in_one_line(tool, reader,
+                                                                                 sig):
+    proc = subprocess.Popen([sys.executable, "-c", BLOCKED_CLI, tool, reader],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    _wait_for_line(proc, "reading")
+    _stopped(proc, sig, wchan="pause")

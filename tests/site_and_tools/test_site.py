@@ -1265,7 +1265,7 @@ def test_readme_screenshots_are_taken_from_the_site(web):
 
 
 # --------------------------------------------------------------------------------------------
-# Widgets computed in the page (static/live.js): the same as the package's, for every setting
+# Widgets computed in the page (static/live.js): the same as the package's, across the settings
 # --------------------------------------------------------------------------------------------
 
 

@@ -500,3 +500,17 @@ def test_search_opened_from_disk_shows_the_lines_it_shows_served(built, web):
         assert logged == []
     finally:
         context.close()
+
+
+def test_the_translators_note_states_the_casing_record_of_the_shipped_model():
+    """The note's casing figures are the package's true-casing record's (the one notebook 06
+    prints), measured on the model the package ships (they once said 17 and 0 against 42)."""
+    from convs2s.course import reference
+    from convs2s.run import pretrained
+
+    record = reference.result("truecasing_de_en.json")
+    assert record["model_sha256"] == pretrained.record("de-en")["sha256"]
+    rows = record["splits"]["valid"]["rows"]
+    assert (f"{rows['lower']['sacrebleu']:.0f} and {rows['upper']['sacrebleu']:.0f} BLEU on the "
+            f"validation captions, against {rows['cased']['sacrebleu']:.0f} as written"
+            ) in site.TRANSLATOR_SCOPE

@@ -370,6 +370,17 @@ def live_widget_for(widget: declarations.Widget | None) -> str | None:
 TRANSLATOR_WIDGET = ("06_inference_beam_search_bleu", "German", "beam size")
 
 
+def casing_figures() -> str:
+    """What typed casing costs the shipped German → English model, greedy sacreBLEU on the
+    validation captions, from the package's record (``truecasing_de_en.json``, the record
+    notebook 06 prints too): lower case, all capitals, as written."""
+    from convs2s.course import reference
+
+    rows = reference.result("truecasing_de_en.json")["splits"]["valid"]["rows"]
+    return (f"{rows['lower']['sacrebleu']:.0f} and {rows['upper']['sacrebleu']:.0f} BLEU on the "
+            f"validation captions, against {rows['cased']['sacrebleu']:.0f} as written")
+
+
 #: What the shipped translators were trained on and what they translate well, as the site's
 #: note on them says (notebook 06 says the same beside its widget): true of every direction
 #: the page offers (translator.py MODELS), each trained on the same captions.
@@ -380,9 +391,8 @@ TRANSLATOR_SCOPE = (
     "writes the English ones, English → German the other way round. Expect good translations "
     "of sentences that describe a picture, written with their usual capitals. Sentences unlike "
     "captions (questions, dialogue, long or technical text) translate badly, and so does "
-    "lower-case or all-caps German (for German → English 17 and 0 BLEU on the validation "
-    "captions, against 42 as written): this page translates what you type as it is, where "
-    "the notebook's widget restores the case first.")
+    f"lower-case or all-caps German (for German → English {casing_figures()}): this page "
+    "translates what you type as it is, where the notebook's widget restores the case first.")
 
 #: The title of the note above the translator.
 TRANSLATOR_NOTE_TITLE = "Interactive widget: the trained translator, in your browser"
@@ -458,7 +468,7 @@ def _live_widget(name: str, alt: str, n: int) -> dict:
     return _markdown_cell("\n".join([
         f":::{{admonition}} {LIVE_NOTE_TITLE}", ":class: widget-live", "",
         f"Move the controls: this page computes the figure in your browser, {LIVE_SOURCES[name]}"
-        " (a test compares the two for every setting).", "",
+        " (a test compares the two across the controls' settings).", "",
         f'<div class="convs2s-live" data-widget="{name}" '
         f'data-controls="{html.escape(controls, quote=True)}" role="group" '
         f'aria-label="{html.escape(plain_text(alt), quote=True)}"></div>', ":::"]),
@@ -995,7 +1005,8 @@ def landing_page(readme: str, lessons: list[Lesson], repo_url: str) -> str:
     title, intro = readme_intro(readme)
     out = [f"# {plain_markdown(title)}", "", *_at_a_glance(lessons),
            "## About this course", "", offline_markdown(intro, repo_url, "."), "",
-           "Read the course here, with every output as the notebooks store it. To run the code, "
+           "Read the course here, with the outputs the notebooks store (widgets live or as "
+           "pictures, the exercises' checks left to the notebooks). To run the code, "
            "use the notebooks: in JupyterLab (`make lab`, see the "
            f"[README]({github_blob(repo_url, 'README.md')})) or "
            f"[in Colab]({colab_url(repo_url, lessons[0].name + '.ipynb')}).",

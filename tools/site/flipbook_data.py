@@ -22,6 +22,8 @@ import json
 import sys
 from pathlib import Path
 
+from convs2s.system.atomic_files import write_text_atomic
+from convs2s.system.signals import run_command
 from tools.site import flipbooks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,8 +79,7 @@ def epochs_05(run: Path) -> dict:
 
 def _write(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n",
-                    encoding="utf-8")
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
     print(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
@@ -101,5 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
+    traceback (each file is replaced whole)."""
+    return run_command(lambda: main(argv), ": each file is replaced whole (old or new, never "
+                       "half-written); run it again")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())
