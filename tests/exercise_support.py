@@ -95,3 +95,18 @@ def assert_exercises_run_from_the_setup_cell(path: Path, kinds: dict[str, str]) 
         assert eval(check_call, learner) is False, f"{ex}: the answer cell should not pass"
         exec(solution, learner)  # noqa: S102 - runs the check once itself
         assert eval(check_call, learner) is True, f"{ex}: the solution should pass"
+
+
+def assert_check_and_grading_agree(check, graded, answer, holds: bool) -> None:
+    """The visible ``check`` and ``graded`` (a hidden test, :func:`hidden`) both accept
+    ``answer`` (``holds``) or both refuse it: one definition of right, at its margin too."""
+    import pytest
+
+    if holds:
+        assert check(answer) is True
+        graded(answer)
+        return
+    with pytest.raises(AssertionError):
+        check(answer)
+    with pytest.raises(AssertionError):
+        graded(answer)

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
+from exercise_support import (
+    assert_check_and_grading_agree,
+    assert_exercises_run_from_the_setup_cell,
+    hidden,
+    notebook_path,
+    stub,
+)
 
 from convs2s.course import checks
 from convs2s.course.checks import nb03
@@ -186,12 +192,6 @@ def test_teacher_forcing_loss_is_right_for_the_check_and_for_grading_alike(capsy
         def answer(model, src, trg, pad_idx, off=off):
             return fixed_loss(model, src, trg, pad_idx) + off
 
-        if holds:
-            assert checks.teacher_forcing_loss(answer) is True
-            grading.teacher_forcing_loss(answer)
-        else:
-            with pytest.raises(AssertionError):
-                checks.teacher_forcing_loss(answer)
-            with pytest.raises(AssertionError):
-                grading.teacher_forcing_loss(answer)
+        assert_check_and_grading_agree(checks.teacher_forcing_loss, grading.teacher_forcing_loss,
+                                       answer, holds)
     capsys.readouterr()

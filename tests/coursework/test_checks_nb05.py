@@ -15,7 +15,13 @@ from collections import Counter
 import pytest
 import torch
 import torch.nn.functional as F
-from exercise_support import assert_exercises_run_from_the_setup_cell, hidden, notebook_path, stub
+from exercise_support import (
+    assert_check_and_grading_agree,
+    assert_exercises_run_from_the_setup_cell,
+    hidden,
+    notebook_path,
+    stub,
+)
 
 from convs2s.course import checks
 from convs2s.course.checks import nb05
@@ -254,12 +260,5 @@ def test_token_loss_is_right_for_the_check_and_for_grading_alike(capsys):
         def answer(logits, trg_out, pad_idx, off=off):
             return right_loss(logits, trg_out, pad_idx) + off
 
-        if holds:
-            assert checks.token_loss(answer) is True
-            grading.token_loss(answer)
-        else:
-            with pytest.raises(AssertionError):
-                checks.token_loss(answer)
-            with pytest.raises(AssertionError):
-                grading.token_loss(answer)
+        assert_check_and_grading_agree(checks.token_loss, grading.token_loss, answer, holds)
     capsys.readouterr()
