@@ -12,7 +12,14 @@ sampling (``--subword-sampling``), sequence-level distillation (``--distilled``:
 translations of the training sources, made by ``python -m convs2s.run.distill``, one file per
 direction in ``--distilled``, named ``<src>-<trg>.<trg>``) and, for de→en, the French and Czech
 captions of the same English as more sources (``--extra-sources fr,cs``). ``CANDIDATES`` lists
-them in the order they start.
+them in the order they start: first those no run to convergence has measured yet, the shipped
+de→en model's own setting (R-Drop 0.5) last.
+
+Where a direction's distilled file is not in ``--distilled`` and ``--teachers`` holds a teacher
+for it (``<src>-<trg>.pt``: the shipped models, ``src/convs2s/run/models``), the command makes
+the file first (``python -m convs2s.run.distill`` on the same device, beam 5, in one of the
+``--parallel`` places) while the other candidates start; the candidates that need it wait for
+it.
 
 Up to ``--parallel`` candidates train at once, each ``python -m convs2s.train`` in its own
 process and run folder (``--runs``/``<name>``, its log ``<name>.log`` beside it), one thread
@@ -51,25 +58,32 @@ BASE = "--preset cpu_subword --dropout 0.3 --epochs 80 --patience 5"
 
 #: name: (direction, the arguments beyond --base); ``{distilled}`` is that direction's file.
 CANDIDATES = {
-    "de-en_rdrop-0.5": ("de-en", ["--rdrop", "0.5"]),
     "de-en_fr-cs": ("de-en", ["--extra-sources", "fr,cs"]),
-    "de-en_sampling-0.1": ("de-en", ["--subword-sampling", "0.1"]),
-    "de-en_distill": ("de-en", ["--distilled", "{distilled}"]),
-    "en-de_baseline": ("en-de", []),
     "en-de_rdrop-0.5": ("en-de", ["--rdrop", "0.5"]),
+    "de-en_sampling-0.1": ("de-en", ["--subword-sampling", "0.1"]),
     "en-de_sampling-0.1": ("en-de", ["--subword-sampling", "0.1"]),
     "en-de_distill": ("en-de", ["--distilled", "{distilled}"]),
+    "de-en_rdrop-0.5_sampling-0.1": ("de-en", ["--rdrop", "0.5", "--subword-sampling", "0.1"]),
+    "en-de_rdrop-0.5_sampling-0.1": ("en-de", ["--rdrop", "0.5", "--subword-sampling", "0.1"]),
+    "de-en_fr-cs_rdrop-0.5": ("de-en", ["--extra-sources", "fr,cs", "--rdrop", "0.5"]),
+    "en-de_baseline": ("en-de", []),
+    "de-en_distill": ("de-en", ["--distilled", "{distilled}"]),
     "de-en_rdrop-1": ("de-en", ["--rdrop", "1"]),
     "de-en_sampling-0.2": ("de-en", ["--subword-sampling", "0.2"]),
     "de-en_distill-add": ("de-en", ["--distilled", "{distilled}", "--distilled-mix", "add"]),
-    "de-en_fr-cs_rdrop-0.5": ("de-en", ["--extra-sources", "fr,cs", "--rdrop", "0.5"]),
     "de-en_fr-cs_sampling-0.1": ("de-en", ["--extra-sources", "fr,cs",
                                            "--subword-sampling", "0.1"]),
-    "en-de_rdrop-0.5_sampling-0.1": ("en-de", ["--rdrop", "0.5", "--subword-sampling", "0.1"]),
+    "de-en_rdrop-0.5": ("de-en", ["--rdrop", "0.5"]),
 }
 
 #: The trainer, as a command (a test points it at a wrapper that reads a tiny corpus).
 TRAIN = [sys.executable, "-m", "convs2s.train"]
+
+#: The teacher's translations, as a command (the same for the test).
+DISTILL = [sys.executable, "-m", "convs2s.run.distill"]
+
+#: Sentences a teacher translates together (distill's default is 64; a GPU takes more).
+DISTILL_BATCH = 128
 
 #: Minutes a candidate needs at the least to be worth starting (its data, one epoch, choices).
 LEAST_MINUTES = 1.0
@@ -80,12 +94,41 @@ MARGIN_MINUTES = 0.25
 _STOPPED = re.compile(r"^stopped \(([^)]*)\) after", re.MULTILINE)
 
 
+def distilled_path(folder: Path, direction: str) -> Path:
+    """Where the teacher's translations for ``direction`` lie in ``folder``: ``de-en.en``."""
+    return folder / f"{direction}.{direction.split('-')[1]}"
+
+
 def distilled_file(folder: Path | None, direction: str) -> Path | None:
     """The teacher's translations for ``direction`` in ``folder`` (``de-en.en``), if there."""
     if folder is None:
         return None
-    path = folder / f"{direction}.{direction.split('-')[1]}"
+    path = distilled_path(folder, direction)
     return path if path.is_file() else None
+
+
+def _needs_distilled(name: str) -> bool:
+    return any("{distilled}" in a for a in CANDIDATES[name][1])
+
+
+def to_distill(names: list[str], runs: Path, distilled: Path | None,
+               teachers: Path | None) -> dict[str, list[str]]:
+    """direction -> the command that makes its distilled file, for each direction a candidate
+    in ``names`` still needs (not finished, its file not in ``distilled``) and ``teachers``
+    has a teacher for (``<src>-<trg>.pt``)."""
+    if distilled is None or teachers is None:
+        return {}
+    jobs = {}
+    for name in names:
+        direction = CANDIDATES[name][0]
+        teacher = teachers / f"{direction}.pt"
+        if (_needs_distilled(name) and direction not in jobs and teacher.is_file()
+                and not (runs / name / "final.pt").exists()
+                and distilled_file(distilled, direction) is None):
+            jobs[direction] = [*DISTILL, "--teacher", str(teacher),
+                               "--out", str(distilled_path(distilled, direction)),
+                               "--batch-size", str(DISTILL_BATCH)]
+    return jobs
 
 
 def command(name: str, base: list[str], runs: Path, device: str, minutes: float,
@@ -93,7 +136,7 @@ def command(name: str, base: list[str], runs: Path, device: str, minutes: float,
     """The training command of candidate ``name``; None if it needs a distilled file that is
     not there. ``--resume`` when its run folder has a ``last.pt``."""
     direction, extra = CANDIDATES[name]
-    if any("{distilled}" in a for a in extra):
+    if _needs_distilled(name):
         if distilled is None:
             return None
         extra = [a.replace("{distilled}", str(distilled)) for a in extra]
@@ -155,20 +198,47 @@ def best_by_direction(rows: dict) -> dict:
     return best
 
 
-#: The candidates training now: name -> (process, its log file).
+#: The candidates training now, and the teachers translating: name -> (process, its log).
 _RUNNING: dict[str, tuple[subprocess.Popen, object]] = {}
 
 
+def _start(name: str, cmd: list[str], runs: Path, env: dict) -> None:
+    log = open(runs / f"{name}.log", "a", encoding="utf-8")  # noqa: SIM115
+    _RUNNING[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log)
+
+
 def _train(args, base: list[str], device, start: float, names: list[str], rows: dict,
-           env: dict) -> None:
+           env: dict, distilling: dict | None = None) -> None:
     """Start the candidates ``names`` in order, ``--parallel`` at a time, until each has
-    finished or could not start; each one's status in ``rows``."""
+    finished or could not start; each one's status in ``rows``. First the distilled files
+    that ``--teachers`` can make (``to_distill``): each one's status in ``distilling``, and
+    the candidates that need one wait while it is made."""
     waiting, running = list(names), _RUNNING
+    distilling = {} if distilling is None else distilling
+    jobs = {f"distill_{d}": (d, cmd) for d, cmd in to_distill(
+        names, args.runs, args.distilled, getattr(args, "teachers", None)).items()}
+    distilling.update({d: "waiting" for d, _ in jobs.values()})
     while waiting or running:
         left = args.minutes - (time.monotonic() - start) / 60
+        for job, (direction, cmd) in jobs.items():  # the teachers first, as places free
+            if left < LEAST_MINUTES:  # nothing could use the file now: stopped, its part kept
+                if distilling[direction] == "making" and job in running:
+                    running[job][0].terminate()
+                    distilling[direction] = "stopping"
+                elif distilling[direction] == "waiting":
+                    distilling[direction] = "not started: out of time"
+            elif distilling[direction] == "waiting" and len(running) < args.parallel:
+                _start(job, [*cmd, "--device", str(device)], args.runs, env)
+                distilling[direction] = "making"
+                print(f"started {job} (the teacher's translations)", flush=True)
+        deferred = []
         while waiting and len(running) < args.parallel:
             name = waiting.pop(0)
             direction = CANDIDATES[name][0]
+            if (_needs_distilled(name) and left >= LEAST_MINUTES
+                    and distilling.get(direction) in ("waiting", "making")):
+                deferred.append(name)  # its file is being made: it starts once there
+                continue
             rows[name] = {"direction": direction}
             if (args.runs / name / "final.pt").exists():
                 rows[name]["status"] = "finished before this command: read"
@@ -179,22 +249,28 @@ def _train(args, base: list[str], device, start: float, names: list[str], rows: 
             cmd = command(name, base, args.runs, str(device), left - MARGIN_MINUTES,
                           distilled_file(args.distilled, direction))
             if cmd is None:
+                made = distilling.get(direction)
+                why = f" (making it {made}: see distill_{direction}.log)" if made else ""
                 rows[name]["status"] = ("not started: no distilled file "
-                                        f"{direction}.{direction.split('-')[1]} in --distilled")
+                                        f"{direction}.{direction.split('-')[1]} in "
+                                        f"--distilled{why}")
                 continue
             rows[name]["command"] = " ".join(shlex.quote(a) for a in cmd)
-            log = open(args.runs / f"{name}.log", "a", encoding="utf-8")  # noqa: SIM115
-            running[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                              env=env), log)
+            _start(name, cmd, args.runs, env)
             print(f"started {name} ({left:.1f} minutes left)", flush=True)
+        waiting[:0] = deferred
         for name, (process, log) in list(running.items()):
             if process.poll() is None:
                 continue
             log.close()
             del running[name]
-            rows[name]["status"] = ("finished" if process.returncode == 0
-                                    else f"failed (exit status {process.returncode})")
-            print(f"{name}: {rows[name]['status']}", flush=True)
+            status = ("finished" if process.returncode == 0
+                      else f"failed (exit status {process.returncode})")
+            if name in jobs:
+                distilling[jobs[name][0]] = status
+            else:
+                rows[name]["status"] = status
+            print(f"{name}: {status}", flush=True)
         if running:
             time.sleep(1)
 
@@ -206,6 +282,10 @@ def main(argv=None) -> int:
                         help="the folder of the candidates' run folders and logs")
     parser.add_argument("--distilled", type=Path,
                         help="the folder of the teachers' translations, <src>-<trg>.<trg>")
+    parser.add_argument("--teachers", type=Path,
+                        help="a folder of teacher checkpoints, <src>-<trg>.pt (the shipped "
+                        "models: src/convs2s/run/models): a distilled file missing from "
+                        "--distilled is made with its direction's teacher first")
     parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), metavar="NAME",
                         help="these candidates only (default: all, in CANDIDATES' order)")
     parser.add_argument("--parallel", type=int, default=1,
@@ -222,6 +302,10 @@ def main(argv=None) -> int:
         parser.error(f"--minutes must be more than {LEAST_MINUTES:g}")
     if args.distilled is not None and not args.distilled.is_dir():
         parser.error(f"--distilled {args.distilled}: no such folder")
+    if args.teachers is not None and args.distilled is None:
+        parser.error("--teachers needs --distilled, the folder their translations go to")
+    if args.teachers is not None and not args.teachers.is_dir():
+        parser.error(f"--teachers {args.teachers}: no such folder")
     try:
         device = environment.check_device(args.device)
         base = shlex.split(args.base)
@@ -232,11 +316,12 @@ def main(argv=None) -> int:
     start = time.monotonic()
     names = args.only or list(CANDIDATES)
     rows: dict[str, dict] = {}
+    distilling: dict[str, str] = {}
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if device.type == "cpu":  # one thread a process: the candidates share the cores
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     try:
-        _train(args, base, device, start, names, rows, env)
+        _train(args, base, device, start, names, rows, env, distilling)
     finally:  # interrupted: each trainer saves its last.pt on SIGTERM and stops
         for process, _log in _RUNNING.values():
             if process.poll() is None:
@@ -261,7 +346,7 @@ def main(argv=None) -> int:
         "benchmark": "candidates", "split": "valid", "base": args.base,
         "device": environment.describe_device(device), "parallel": args.parallel,
         "minutes": args.minutes, "wall_seconds": round(time.monotonic() - start, 1),
-        "candidates": rows, "best": best}))
+        "distilled_here": distilling, "candidates": rows, "best": best}))
     return 0
 
 

@@ -5,6 +5,7 @@ resumed or read where its run folder says so, and the report says what each run 
 import hashlib
 import importlib
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -15,11 +16,12 @@ from convs2s.run.checkpoint import Checkpoint
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-#: The trainer with the loader told to expect the tiny corpus's checksums (given as argv[1]).
+#: The trainer (or the teacher's translating) with the loader told to expect the tiny corpus's
+#: checksums (given as argv[1]).
 WRAPPER = """import json, sys
 from convs2s.data import multi30k
 multi30k.MULTI30K_SHA256 = json.loads(sys.argv.pop(1))
-from convs2s.run.train import main
+from convs2s.run.{module} import main
 sys.exit(main())
 """
 
@@ -29,11 +31,12 @@ def candidates(tiny_corpus, monkeypatch, tmp_path):
     """benchmarks/candidates.py with its trainer reading the tiny corpus; run(*args) -> exit."""
     sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tiny_corpus.iterdir()}
     monkeypatch.setenv("CONVS2S_DATA_DIR", str(tiny_corpus))
-    wrapper = tmp_path / "train_tiny.py"
-    wrapper.write_text(WRAPPER, encoding="utf-8")
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     module = importlib.import_module("candidates")
-    monkeypatch.setattr(module, "TRAIN", [sys.executable, str(wrapper), json.dumps(sums)])
+    for constant, name in (("TRAIN", "train"), ("DISTILL", "distill")):
+        wrapper = tmp_path / f"{name}_tiny.py"
+        wrapper.write_text(WRAPPER.format(module=name), encoding="utf-8")
+        monkeypatch.setattr(module, constant, [sys.executable, str(wrapper), json.dumps(sums)])
 
     def run(*args):
         monkeypatch.setattr(sys, "argv", ["benchmarks/candidates.py", *args])
@@ -83,6 +86,24 @@ def test_candidates_train_side_by_side_and_the_report_reads_their_runs(
     assert again["de-en_distill"]["valid_beam5"] == rows["de-en_distill"]["valid_beam5"]
     assert (runs / "de-en_distill" / "final.pt").stat().st_mtime_ns == stamps["de-en_distill"]
 
+    # --teachers: en-de's file is missing; a teacher for it (here the run just trained) makes it
+    # first, and the candidate that needs it trains on it
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(runs / "en-de_baseline" / "final.pt", models / "en-de.pt")
+    assert candidates("--runs", str(runs), "--distilled", str(teachers), "--teachers",
+                      str(models), "--parallel", "2", "--minutes", "30", "--base",
+                      "--preset quick_subword --epochs 1 --vocab-size 60",
+                      "--only", "en-de_distill", "de-en_distill", "--json", str(report)) == 0
+    r = json.loads(report.read_text(encoding="utf-8"))
+    assert r["distilled_here"] == {"en-de": "finished"}  # de-en had its file: not made again
+    made = (teachers / "en-de.de").read_text(encoding="utf-8").splitlines()
+    assert len(made) == len(_gz_lines(tiny_corpus / "train.de.gz"))
+    row = r["candidates"]["en-de_distill"]
+    assert row["status"] == "finished" and row["epochs"] == 1, row
+    assert f"--distilled {teachers / 'en-de.de'}" in row["command"]
+    assert "distilling" in (runs / "distill_en-de.log").read_text(encoding="utf-8")
+
 
 def test_no_candidate_starts_after_the_deadline(candidates, tmp_path):
     """Past the deadline (less than LEAST_MINUTES left) a candidate is reported, not started:
@@ -103,6 +124,45 @@ def test_no_candidate_starts_after_the_deadline(candidates, tmp_path):
     assert sorted(p.name for p in runs.iterdir()) == ["de-en_fr-cs"]
 
 
+def test_a_candidate_waits_for_its_teachers_translations_until_the_deadline(
+        candidates, monkeypatch, tmp_path):
+    """A distilled file being made holds back the candidates that need it, not the others; at
+    the deadline the teacher is stopped (its part kept for the same command to continue) and
+    they are reported as not started. The clock is the test's: no fixed waits."""
+    import time
+    import types
+
+    module = sys.modules["candidates"]
+    runs, distilled, models = tmp_path / "runs", tmp_path / "distilled", tmp_path / "models"
+    for folder in (runs, distilled, models):
+        folder.mkdir()
+    (models / "en-de.pt").write_bytes(b"")  # a teacher is there (this fake one never finishes)
+    monkeypatch.setattr(module, "DISTILL",
+                        [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"])
+    monkeypatch.setattr(module, "TRAIN", [sys.executable, "-c", "pass"])  # ends at once
+    clock = [0.0]
+
+    def sleep(_seconds):  # each wait moves the test's clock on by a minute
+        clock[0] += 60
+        time.sleep(0.05)
+
+    monkeypatch.setattr(module, "time", types.SimpleNamespace(monotonic=lambda: clock[0],
+                                                              sleep=sleep))
+    started, start = [], module._start
+    monkeypatch.setattr(module, "_start", lambda name, *a: (started.append(name),
+                                                            start(name, *a)))
+    args = types.SimpleNamespace(runs=runs, minutes=3.0, parallel=3, distilled=distilled,
+                                 teachers=models)
+    rows, distilling = {}, {}
+    module._train(args, [], "cpu", 0.0, ["en-de_distill", "en-de_baseline"], rows, {},
+                  distilling)
+    assert started == ["distill_en-de", "en-de_baseline"]  # the other one did not wait
+    assert rows["en-de_distill"]["status"] == "not started: out of time"
+    assert rows["en-de_baseline"]["status"] == "finished"
+    assert distilling["en-de"].startswith("failed (exit status")  # stopped at the deadline
+    assert module._RUNNING == {}
+
+
 def test_bad_arguments_are_one_line(candidates, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         candidates("--runs", str(tmp_path / "runs"), "--minutes", "0.5")
@@ -113,6 +173,10 @@ def test_bad_arguments_are_one_line(candidates, tmp_path, capsys):
         candidates("--runs", str(tmp_path / "runs"), "--minutes", "5",
                    "--distilled", str(tmp_path / "nowhere"))
     assert "no such folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        candidates("--runs", str(tmp_path / "runs"), "--minutes", "5",
+                   "--teachers", str(tmp_path))
+    assert "--teachers needs --distilled" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()  # nothing made for a refused command
 
 

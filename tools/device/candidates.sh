@@ -4,11 +4,12 @@
 #
 #   bash tools/device/candidates.sh
 #
-# Beforehand, here: the data and the teachers' translations into .gpu/ (which
-# .git/info/exclude ignores), about 6 MB:
-#   mkdir -p .gpu/multi30k .gpu/distilled && cp ../shared/data/multi30k/*.gz .gpu/multi30k/ &&
-#   cp runs/distilled/de-en.shipped-teacher.beam5.en .gpu/distilled/de-en.en &&
-#   cp runs/distilled/en-de.shipped-teacher.beam5.de .gpu/distilled/en-de.de
+# Beforehand, here: the data into .gpu/ (which .git/info/exclude ignores), about 4 MB:
+#   mkdir -p .gpu/multi30k && cp ../shared/data/multi30k/*.gz .gpu/multi30k/
+# The teachers' translations for the distillation candidates go in .gpu/distilled/
+# (<src>-<trg>.<trg>); any missing there is made on the device first by the shipped model of
+# its direction (benchmarks/candidates.py --teachers), in one of the PARALLEL places while the
+# other candidates start, and comes back in $OUT (distilled_<src>-<trg>.<trg>).
 #
 # It trains the candidates side by side (benchmarks/candidates.py, MINUTES of wall clock,
 # PARALLEL at once), writes the report to $OUT, and for each direction whose best candidate
@@ -34,10 +35,17 @@ if ! "$PYTHON" -c "import spacy" 2>/dev/null; then
 fi
 "$PYTHON" -c "import torch; print('device:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
 
+mkdir -p .gpu/distilled "$RUNS"
+made_before=$(ls .gpu/distilled | tr "\n" " ")
 "$PYTHON" benchmarks/candidates.py --device "$DEVICE" --parallel "$PARALLEL" \
   --minutes "$MINUTES" --runs "$RUNS" --distilled .gpu/distilled \
+  --teachers src/convs2s/run/models \
   ${BASE:+--base "$BASE"} ${ONLY:+--only $ONLY} --json "$OUT/candidates.json"
 status=$?
+for f in $(ls .gpu/distilled); do  # the teachers' translations made here, for later runs
+  case "$f" in *.partial) continue ;; esac
+  case " $made_before " in *" $f "*) ;; *) cp ".gpu/distilled/$f" "$OUT/distilled_$f" ;; esac
+done
 tar -czf "$OUT/candidate_logs.tar.gz" -C "$RUNS" $(cd "$RUNS" && ls *.log 2>/dev/null)
 [ $status -eq 0 ] || exit $status
 
