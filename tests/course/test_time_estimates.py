@@ -31,10 +31,19 @@ def test_the_readme_table_is_the_method_s_and_the_site_total_is_its_total():
         f"about {total // 60} h {total % 60:02d} min")
 
 
-def test_the_method_on_a_made_up_notebook(tmp_path):
-    def md(text):
-        return {"cell_type": "markdown", "metadata": {}, "source": text}
+def md(text):
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
 
+
+def made_up_notebook(tmp_path, cells):
+    """A notebook of ``cells`` written to tmp_path (its name numbered like the course's)."""
+    path = tmp_path / "99_made_up.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    return path
+
+
+def test_the_method_on_a_made_up_notebook(tmp_path):
     def code(text, seconds=0.0, **meta):
         ex = {"iopub.execute_input": "2026-01-01T00:00:00Z",
               "shell.execute_reply": f"2026-01-01T00:{int(seconds) // 60:02d}:"
@@ -50,9 +59,7 @@ def test_the_method_on_a_made_up_notebook(tmp_path):
              md("## 2. Deep dive (optional): more\n\n" + "word " * 300),
              code("w = 1\n" * 20, seconds=61),
              md("## Summary\n\nshort.")]
-    path = tmp_path / "99_made_up.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path = made_up_notebook(tmp_path, cells)
     est = te.estimate(path)
     main, deep = est.main, est.deep_dive
     assert main.exercises == ("derive",) and deep.exercises == ()
@@ -68,17 +75,12 @@ def test_the_method_on_a_made_up_notebook(tmp_path):
 def test_an_exercise_in_a_deep_dive_is_graded_so_it_counts_in_the_main_path(tmp_path):
     """Notebook 02's Exercise 4 sits in its optional deep dive but is graded like the
     others; the estimate counts it with them ("the 4 exercises"), the reading stays the dive's."""
-    def md(text):
-        return {"cell_type": "markdown", "metadata": {}, "source": text}
-
     cells = [md("# 99 · Title\n\n**Estimated time:** soon.\n\n" + "word " * 140),
              md("### Exercise 1 (predict): a thing"),
              md("## 2. Deep dive (optional): more\n\n" + "word " * 290),
              md("### Exercise 2 (derive): another thing"),
              md("## Summary\n\nshort.")]
-    path = tmp_path / "99_made_up.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path = made_up_notebook(tmp_path, cells)
     est = te.estimate(path)
     assert est.main.exercises == ("predict", "derive") and est.deep_dive.exercises == ()
     assert est.main.exercise_minutes == 20
@@ -90,15 +92,10 @@ def test_an_ungraded_warm_up_exercise_counts_like_a_graded_one(tmp_path):
     """Notebook 00's warm-ups open with a bold "**Exercise N (kind).**", not a heading (they
     are not coursework tasks); a learner still spends an exercise's minutes on each. A bold
     mention of exercises in running text is not one."""
-    def md(text):
-        return {"cell_type": "markdown", "metadata": {}, "source": text}
-
     cells = [md("# 99 · Title\n\n**Estimated time:** soon.\n\n**Exercises:** two, below."),
              md("**Exercise 1 (predict, then measure).** Before you run anything, write it."),
              md("**Exercise 2 (derive).** Compute it."),
              md("## Summary\n\nshort.")]
-    path = tmp_path / "99_made_up.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path = made_up_notebook(tmp_path, cells)
     est = te.estimate(path)
     assert est.main.exercises == ("predict", "derive") and est.main.exercise_minutes == 20
