@@ -6,6 +6,7 @@ conftest). Not a fixture file: plain functions, so that a test reads what it cal
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,9 +36,13 @@ def hidden(notebook: str, variant: str | None = None) -> SimpleNamespace:
     names = {ex.id: ex.answer_names for ex in exercises}
 
     def grading(exercise, test):
-        def run(*answers):
+        @functools.cache  # drawn (and a predict version measured) once, at the first run
+        def params() -> dict:
             version = class_variants.variant(exercise, variant, versions)
-            cases = test(dict(version.params) if version else {})
+            return dict(version.params) if version else {}
+
+        def run(*answers):
+            cases = test(dict(params()))
             verdict = grader.in_this_process(exercise, cases,
                                              dict(zip(names[exercise], answers, strict=True)))
             if not verdict.passed:

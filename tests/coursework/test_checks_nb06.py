@@ -113,6 +113,20 @@ def test_brevity_prediction_rejects_wrong_predictions_with_a_hint(wrong, message
     assert f"{score:.2f}" not in said and f"{score:.1f}" not in said and "13.2" not in said
 
 
+def test_a_prediction_below_1_within_1_point_holds_where_a_version_measures_below_2():
+    """A class's version with outputs a fifth as long measures BLEU 1.83: a prediction within 1
+    point holds there even below 1 (it was refused as "a fraction"), for its check and its
+    hidden test alike (both call this accept); further off, below 1, it is told the scale."""
+    measured = nb06._halved_outputs_score(1, 5)
+    assert measured == pytest.approx(100 * math.exp(1 - 5), abs=1e-6)
+    for prediction in (0.9, 1.0, measured - 0.99):
+        nb06.accept_brevity_prediction(prediction, measured)
+    for prediction, message in ((0.5, "0-100 scale"), (0.0183, "0-100 scale"),
+                                (-0.5, "did not hold"), (3.0, "did not hold")):
+        with pytest.raises(AssertionError, match=message):
+            nb06.accept_brevity_prediction(prediction, measured)
+
+
 def test_brevity_prediction_none_is_not_answered():
     assert checks.brevity_prediction(None) is False
 

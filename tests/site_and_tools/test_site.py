@@ -1293,9 +1293,19 @@ def _package_map(k, layers, padding, length):
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_pages_dependency_maps_equal_the_packages_measured_ones(tab):
+    """Every setting of the kernel, layers and padding at three lengths, and every length the
+    control offers (4 to 32) with every kernel and padding, its layers varying with both."""
+    from convs2s.course import widgets
+
+    control = {c.name: c for c in widgets.declared("dependency-explorer").controls}["length"]
+    lengths = range(control.min, control.max + 1, control.step)
+    assert len(lengths) == 29
     tab.open("01_glu_and_padding.html")
     settings = [(k, layers, padding, length) for k in range(1, 10) for layers in range(1, 7)
                 for padding in ("none", "same", "causal") for length in (4, 11, 32)]
+    settings += [(k, 1 + (k + length) % 6, padding, length) for length in lengths
+                 if length not in (4, 11, 32) for k in range(1, 10)
+                 for padding in ("none", "same", "causal")]
     page = tab.page.evaluate("""settings => settings.map(([k, l, p, n]) => {
         const m = window.convs2sLive.dependencyMap(k, l, p, n);
         return m.error ?? m.rows; })""", settings)

@@ -106,11 +106,11 @@ def accept_brevity_prediction(prediction, measured: float) -> None:
     """What this exercise accepts (its check and its hidden test alike): BLEU on the 0-100
     scale within 1 point of the measurement; AssertionError otherwise."""
     predicted = _float(prediction, "prediction")
+    if abs(predicted - measured) <= 1.0:  # holds, even below 1: a class's version may measure
+        return  # under 2 (outputs a fifth as long: 1.83)
     if 0 < predicted <= 1 < measured:
         raise AssertionError("BLEU is reported on the 0-100 scale, not as a fraction")
-    if abs(predicted - measured) > 1.0:
-        raise AssertionError("it did not hold (it must be within 1 BLEU point of the "
-                             "measurement)")
+    raise AssertionError("it did not hold (it must be within 1 BLEU point of the measurement)")
 
 
 def _brevity_lines() -> list[str]:
