@@ -17,33 +17,6 @@ the package's layers; each imports only the ones listed before it:
 
 __version__ = "0.1.0"
 
-from convs2s.data import (  # noqa: E402
-    BucketBatchSampler,
-    DataError,
-    PadCollate,
-    Tokenizer,
-    TranslationDataset,
-    Vocab,
-    check_length,
-    load_multi30k,
-    load_pairs,
-    make_loader,
-    make_tokenizer,
-    padding_ratio,
-)
-from convs2s.model import (  # noqa: E402
-    Attention,
-    ConvGLUBlock,
-    ConvS2S,
-    ConvS2SConfig,
-    Decoder,
-    Encoder,
-    EncoderOut,
-    beam_search,
-    count_parameters,
-    greedy_decode,
-)
-
 __all__ = [
     "Attention", "BucketBatchSampler", "ConvGLUBlock", "ConvS2S", "ConvS2SConfig", "DataError",
     "Decoder", "Encoder", "EncoderOut", "PadCollate", "Tokenizer", "TranslationDataset", "Vocab",
@@ -53,9 +26,26 @@ __all__ = [
 ]
 
 
+#: Where each name of the package's top level lives: imported on first use, so that
+#: ``import convs2s`` (the first thing ``python -m convs2s.translate`` does) loads no torch, and
+#: a command catches Ctrl-C or SIGTERM while torch loads (``signals.import_command``).
+_DATA = ("BucketBatchSampler", "DataError", "PadCollate", "Tokenizer", "TranslationDataset",
+         "Vocab", "check_length", "load_multi30k", "load_pairs", "make_loader", "make_tokenizer",
+         "padding_ratio")
+_MODEL = ("Attention", "ConvGLUBlock", "ConvS2S", "ConvS2SConfig", "Decoder", "Encoder",
+          "EncoderOut", "beam_search", "count_parameters", "greedy_decode")
+#: The package's layers, as attributes of ``convs2s`` once asked for.
+_LAYERS = ("system", "model", "data", "run", "course")
+
+
 def __getattr__(name):
-    # The training-side names load torch's optimizers, sacreBLEU etc. only when first used.
+    import importlib
+
+    if name in _LAYERS:
+        return importlib.import_module(f"convs2s.{name}")
     lazy = {
+        **dict.fromkeys(_DATA, "convs2s.data"),
+        **dict.fromkeys(_MODEL, "convs2s.model"),
         "Translator": "convs2s.run.translator",
         "corpus_bleu": "convs2s.run.metrics",
         "PRESETS": "convs2s.run.presets",
@@ -64,7 +54,9 @@ def __getattr__(name):
         "pretrained": "convs2s.run.pretrained",  # the shipped translators: pretrained("de-en")
     }
     if name in lazy:
-        import importlib
-
         return getattr(importlib.import_module(lazy[name]), name)
     raise AttributeError(f"module 'convs2s' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__, *_LAYERS})

@@ -3,11 +3,10 @@ of :mod:`convs2s.run.evaluate`, which holds the code."""
 
 import sys
 
-try:
-    from convs2s.run.evaluate import main
-except KeyboardInterrupt:  # Ctrl-C while torch loads: one line, as Ctrl-C later gives
-    sys.stderr.write("interrupted.\n")
-    sys.exit(130)
+from convs2s.system.signals import import_command
+
+# Ctrl-C or SIGTERM while torch loads: one line, as later
+main = import_command("convs2s.run.evaluate")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 
 from convs2s.system.arguments import cut
 
-__all__ = ["StopSignals", "Terminated", "exit_status", "how_stopped", "run_command", "say",
-           "stopped"]
+__all__ = ["StopSignals", "Terminated", "exit_status", "how_stopped", "import_command",
+           "run_command", "say", "stopped"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -110,3 +110,16 @@ def run_command(main: Callable[[], int | None], detail: str = "") -> int:
         except KeyboardInterrupt as e:
             return stopped(e, detail)
     return code if isinstance(code, int) else 0
+
+
+def import_command(module: str, name: str = "main") -> Callable[..., int | None]:
+    """``module``'s function ``name``, imported as a command's first step: Ctrl-C or SIGTERM
+    while it loads (torch takes seconds) stops the command in one line, exit 130 or 143, as
+    later (``python -m convs2s.translate`` and the other commands' modules)."""
+    import importlib
+
+    try:
+        with StopSignals():
+            return getattr(importlib.import_module(module), name)
+    except KeyboardInterrupt as e:
+        sys.exit(stopped(e))
