@@ -42,7 +42,7 @@ from convs2s.run.compiled_decoding import compiled_greedy_decode
 from convs2s.run.presets import PRESETS
 from convs2s.run.translate_cli import device_arg
 from convs2s.system import environment
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, whole_number_arg
 from convs2s.system.compiling import COMPILE_MODES
 
 
@@ -77,10 +77,11 @@ def main(argv=None) -> int:
     what.add_argument("--checkpoint", type=Path, help="a trained model (default: random weights)")
     what.add_argument("--preset", default="cpu", choices=sorted(PRESETS),
                       help="sizes of the randomly initialised model (default: cpu)")
-    parser.add_argument("--batch", type=int, default=32, help="sentences per batch")
-    parser.add_argument("--src-len", type=int, default=14, help="source length (tokens)")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[10, 20, 40])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch", type=whole_number_arg, default=32, help="sentences per batch")
+    parser.add_argument("--src-len", type=whole_number_arg, default=14,
+                        help="source length (tokens)")
+    parser.add_argument("--lengths", type=whole_number_arg, nargs="+", default=[10, 20, 40])
+    parser.add_argument("--repeats", type=whole_number_arg, default=3)
     parser.add_argument("--device", type=device_arg, default=None,
                         help="cpu, cuda, cuda:N or mps (default: the best there is)")
     parser.add_argument("--compile", choices=COMPILE_MODES, metavar="MODE",

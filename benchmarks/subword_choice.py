@@ -20,6 +20,7 @@ Nothing is written except ``--json``.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import statistics
 import sys
@@ -28,7 +29,7 @@ import time
 from common import json_arg, run_main, stamp, write_report
 
 from convs2s.data import load_multi30k
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, whole_number_arg
 
 SPECIALS = ["<unk>", "<pad>", "<bos>", "<eos>"]
 
@@ -122,16 +123,25 @@ def main(argv=None) -> int:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", default="de")
     parser.add_argument("--trg", default="en")
-    parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
-                        choices=list(CANDIDATES))
-    parser.add_argument("--per-side-sizes", type=int, nargs="+",
+    parser.add_argument("--vocab-size", type=whole_number_arg, default=8000)
+    parser.add_argument("--candidates", nargs="+", choices=list(CANDIDATES),
+                        help="default: every one whose library is installed")
+    parser.add_argument("--per-side-sizes", type=whole_number_arg, nargs="+",
                         help="vocabulary sizes per side to compare with the joint one "
                         "(default: half and all of --vocab-size)")
     parser.add_argument("--split", default="valid", choices=["valid", "test"],
                         help="held-out text for the figures (default: valid)")
     parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
+    hf = importlib.util.find_spec("tokenizers") is not None  # not among the package's needs
+    if args.candidates is None:
+        args.candidates = [n for n in CANDIDATES if hf or not n.startswith("tokenizers")]
+        if not hf:
+            print("Hugging Face tokenizers is not installed: its candidates are left out "
+                  "(pip install tokenizers to compare them too)", flush=True)
+    elif not hf and any(n.startswith("tokenizers") for n in args.candidates):
+        parser.error("the tokenizers candidates need Hugging Face tokenizers: pip install "
+                     "tokenizers, or leave them out of --candidates")
     data = load_multi30k(src=args.src, trg=args.trg, download=False)
     train_src = [s for s, _ in data["train"]]
     train_trg = [t for _, t in data["train"]]

@@ -17,7 +17,6 @@ finds every link this tool writes, slashes included, so a later run can point th
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -25,6 +24,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.atomic_files import write_text_atomic
 from convs2s.system.signals import run_command
 
@@ -180,7 +180,7 @@ def rewrite_tree(root: Path, branch: str = "main") -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository's root")
     parser.add_argument("--branch", default="main",
                         help="the branch the links open (default: main); a name git accepts")

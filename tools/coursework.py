@@ -61,7 +61,6 @@ and every file it writes is replaced whole (``convs2s.system.atomic_files``).
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import hashlib
@@ -81,7 +80,7 @@ from pathlib import Path
 
 from convs2s.course.checks import answer_rules, class_variants, grader, testing
 from convs2s.system import sandbox
-from convs2s.system.arguments import cut, dangling_link_problem
+from convs2s.system.arguments import OneLineParser, cut, dangling_link_problem
 from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
 from convs2s.system.signals import run_command
 from tools.notebook_format import NotebookFormatError, check_notebook
@@ -1630,7 +1629,7 @@ def _check_samples(notebooks_dir: str | Path, hidden_dir: str | Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m tools.coursework",
         description="Write the nbgrader source notebooks (instructor versions) from the course "
                     "notebooks' exercises and coursework/hidden/.")

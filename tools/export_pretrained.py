@@ -16,7 +16,6 @@ differs.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
@@ -26,6 +25,7 @@ import torch
 
 from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.pretrained import MANIFEST, MODELS_DIR
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.atomic_files import write_json_atomic
 from convs2s.system.signals import run_command
 
@@ -115,7 +115,7 @@ def export(run: Path, direction: str, machine: str, command: str, scores: dict |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.export_pretrained",
+    parser = OneLineParser(prog="python -m tools.export_pretrained",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", required=True, type=Path,
                         help="the training run's folder (final.pt, last.pt)")

@@ -27,7 +27,6 @@ Needs the ``playwright`` Python package (a dev dependency) and a Chromium binary
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import itertools
 import json
@@ -48,6 +47,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.signals import run_command
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -824,7 +824,7 @@ def _out_problem(out: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m tools.screenshots",
         description="Screenshot the course's widgets (notebooks 01, 03, 06) in JupyterLab in "
                     "headless Chromium, for the README. Set CONVS2S_QUICK=1 for the quick "

@@ -16,7 +16,6 @@ recorded (:attr:`SitePage.external`), so a page that needs the network shows it.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import http.server
@@ -26,6 +25,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.signals import run_command
 from tools import screenshots
 
@@ -154,7 +154,7 @@ def capture(site: Path, log=print) -> dict[str, bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m tools.site_screenshots",
         description="Screenshot two pages of the built course website (make site) for the "
                     "README, at desktop and phone widths, in headless Chromium.")

@@ -25,13 +25,13 @@ stop it with one line (exit 130 / 143, ``convs2s.system.signals``), never a trac
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from datetime import datetime
 from pathlib import Path
 
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.atomic_files import write_text_atomic
 from convs2s.system.local_files import FileRefused, json_value, read_small
 from convs2s.system.signals import run_command
@@ -118,7 +118,7 @@ def notebook_json(nb: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.strip_solutions",
+    parser = OneLineParser(prog="python -m tools.strip_solutions",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path,
                         help="notebooks to strip (default: every notebooks/NN_*.ipynb)")

@@ -25,7 +25,6 @@ Each part is rounded up to whole minutes and the total to 5 minutes.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -33,6 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.atomic_files import write_text_atomic
 from convs2s.system.signals import run_command
 
@@ -222,7 +222,7 @@ def write_readme(estimates: list[Estimate], readme: Path = README) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true",
                         help="put each estimate into its notebook's Estimated time line, and the "
                              "table into README.md")

@@ -160,3 +160,26 @@ def test_length_sweep_refuses_a_budget_below_the_longest_length():
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 2 and "--tokens at least the longest length" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+#: The tools' command lines (python -m ...), each given an option it does not have.
+TOOLS = ["tools.badges", "tools.coursework", "tools.export_pretrained", "tools.screenshots",
+         "tools.site_screenshots", "tools.strip_solutions", "tools.time_estimate", "tools.site",
+         "tools.site.flipbook_data"]
+
+
+@pytest.mark.parametrize("command", [
+    *[["-m", tool, "--no-such-option"] for tool in TOOLS],
+    [str(BENCHMARKS / "decoding.py"), "--batch", "0"],
+    [str(BENCHMARKS / "decoding.py"), "--repeats", "0"],
+    [str(BENCHMARKS / "subword_choice.py"), "--vocab-size", "0"],
+], ids=lambda c: " ".join(Path(a).name for a in c[:3]))
+def test_a_mistyped_argument_is_one_line_exit_2(command):
+    """A tool's unknown option was argparse's usage block and error (two to four lines); a
+    benchmark's batch, repeats or vocabulary of 0 a traceback from deep inside. Now one line
+    each, exit status 2, before any work."""
+    done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert (done.returncode, len(lines)) == (2, 1), done.stderr
+    assert "error:" in lines[0] and "Traceback" not in done.stderr

@@ -69,7 +69,6 @@ file ``.convs2s-site``); any other folder there is refused, with one line.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import dataclasses
@@ -90,6 +89,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from convs2s.course import widgets as declarations  # every notebook widget, declared once
+from convs2s.system.arguments import OneLineParser
 from tools.site import figures as studied  # figures drawn for a phone, the dark theme
 from tools.site import flipbooks  # notebooks 03-05's widgets (flipbooks.py)
 from tools.site import widgets as notebook_widgets  # which declared widget a notebook's is
@@ -1261,7 +1261,7 @@ def _record_problem(text: str, out: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m tools.site",
         description="Build the course as a static website from the committed notebooks and "
                     "their stored outputs (nothing is executed; no network needed).")

@@ -17,11 +17,11 @@ needs neither the Multi30k data nor the training run (see tools/site/flipbooks.p
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from convs2s.system.arguments import OneLineParser
 from convs2s.system.atomic_files import write_text_atomic
 from convs2s.system.signals import run_command
 from tools.site import flipbooks
@@ -84,7 +84,7 @@ def _write(path: Path, data: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.site.flipbook_data",
+    parser = OneLineParser(prog="python -m tools.site.flipbook_data",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, default=RUN_05,
                         help="notebook 05's run checkpoint (default: %(default)s)")
