@@ -14,16 +14,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("alpha_grid"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import json_arg, stamp, write_report
 
 from convs2s.data import load_multi30k
 from convs2s.model.search import check_length_penalty
+from convs2s.run.checkpoint import Checkpoint, CheckpointError
 from convs2s.run.evaluate import score_alphas
 from convs2s.run.pretrained import PretrainedError, pretrained, record
 from convs2s.run.translator import Translator
 from convs2s.system import environment
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg
 
 DEFAULT_ALPHAS = [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4]
 
@@ -35,7 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint", action="append", default=[], type=Path,
                         help="a checkpoint file, e.g. a run's final.pt (may be repeated)")
     parser.add_argument("--alphas", nargs="+", type=float, default=DEFAULT_ALPHAS)
-    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--beam", type=bounded_int_arg(MAX_BEAM_SIZE), default=5,
+                        help="beam size (default: 5)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, ... (default: cpu)")
     parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
     args = parser.parse_args(argv)
@@ -48,18 +55,38 @@ def main(argv=None) -> int:
             record(d)
     except (ValueError, PretrainedError) as e:
         parser.error(str(e))
+    # Every checkpoint read and its direction checked before the first model is scored
+    # (minutes): the files read once, here; each model is built from its file when its turn
+    # comes.
+    found = [(f"pretrained {d}", tuple(d.split("-"))) for d in args.pretrained]
+    checkpoints: list[Checkpoint | None] = []
+    for path in args.checkpoint:
+        try:
+            ckpt = Checkpoint.load(path)
+        except (CheckpointError, OSError) as e:
+            said = " ".join(str(e).split())
+            parser.error(said if str(path) in said else f"--checkpoint {path}: {said}")
+        checkpoints.append(ckpt)
+        found.append((str(path), (ckpt.pipeline.src_lang, ckpt.pipeline.trg_lang)))
+    direction = found[0][1]
+    for name, here in found[1:]:
+        if here != direction:
+            parser.error(f"{name} translates {'-'.join(here)}, the first model "
+                         f"{'-'.join(direction)}; compare models of one direction")
+
+    def from_file(i: int) -> Translator:  # its file read above: let go once built
+        ckpt, checkpoints[i] = checkpoints[i], None
+        return Translator.from_checkpoint(ckpt, device=device)
+
     models = ([(f"pretrained {d}", lambda d=d: pretrained(d, device=device))
                for d in args.pretrained] +
-              [(str(p), lambda p=p: Translator.from_checkpoint(p, device=device))
-               for p in args.checkpoint])
-    report, direction, pairs = {}, None, None
+              [(str(p), lambda i=i: from_file(i)) for i, p in enumerate(args.checkpoint)])
+    pairs = load_multi30k(src=direction[0], trg=direction[1])["valid"]
+    report = {}
     for name, load in models:
         translator = load()
         here = (translator.src_lang, translator.trg_lang)
-        if direction is None:
-            direction = here
-            pairs = load_multi30k(src=here[0], trg=here[1])["valid"]
-        elif here != direction:
+        if here != direction:  # a shipped model whose file says otherwise than its name
             parser.error(f"{name} translates {'-'.join(here)}, the first model "
                          f"{'-'.join(direction)}; compare models of one direction")
         rows = score_alphas(translator, pairs, alphas, beam_size=args.beam)
@@ -73,6 +100,3 @@ def main(argv=None) -> int:
                                    "threads": torch.get_num_threads(), "models": report}))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

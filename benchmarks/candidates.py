@@ -46,12 +46,17 @@ import sys
 import time
 from pathlib import Path
 
-from common import json_arg, run_main, stamp, write_report
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("candidates"))
+
+from common import json_arg, stamp, write_report
 
 from convs2s.run.checkpoint import Checkpoint
 from convs2s.run.pretrained import record
 from convs2s.system import environment
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, folder_arg
 
 #: The shipped de→en model's settings (its manifest's command, without where and how long).
 BASE = "--preset cpu_subword --dropout 0.3 --epochs 80 --patience 5"
@@ -278,7 +283,7 @@ def _train(args, base: list[str], device, start: float, names: list[str], rows: 
 def main(argv=None) -> int:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda, ... (default: cpu)")
-    parser.add_argument("--runs", type=Path, required=True,
+    parser.add_argument("--runs", type=folder_arg("--runs"), required=True,
                         help="the folder of the candidates' run folders and logs")
     parser.add_argument("--distilled", type=Path,
                         help="the folder of the teachers' translations, <src>-<trg>.<trg>")
@@ -311,7 +316,14 @@ def main(argv=None) -> int:
         base = shlex.split(args.base)
     except ValueError as e:
         parser.error(str(e))
-    args.runs.mkdir(parents=True, exist_ok=True)
+    if args.runs.exists() and not args.runs.is_dir():
+        parser.error(f"--runs {args.runs} is a file, not a folder: give the folder of the "
+                     "candidates' run folders (made if missing)")
+    try:
+        args.runs.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a folder above it is a file
+        parser.error(f"--runs {args.runs}: a folder above it is a file; give a folder for "
+                     "the candidates' run folders")
 
     start = time.monotonic()
     names = args.only or list(CANDIDATES)
@@ -349,6 +361,3 @@ def main(argv=None) -> int:
         "distilled_here": distilling, "candidates": rows, "best": best}))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

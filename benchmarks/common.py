@@ -1,18 +1,34 @@
-"""What every benchmark script shares: how it names itself and how it writes its JSON."""
+"""What every benchmark script shares: how it starts as a command (:func:`run_script`), how it
+reads a count (:func:`count_arg`), how it names itself and how it writes its JSON."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-from convs2s.system.arguments import cut
+from convs2s.system.arguments import cut, whole_number_arg
 from convs2s.system.atomic_files import write_json_atomic
-from convs2s.system.signals import run_command
+from convs2s.system.signals import import_command, run_command
+
+_ZERO = re.compile(r"[ \t]*[+-]?0+[ \t]*")
+
+
+def count_arg(text: str) -> int:
+    """argparse ``type`` of a count where 0 means none (warm-up steps, epochs averaged): a whole
+    number from 0, written as :func:`~convs2s.system.arguments.whole_number_arg` takes one
+    (ASCII digits); a negative number or anything else is refused in one line."""
+    if _ZERO.fullmatch(text):
+        return 0
+    try:
+        return whole_number_arg(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("at least 1", "at least 0")) from None
 
 
 def command() -> str:
@@ -89,12 +105,14 @@ def run_main(main: Callable[[], int | None]) -> int:
     disk) one line and exit 1; Ctrl-C exits 130 and SIGTERM 143, each with one line, never a
     traceback (:mod:`convs2s.system.signals`). Figures written so far stay (they are written
     atomically); what the interrupted measurement had not written is simply not there."""
-    from convs2s.data import DataError
-    from convs2s.run.checkpoint import CheckpointError
-    from convs2s.run.pretrained import PretrainedError
-    from convs2s.system.folder_locks import FolderInUse
 
     def guarded() -> int | None:
+        # loaded here, under run_command's StopSignals: they load torch, seconds
+        from convs2s.data import DataError
+        from convs2s.run.checkpoint import CheckpointError
+        from convs2s.run.pretrained import PretrainedError
+        from convs2s.system.folder_locks import FolderInUse
+
         try:
             return main()
         except (CheckpointError, DataError, PretrainedError, FolderInUse, FileNotFoundError,
@@ -106,3 +124,12 @@ def run_main(main: Callable[[], int | None]) -> int:
             return 1
 
     return run_command(guarded, f" ({Path(sys.argv[0]).name})")
+
+
+def run_script(name: str) -> int:
+    """Run ``benchmarks/<name>.py`` as a command, from the top of that script (before it loads
+    torch): the script imported as the module ``name`` under
+    :func:`~convs2s.system.signals.import_command`, so that Ctrl-C or SIGTERM in the seconds
+    torch takes to load stops it in one line, exit 130 or 143, as the package's commands do;
+    then its ``main`` through :func:`run_main`."""
+    return run_main(import_command(name))

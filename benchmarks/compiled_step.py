@@ -43,8 +43,13 @@ import statistics
 import sys
 import time
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("compiled_step"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import json_arg, stamp, write_report
 
 #: Dense (no sparsity) bfloat16/float16 tensor-core peaks in TFLOP/s by a part of the device's
 #: name, the more specific names first; the vendors' data sheets.
@@ -221,6 +226,3 @@ def main(argv: list[str] | None = None) -> dict:
     write_report(args.json, report)
     return report
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

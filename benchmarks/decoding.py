@@ -32,8 +32,13 @@ import time
 from datetime import date
 from pathlib import Path
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("decoding"))
+
 import torch
-from common import json_arg, run_main, write_report
+from common import json_arg, write_report
 
 from convs2s.model import ConvS2S, count_parameters
 from convs2s.model.search import beam_search, greedy_decode
@@ -146,6 +151,3 @@ def main(argv=None) -> int:
     write_report(args.json, report)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

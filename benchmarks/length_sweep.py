@@ -34,11 +34,21 @@ from __future__ import annotations
 import statistics
 import sys
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("length_sweep"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import json_arg, stamp, write_report
 
 from convs2s.run.translate_cli import device_arg
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import (
+    MAX_BATCH_SIZE,
+    MAX_BEAM_SIZE,
+    OneLineParser,
+    bounded_int_arg,
+)
 
 DEFAULT_LENGTHS = (8, 16, 32, 64, 128, 256)
 
@@ -116,12 +126,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS))
     parser.add_argument("--tokens", type=int, default=4096,
                         help="target tokens per training batch (default: 4096)")
-    parser.add_argument("--decode-batches", type=int, nargs="+", default=None,
+    parser.add_argument("--decode-batches", type=bounded_int_arg(MAX_BATCH_SIZE), nargs="+",
+                        default=None,
                         help="sentences per decoding batch (default: 1 and the full budget)")
     parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size of both sides")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--beam", type=bounded_int_arg(MAX_BEAM_SIZE), default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=json_arg, help="write the results here")
     args = parser.parse_args(argv)
@@ -187,6 +198,3 @@ def main(argv: list[str] | None = None) -> dict:
     write_report(args.json, report)
     return report
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -17,8 +17,13 @@ import sys
 import time
 from datetime import date
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("memory"))
+
 import torch
-from common import json_arg, run_main, write_report
+from common import json_arg, write_report
 
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model import count_parameters
@@ -28,7 +33,7 @@ from convs2s.run.prepare import build_model, make_optimizer, prepare_data
 from convs2s.run.presets import PRESETS
 from convs2s.run.translate_cli import device_arg
 from convs2s.system import environment
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, whole_number_arg
 
 TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset, device type)
 
@@ -36,7 +41,8 @@ TARGETS = {("cpu", "cpu"): "3 GB RAM", ("gpu", "cuda"): "12 GB GPU"}  # (preset,
 def main(argv=None) -> int:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=whole_number_arg, default=60,
+                        help="training steps, on the largest batches first (default: 60)")
     parser.add_argument("--device", type=device_arg)
     parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
@@ -82,6 +88,3 @@ def main(argv=None) -> int:
     write_report(args.json, report)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -19,7 +19,7 @@ import time
 
 from common import json_arg, run_main, write_report
 
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, whole_number_arg
 
 
 def cpu_name() -> str:
@@ -50,7 +50,8 @@ def count(loader, pad_idx: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = OneLineParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--batch-size", type=whole_number_arg, default=128,
+                        help="sentences per batch (default: 128)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-len", type=int, default=None, help="drop longer examples")
     parser.add_argument("--json", type=json_arg, metavar="PATH",

@@ -16,8 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("pretrained"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import json_arg, stamp, write_report
 
 from convs2s.data import load_multi30k
 from convs2s.run.checkpoint import Checkpoint
@@ -80,6 +85,3 @@ def main(argv=None) -> int:
     write_report(args.json, stamp({"benchmark": "pretrained", **report}))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -27,17 +27,29 @@ where the preset makes one, else ``best.pt`` (lowest validation loss):
 It prints a table and writes everything as JSON (the test figures at the top level, as before;
 ``valid`` and ``valid_curve`` beside them). Run nothing else meanwhile: presets have a
 wall-time budget, so a busy machine trains fewer epochs.
+
+A run folder this script makes (or finds empty) gets a marker of its own,
+``.made_by_quality_benchmark``. ``--overwrite`` deletes the checkpoints of a run (``best.pt``,
+``last.pt``, ``final.pt``, ``averaged.pt``, ``snapshots/epochNN.pt``) only in a folder that
+carries it; a run that ``python -m convs2s.train`` or you put in ``--out`` is never deleted
+(the command refuses in one line: choose another ``--out``, or delete those files yourself).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("quality"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import count_arg, json_arg, run_main, stamp, write_report  # noqa: F401 (run_main: for callers)
 
 from convs2s.data import LANGUAGES, DataError, load_multi30k
 from convs2s.data.subword import TOKENIZER_KINDS
@@ -50,7 +62,8 @@ from convs2s.run.train import train
 from convs2s.run.translator import Translator
 from convs2s.system import environment
 from convs2s.system.arguments import MAX_BEAM_SIZE, OneLineParser, bounded_int_arg, folder_arg
-from convs2s.system.folder_locks import FolderInUse, made_and_locked
+from convs2s.system.atomic_files import write_text_atomic
+from convs2s.system.folder_locks import LOCK_NAME, FolderInUse, made_and_locked
 from convs2s.system.signals import Terminated
 
 OPTION = {"src_lang": "--src", "trg_lang": "--trg", "tokenizer": "--tokenizer",
@@ -75,16 +88,57 @@ def training_summary(checkpoint: Path) -> dict:
             "history": state["history"]}
 
 
-def remove_run(out: Path) -> None:
-    """Delete what a run of this script made in ``out`` (for --overwrite), nothing else."""
-    for name in ("best.pt", "last.pt", "final.pt", "averaged.pt"):
-        (out / name).unlink(missing_ok=True)
+#: The marker of a run folder this script made (or found empty): only there does --overwrite
+#: delete a run.
+MARKER = ".made_by_quality_benchmark"
+
+#: A run's checkpoints, which --overwrite deletes (and ``snapshots/epochNN.pt``).
+RUN_FILES = ("best.pt", "last.pt", "final.pt", "averaged.pt")
+
+
+def run_files(out: Path) -> list[Path]:
+    """The checkpoints of a run in ``out``: what :func:`remove_run` deletes."""
+    found = [out / name for name in RUN_FILES if (out / name).is_file()]
     folder = out / "snapshots"
-    if folder.is_dir():
-        for f in folder.glob("epoch[0-9][0-9].pt"):
-            f.unlink()
-        if not any(folder.iterdir()):
-            folder.rmdir()
+    if folder.is_dir() and not folder.is_symlink():
+        found += sorted(folder.glob("epoch[0-9][0-9].pt"))
+    return found
+
+
+def overwrite_problem(out: Path) -> str | None:
+    """Why --overwrite may not delete the run in ``out`` (one line), or None: it holds no run,
+    or one this script made (``out`` carries :data:`MARKER`)."""
+    found = run_files(out)
+    if not found or (out / MARKER).is_file():
+        return None
+    names = ", ".join(p.relative_to(out).as_posix() for p in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return (f"--overwrite deletes only a run this script made, and {out} holds {names}{more} "
+            f"that it did not make (no {MARKER} there, e.g. a run of python -m convs2s.train): "
+            "give another --out, or delete those files yourself")
+
+
+def mark(out: Path) -> bool:
+    """Mark ``out`` as this script's run folder if it holds nothing yet (its lock aside: a
+    folder it made, or found empty), written atomically; whether this call wrote the marker."""
+    if (out / MARKER).is_file() or not set(os.listdir(out)) <= {LOCK_NAME}:
+        return False
+    write_text_atomic(out / MARKER, "A run folder made by benchmarks/quality.py: its --overwrite "
+                      "deletes the run's checkpoints here.\n")
+    return True
+
+
+def remove_run(out: Path) -> None:
+    """Delete what a run of this script made in ``out`` (for --overwrite), nothing else: only
+    in a folder that carries :data:`MARKER` (``ValueError`` otherwise, one line)."""
+    problem = overwrite_problem(out)
+    if problem:
+        raise ValueError(problem)
+    for path in run_files(out):
+        path.unlink()
+    folder = out / "snapshots"
+    if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def learning_curve(translator: Translator, snapshots: list[tuple[dict, dict]], pairs,
@@ -120,16 +174,6 @@ def _print_scores(title: str, metrics: dict, beams) -> None:
               f"{m['sentences_per_s']:>12.1f}")
 
 
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
-    return value
-
-
 def _positive_minutes(text: str) -> float:
     try:
         value = float(text)
@@ -163,13 +207,14 @@ def main(argv=None) -> int:
                         help="run folder for the checkpoints (default: runs/bench_<preset>"
                         "[_<src>_<trg>])")
     parser.add_argument("--overwrite", action="store_true",
-                        help="delete a run already in --out and train afresh")
+                        help="delete a run this script made in --out (its folder carries "
+                        f"{MARKER}) and train afresh; a run made otherwise is never deleted")
     parser.add_argument("--split", choices=SPLITS, default="test")
     parser.add_argument("--beam-sizes", type=bounded_int_arg(MAX_BEAM_SIZE), nargs="+",
                         default=[1, 5])
     parser.add_argument("--no-curve", action="store_true",
                         help="skip the learning curve (validation BLEU after every epoch)")
-    parser.add_argument("--average-last", type=_whole, help="epochs averaged at most for the "
+    parser.add_argument("--average-last", type=count_arg, help="epochs averaged at most for the "
                         "final model (0: none, best.pt is scored; default: the preset's)")
     parser.add_argument("--device", help="cpu, cuda, ... (default: the best there is)")
     parser.add_argument("--json", type=json_arg, help="also write the results as JSON here")
@@ -221,8 +266,8 @@ def run(args, preset, device) -> int:
         out = args.out or Path("runs") / default
         if (out / "last.pt").exists() and not args.overwrite:
             print(f"error: {out} already holds a run; score it with --checkpoint "
-                  f"{out / 'best.pt'}, or train afresh with --overwrite (deletes it) or "
-                  "another --out", file=sys.stderr)
+                  f"{out / 'best.pt'}, or train afresh with another --out, or with --overwrite "
+                  "(deletes it, if this script made it)", file=sys.stderr)
             return 2
 
         def keep(row: dict, model: torch.nn.Module) -> None:  # each epoch's weights
@@ -232,15 +277,25 @@ def run(args, preset, device) -> int:
 
         try:
             with made_and_locked(out):  # held from the deleting to the last snapshot written
+                problem = overwrite_problem(out) if args.overwrite else None
+                if problem:
+                    print(f"error: {problem}", file=sys.stderr)
+                    return 2
                 if args.overwrite:
                     remove_run(out)
-                print(f"training preset {preset.name!r} ({preset.src_lang}->"
-                      f"{preset.trg_lang}, {preset.tokenizer}) into {out} on "
-                      f"{environment.describe_device(device)}")
-                t0 = time.perf_counter()
-                result = train(preset, out, data=data, device=device, progress=False,
-                               on_epoch_end=keep)
-                wall = time.perf_counter() - t0
+                marked = mark(out)
+                try:
+                    print(f"training preset {preset.name!r} ({preset.src_lang}->"
+                          f"{preset.trg_lang}, {preset.tokenizer}) into {out} on "
+                          f"{environment.describe_device(device)}")
+                    t0 = time.perf_counter()
+                    result = train(preset, out, data=data, device=device, progress=False,
+                                   on_epoch_end=keep)
+                    wall = time.perf_counter() - t0
+                except BaseException:  # nothing trained: the folder as it was (or none)
+                    if marked and set(os.listdir(out)) <= {LOCK_NAME, MARKER}:
+                        (out / MARKER).unlink(missing_ok=True)
+                    raise
         except FolderInUse as e:
             raise CheckpointError(str(e)) from None
         if result.best_path is None:
@@ -293,6 +348,3 @@ def run(args, preset, device) -> int:
     write_report(args.json, report)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -40,8 +40,13 @@ import sys
 import time
 from datetime import UTC, datetime
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("speed"))
+
 import torch
-from common import json_arg, run_main, write_report
+from common import count_arg, json_arg, write_report
 
 from convs2s.run.translate_cli import device_arg
 from convs2s.system.arguments import (
@@ -77,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="cpu or cuda (default: the best)")
     parser.add_argument("--steps", type=whole_number_arg, default=30,
                         help="timed training steps per model")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per model first")
+    parser.add_argument("--warmup", type=count_arg, default=3, help="untimed steps per model first")
     parser.add_argument("--sentences", type=whole_number_arg, default=200,
                         help="validation sentences decoded")
     parser.add_argument("--batch-size", type=bounded_int_arg(MAX_BATCH_SIZE), default=50,
@@ -204,6 +209,3 @@ def main(argv: list[str] | None = None) -> dict:
     write_report(args.json, report)
     return report
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -26,7 +26,12 @@ import statistics
 import sys
 import time
 
-from common import json_arg, run_main, stamp, write_report
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("subword_choice"))
+
+from common import json_arg, stamp, write_report
 
 from convs2s.data import load_multi30k
 from convs2s.system.arguments import OneLineParser, whole_number_arg
@@ -173,6 +178,3 @@ def main(argv=None) -> int:
     write_report(args.json, stamp(report))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

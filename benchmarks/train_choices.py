@@ -23,8 +23,13 @@ from datetime import date
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("train_choices"))
+
 import torch
-from common import json_arg, run_main, write_report
+from common import json_arg, write_report
 
 from convs2s.data import load_multi30k, make_loader
 from convs2s.model.loss import evaluate_loss
@@ -77,6 +82,3 @@ def main(argv=None) -> int:
     write_report(args.json, report)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

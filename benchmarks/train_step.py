@@ -38,8 +38,13 @@ import sys
 import time
 from contextlib import contextmanager
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("train_step"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import json_arg, stamp, write_report
 
 from convs2s.system.arguments import OneLineParser
 
@@ -281,6 +286,3 @@ def main(argv: list[str] | None = None) -> dict:
 def _nothing():
     yield
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -29,8 +29,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is one line
+    from common import run_script
+
+    sys.exit(run_script("truecasing"))
+
 import torch
-from common import json_arg, run_main, stamp, write_report
+from common import json_arg, stamp, write_report
 
 from convs2s.course.analysis import input_casing
 from convs2s.data import load_multi30k
@@ -211,6 +216,3 @@ def main(argv=None) -> int:
     write_report(args.json, stamp(report))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))
