@@ -24,7 +24,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, cut
 from convs2s.system.atomic_files import write_text_atomic
 from convs2s.system.signals import run_command
 
@@ -179,12 +179,28 @@ def rewrite_tree(root: Path, branch: str = "main") -> list[Path]:
     return [path for path, _ in changes]
 
 
+def _root_problem(root: Path) -> str | None:
+    """Why ``--root`` is no repository's root (one line naming it), or None."""
+    fix = "give the repository's root, the folder that holds pyproject.toml"
+    if not root.exists():
+        return f"--root {root}: no such folder; {fix}"
+    if not root.is_dir():
+        return f"--root {root} is a file, not a folder; {fix}"
+    if not (root / "pyproject.toml").is_file():
+        return f"--root {root} has no pyproject.toml, so it is no repository's root; {fix}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository's root")
     parser.add_argument("--branch", default="main",
                         help="the branch the links open (default: main); a name git accepts")
     args = parser.parse_args(argv)
+    problem = _root_problem(args.root)
+    if problem:
+        print(f"error: {cut(problem)}", file=sys.stderr)
+        return 2
     try:
         changed = rewrite_tree(args.root, args.branch)
         url = read_repository_url(args.root / "pyproject.toml")

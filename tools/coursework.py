@@ -55,8 +55,11 @@ an existing folder without the marker is refused, as ``--clean`` refuses it, and
 nbgrader's own folders of a course (``release/``, ``submitted/``, ...) or a folder holding a
 notebook nbgrader generated, so an instructor version never lands where a student version is.
 A symlink is judged by the folder it points to. What is wrong with ``--out`` is said in one line
-(exit 2) before a notebook is read; Ctrl-C or SIGTERM stop it with one line (exit 130 / 143),
-and every file it writes is replaced whole (``convs2s.system.atomic_files``).
+(exit 2) before a notebook is read, and so is an ``--only`` that names no notebook; Ctrl-C or
+SIGTERM stop it with one line (exit 130 / 143), and every file it writes is replaced whole
+(``convs2s.system.atomic_files``). A run that fails (a broken notebook, a full disk, Ctrl-C)
+removes what it made (the class's secret, folders, marker, ``grading.json``: :class:`MadeHere`),
+and only that.
 """
 
 from __future__ import annotations
@@ -78,12 +81,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from convs2s.course.checks import answer_rules, class_variants, grader, testing
 from convs2s.system import sandbox
 from convs2s.system.arguments import OneLineParser, cut, dangling_link_problem
 from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
-from convs2s.system.signals import run_command
+from convs2s.system.signals import import_command, run_command
 from tools.notebook_format import NotebookFormatError, check_notebook
+
+if __name__ == "__main__":
+    # `python -m tools.coursework`: this module, torch and all (the course's checks), is
+    # imported again as the command's first step (the import below never runs here), so that
+    # Ctrl-C or SIGTERM while torch loads stops it in one line, exit 130 or 143, as later
+    sys.exit(import_command("tools.coursework", "cli")())
+
+from convs2s.course.checks import (  # noqa: E402 (torch: see above)
+    answer_rules,
+    class_variants,
+    grader,
+    testing,
+)
 
 SCHEMA_VERSION = 3
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -1308,16 +1323,48 @@ def _write_grading(path: Path, assignments: dict, *, replace_all: bool) -> None:
     os.chmod(path, 0o600)
 
 
-def class_secret(course: Path, out: Path | str = "--out") -> str:
+class MadeHere:
+    """The files and folders one run creates (none of them there before it), so that a run that
+    fails removes them again (:meth:`remove`): only those, and a folder only while it is empty,
+    so that nothing that was there before, and nothing anyone else put there meanwhile, goes."""
+
+    def __init__(self) -> None:
+        self.paths: list[Path] = []
+
+    def about_to_make(self, path: str | Path) -> None:
+        """Note ``path`` (a file or folder about to be made) and the folders above it that do
+        not exist yet; what exists now is never noted."""
+        missing, p = [], Path(path)
+        while not os.path.lexists(p) and p != p.parent:
+            missing.append(p)
+            p = p.parent
+        self.paths += [m for m in reversed(missing) if m not in self.paths]
+
+    def remove(self) -> None:
+        """Remove what was noted, the last made first (a folder only once empty)."""
+        for p in reversed(self.paths):
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    p.rmdir()  # only when empty
+                elif os.path.lexists(p):
+                    p.unlink()
+            except OSError:  # not empty, or gone: leave it
+                pass
+        self.paths = []
+
+
+def class_secret(course: Path, out: Path | str = "--out", made: MadeHere | None = None) -> str:
     """The class's secret (``course/variant-secret``), made at random the first time: every
-    later build of the course draws the same numbers from it. One line (CourseworkError) when it
-    cannot be read or written there."""
+    later build of the course draws the same numbers from it (what it makes is noted in
+    ``made``). One line (CourseworkError) when it cannot be read or written there."""
     path = course / SECRET_FILE
     try:
         if path.is_file():
             secret = path.read_text(encoding="utf-8").strip()
             if secret:
                 return secret
+        if made is not None:
+            made.about_to_make(path)
         course.mkdir(parents=True, exist_ok=True)
         secret = secrets.token_hex(16)
         write_text_atomic(path, secret + "\n")
@@ -1335,15 +1382,18 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
                       only: set[str] | None = None,
                       variant: str | None = None, grade_practice: bool = False,
                       grading_file: str | Path | None = None,
-                      direction: str | None = None) -> list[BuiltAssignment]:
+                      direction: str | None = None,
+                      made: MadeHere | None = None) -> list[BuiltAssignment]:
     """Write ``out_dir/<name>/<name>.ipynb`` for every course notebook with exercises (or those
     numbered or named in ``only``), and ``grading_file`` (default: ``grading.json`` beside
     ``out_dir``, the instructor's course folder): what autograding grades each exercise against.
     ``out_dir`` is checked first (:func:`check_out`), then everything is read and checked before
-    anything is written.
+    anything is written; with no exercise to build, nothing is written at all.
 
-    ``clean_first`` first removes what an earlier run wrote (see :func:`clean`).
+    ``clean_first`` first removes what an earlier run wrote (see :func:`clean`). What it makes
+    is noted in ``made`` (:class:`MadeHere`), and removed again if writing fails.
     """
+    made = MadeHere() if made is None else made
     out = Path(out_dir)
     resolved = check_out(out, notebooks_dir, clean=clean_first)
     if repo_url is None:
@@ -1353,14 +1403,18 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
         planned.append((nb, build_assignment(nb, hidden, repo_url, variant,
                                              grade_practice=grade_practice,
                                              hidden_path=hidden_path, direction=direction)))
+    if not planned:  # nothing to build: nothing written (no empty folder, no grading.json)
+        return []
     targets = [f"{nb.name}/{nb.name}.ipynb" for nb, _ in planned]
     listed = _read_marker(resolved) if resolved.is_dir() else None
     _check_targets(out, resolved, targets, listed)
     built = []
+    grading_path = Path(grading_file) if grading_file else resolved.parent / GRADING_FILE
     try:
         if clean_first:
             clean(out, notebooks_dir)
             listed = None
+        made.about_to_make(resolved / MARKER)
         try:
             resolved.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # e.g. under /proc, where stat says yes and mkdir says no
@@ -1369,15 +1423,19 @@ def write_assignments(out_dir: str | Path, notebooks_dir: str | Path = "notebook
         # the marker first: a run killed halfway still leaves a folder --clean can empty
         _write_marker(resolved, set(listed or []) | set(targets))
         for (nb, (notebook, grading)), rel in zip(planned, targets, strict=True):
+            made.about_to_make(resolved / rel)
             (resolved / nb.name).mkdir(exist_ok=True)
             write_text_atomic(resolved / rel,
                               json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
             built.append(BuiltAssignment(nb.name, out / rel, nb.exercises, notebook, grading))
-        _write_grading(Path(grading_file) if grading_file else resolved.parent / GRADING_FILE,
-                       {b.name: b.grading for b in built}, replace_all=not only)
-    except OSError as e:
-        raise CourseworkError(f"cannot write into --out {out} ({e.strerror or e}); choose "
-                              "another --out") from None
+        made.about_to_make(grading_path)
+        _write_grading(grading_path, {b.name: b.grading for b in built}, replace_all=not only)
+    except BaseException as e:  # a full disk, Ctrl-C: what this run made goes again
+        made.remove()
+        if isinstance(e, OSError):
+            raise CourseworkError(f"cannot write into --out {out} ({e.strerror or e}); choose "
+                                  "another --out") from None
+        raise
     return built
 
 
@@ -1677,6 +1735,11 @@ def main(argv: list[str] | None = None) -> int:
         print(cut(f"error: no notebooks folder {args.notebooks} (run from the repository root "
                   "or pass --notebooks)"), file=sys.stderr)
         return 2
+    unknown = _unknown_only(args.notebooks, args.only or [])
+    if unknown is not None:
+        print(cut(f"error: {unknown}"), file=sys.stderr)
+        return 2
+    made = MadeHere()  # what this run creates: removed again if it fails
     try:
         if args.check_hidden:
             variant = (class_variants.check_name(args.variant) if args.variant is not None
@@ -1695,24 +1758,48 @@ def main(argv: list[str] | None = None) -> int:
             variant = class_variants.check_name(args.variant)
         else:
             check_out(Path(args.out), args.notebooks, clean=args.clean)  # before any secret
-            variant = class_secret(Path(args.out).resolve().parent, args.out)
+            variant = class_secret(Path(args.out).resolve().parent, args.out, made)
         built = write_assignments(args.out, args.notebooks, args.hidden,
                                   clean_first=args.clean,
                                   only=set(args.only) if args.only else None, variant=variant,
                                   grade_practice=args.grade_practice, grading_file=args.grading,
-                                  direction=args.project_direction)
+                                  direction=args.project_direction, made=made)
     except (CourseworkError, class_variants.VariantError, sandbox.SandboxUnavailable,
             OSError) as e:  # OSError: e.g. a hidden-test path that is a folder
+        made.remove()  # e.g. the secret made for a build that then found a broken notebook
         print(f"error: {cut(str(e))}", file=sys.stderr)  # a huge --out is not echoed whole
         return 2
+    except BaseException:  # Ctrl-C, SIGTERM, a bug: nothing of this run stays either
+        made.remove()
+        raise
     for b in built:
         kinds = ", ".join(f"{ex.kind} {ex.id}" for ex in b.exercises)
         print(f"{b.name}: {len(b.exercises)} exercises, {b.points} points ({kinds}) -> "
               f"{b.path.parent}")
     if not built:
-        print(f"error: no exercises found in {args.notebooks}/NN_*.ipynb", file=sys.stderr)
+        made.remove()
+        where = (f"notebook{'s' if len(args.only) > 1 else ''} {', '.join(args.only)} "
+                 f"(--only) in {args.notebooks}" if args.only else
+                 f"{args.notebooks}/NN_*.ipynb")
+        print(cut(f"error: no exercises found in {where}: exercises are cells whose metadata "
+                  "names one (see tools/README.md)"), file=sys.stderr)
         return 2
     return 0
+
+
+def _unknown_only(notebooks_dir: str | Path, only: list[str]) -> str | None:
+    """One line naming the first of ``--only``'s numbers or names that is no course notebook,
+    and the numbers there are; None when all are."""
+    notebooks = course_notebooks(notebooks_dir)
+    numbers = sorted({p.stem[:2] for p in notebooks})
+    for wanted in only:
+        if not any(wanted in (p.stem[:2], p.stem) for p in notebooks):
+            there = (f"its notebooks are numbered {', '.join(numbers)}" if numbers else
+                     "it holds no NN_<name>.ipynb notebook")
+            return (f"--only {wanted}: there is no notebook {wanted} in {notebooks_dir} "
+                    f"({there}); give one of those numbers, or a notebook's name without "
+                    ".ipynb")
+    return None
 
 
 def cli(argv: list[str] | None = None) -> int:
@@ -1721,6 +1808,3 @@ def cli(argv: list[str] | None = None) -> int:
     return run_command(lambda: main(argv), ": every file written is complete; run it again to "
                        "finish")
 
-
-if __name__ == "__main__":
-    raise SystemExit(cli())

@@ -18,16 +18,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import sys
 from pathlib import Path
 
-import torch
-
-from convs2s.run.checkpoint import Checkpoint, CheckpointError
-from convs2s.run.pretrained import MANIFEST, MODELS_DIR
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, shown
 from convs2s.system.atomic_files import write_json_atomic
-from convs2s.system.signals import run_command
+from convs2s.system.signals import import_command, run_command
+
+if __name__ == "__main__":
+    # `python -m tools.export_pretrained`: this module, torch and all, is imported again as the
+    # command's first step (the imports below never run here), so that Ctrl-C or SIGTERM while
+    # torch loads stops it in one line, exit 130 or 143, as later (convs2s/train.py's way)
+    sys.exit(import_command("tools.export_pretrained", "cli")())
+
+import torch  # noqa: E402 (see above)
+
+from convs2s.run.checkpoint import Checkpoint, CheckpointError  # noqa: E402
+from convs2s.run.pretrained import MANIFEST, MODELS_DIR  # noqa: E402
 
 #: The most a shipped model may weigh (at most 20 MB a model, so the package stays small).
 MAX_BYTES = 20_000_000
@@ -125,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scores", type=Path, help="benchmarks/pretrained.py's JSON")
     args = parser.parse_args(argv)
     try:
-        scores = (json.loads(args.scores.read_text(encoding="utf-8"))
-                  if args.scores else None)
+        scores = read_scores(args.scores) if args.scores else None
         entry = export(args.run, args.direction, args.machine, args.command, scores)
     except (CheckpointError, ValueError, OSError) as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
@@ -136,6 +143,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(run_command(lambda: main(), ": the manifest and the model are each the old or the "
-                         "new one, never half-written"))
+def read_scores(path: Path):
+    """``--scores``: the JSON ``benchmarks/pretrained.py`` wrote; ``ValueError`` (one
+    line naming the file and what to do) for a file that is not UTF-8 text or not such JSON."""
+    raw = path.read_bytes()
+    q = shlex.quote(shown(str(path)))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"--scores {shown(str(path))} is not UTF-8 text (line {line}: byte "
+                         f"{raw[e.start:e.start + 1]!r}): give the JSON benchmarks/pretrained.py "
+                         f"wrote, or convert it first, e.g. iconv -f LATIN1 -t UTF-8 {q} > "
+                         f"{q}.utf8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--scores {shown(str(path))} is not JSON ({e}): give the JSON "
+                         "benchmarks/pretrained.py wrote") from None
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143."""
+    return run_command(lambda: main(argv), ": the manifest and the model are each the old or "
+                       "the new one, never half-written")

@@ -804,6 +804,32 @@ def write_atomically(path: Path, data: bytes) -> None:
     atomic_write(path, lambda f: f.write(data))
 
 
+def _checkpoint_problem(checkpoint: Path) -> str | None:
+    """Why ``--checkpoint`` is no checkpoint notebook 06 can translate with (one line naming it),
+    or None: read and checked as the notebook will (``Checkpoint.load``), before JupyterLab
+    starts. Creates nothing."""
+    from convs2s.system.arguments import shown
+
+    example = "name a checkpoint such as notebooks/runs/05_cpu_subword/final.pt"
+    if not checkpoint.is_file():
+        what = "a folder" if checkpoint.is_dir() else "not a file"
+        return f"--checkpoint {shown(str(checkpoint))} is {what}: {example}"
+    try:
+        with open(checkpoint, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        return (f"--checkpoint {shown(str(checkpoint))} cannot be read "
+                f"({e.strerror or e}): {example}")
+    from convs2s.run.checkpoint import Checkpoint, CheckpointError
+
+    try:
+        Checkpoint.load(checkpoint)
+    except (CheckpointError, OSError, ValueError) as e:
+        return (f"--checkpoint {shown(str(checkpoint))} is no checkpoint notebook 06 can use "
+                f"({' '.join(str(e).split()).rstrip('.')}); {example}")
+    return None
+
+
 def _out_problem(out: Path) -> str | None:
     """Why the PNGs cannot go into the folder ``out`` (one line), or None. Creates nothing."""
     from convs2s.system.arguments import dangling_link_problem
@@ -842,10 +868,8 @@ def main(argv: list[str] | None = None) -> int:
     notebooks, out = Path(args.notebooks), Path(args.out)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     # Every mistake is reported before minutes of work: one line, exit status 2.
-    problem = _out_problem(out) or browser_unavailable()
-    if not problem and checkpoint is not None and not checkpoint.is_file():
-        problem = f"--checkpoint {checkpoint} is not a file: name a checkpoint such as " \
-                  "notebooks/runs/05_cpu_subword/final.pt"
+    problem = (_out_problem(out) or browser_unavailable()
+               or (checkpoint is not None and _checkpoint_problem(checkpoint)))
     missing = [WIDGETS[n].notebook for n in names if not (notebooks / WIDGETS[n].notebook).exists()]
     if not problem and missing:
         problem = f"not in {notebooks}: {', '.join(missing)}"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from signal_support import default_signals, wait_until_blocked
-from test_nbgrader_release import _cli, _course, fixture_notebook, write_fixture
+from test_nbgrader_release import FIXTURE_HIDDEN, _cli, _course, fixture_notebook, write_fixture
 
 from tools import coursework
 
@@ -215,6 +215,72 @@ def test_the_out_error_comes_before_any_work(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
+# A run that fails leaves nothing it made, and nothing that was there is touched
+# --------------------------------------------------------------------------------------------
+
+
+def test_only_a_notebook_that_does_not_exist_is_named_with_those_that_do(tmp_path):
+    write_fixture(tmp_path)
+    before = _tree(tmp_path)
+    for wanted in ("99", "01x", "made_up"):
+        proc = _cli(tmp_path, "--out", "course/source", "--only", "01", wanted)
+        _refused(proc, f"--only {wanted}: there is no notebook {wanted}", "numbered 01")
+        assert "no exercises found" not in proc.stderr
+        assert _tree(tmp_path) == before, wanted  # no variant-secret, no grading.json
+
+
+def _broken(notebooks: Path) -> None:
+    (notebooks / "02_broken.ipynb").write_text('{"cells": [')
+
+
+@pytest.mark.parametrize("case", ["broken notebook", "no exercises", "broken hidden test"])
+def test_a_failed_build_removes_what_it_made_and_only_that(tmp_path, case):
+    """The class's secret (made first), the --out folders, its marker and grading.json were
+    left behind by a build that then failed: gone again, while what was there stays as it
+    was."""
+    notebooks, hidden = write_fixture(tmp_path)
+    args = ["--out", "course/source"]
+    if case == "broken notebook":
+        _broken(notebooks)
+    elif case == "no exercises":
+        nb = json.loads((notebooks / "01_made_up.ipynb").read_text())
+        nb["cells"] = [c for c in nb["cells"] if "convs2s" not in c["metadata"]]
+        (notebooks / "00_intro.ipynb").write_text(json.dumps(nb))
+        args += ["--only", "00"]
+    else:
+        (hidden / "01.py").write_text("def broken(:\n")
+    before = _tree(tmp_path)
+    proc = _cli(tmp_path, *args)
+    _refused(proc, "no exercises found in notebook 00" if case == "no exercises" else "")
+    assert _tree(tmp_path) == before
+
+    # an earlier build's course: its secret, grading.json, notebooks and a file of the user's
+    # stay exactly as they were
+    (notebooks / "02_broken.ipynb").unlink(missing_ok=True)
+    (hidden / "01.py").write_text(FIXTURE_HIDDEN)
+    assert _cli(tmp_path, *args[:2]).returncode == 0
+    (tmp_path / "course" / "notes.txt").write_text("mine")
+    _broken(notebooks)
+    before = _tree(tmp_path)
+    _refused(_cli(tmp_path, "--out", "course/source"), "02_broken.ipynb")
+    assert _tree(tmp_path) == before
+
+
+def test_a_build_that_fails_writing_removes_what_it_made(tmp_path, monkeypatch):
+    """A write that fails halfway (a full disk) takes back the folders, marker and secret this
+    run made."""
+    write_fixture(tmp_path)
+    before = _tree(tmp_path)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(coursework, "_write_grading", full_disk)
+    _refused(_cli(tmp_path, "--out", "course/source"), "No space left on device")
+    assert _tree(tmp_path) == before
+
+
+# --------------------------------------------------------------------------------------------
 # Ctrl-C and SIGTERM: one line, exit 130 / 143, for every tool
 # --------------------------------------------------------------------------------------------
 
@@ -385,3 +451,27 @@ def test_time_estimate_and_flipbook_data_stop_on_ctrl_c_and_sigterm_in_one_line(
                             preexec_fn=default_signals)
     _wait_for_line(proc, "reading")
     _stopped(proc, sig, wchan="pause")
+
+
+#: A stand-in for torch whose import stops its own process with the signal named in
+#: CONVS2S_TEST_SIGNAL (tests/system/test_signals.py's).
+FAKE_TORCH = """import os, signal, time
+os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
+time.sleep(60)  # the signal is handled before this ends
+"""
+
+
+@pytest.mark.parametrize(("sig", "line", "status"), [("SIGINT", "interrupted.", 130),
+                                                     ("SIGTERM", "stopped by SIGTERM.", 143)])
+def test_coursework_stopped_while_torch_loads_is_one_line(tmp_path, sig, line, status):
+    """The course's checks load torch in the command's first seconds: a signal then was a
+    traceback."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
+    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src"), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "tools.coursework", "--help"], env=env,
+                          cwd=ROOT, text=True, capture_output=True, preexec_fn=default_signals,
+                          timeout=START_LIMIT_S)
+    assert (done.returncode, done.stderr.splitlines(), done.stdout) == (status, [line], "")

@@ -1034,27 +1034,50 @@ class Staged:
     digests: dict[str, str]  # notebook file -> sha256 of the bytes the site was built from
 
 
-def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
-          translator_bytes: dict[str, int] | int | None = None) -> Staged:
-    """Write the Sphinx source folder ``src``: the landing page, the notebooks' site copies,
-    the committed notebooks (for download, their figures as the pages show them) and the
-    images the pages show.
-    ``translator_bytes``: see :func:`site_notebook`."""
+def check_inputs(notebooks_dir: Path, root: Path) -> None:
+    """:class:`SiteError` (one line) for a missing or malformed input: the notebooks folder, a
+    notebook (its shape, its first cell's title, time and what-you-will-learn), the README or
+    the architecture image. What :func:`build` checks before it makes anything, and before the
+    minutes of the translator's export (:func:`stage` reads them again, each file once)."""
+    paths, _, _ = _sources(notebooks_dir, root)
+    for path in paths:
+        read_lesson(path, load_notebook(path, _read_bytes(path)))
+
+
+def _sources(notebooks_dir: Path, root: Path) -> tuple[list[Path], str, set[str]]:
+    """The course notebooks, the README's text and the names of the images in ``root/images``,
+    or :class:`SiteError` (one line) for a missing one."""
+    notebooks_dir = Path(notebooks_dir)
+    if not notebooks_dir.is_dir():
+        raise SiteError(f"--notebooks {notebooks_dir}: no such folder (run from the repository "
+                        "root, or give the course's notebooks folder)")
     paths = course_notebooks(notebooks_dir)
     if not paths:
-        raise SiteError(f"no course notebooks (NN_<name>.ipynb) in {notebooks_dir}")
+        raise SiteError(f"no course notebooks (NN_<name>.ipynb) in {notebooks_dir}: give "
+                        "--notebooks the course's notebooks folder")
     images_dir = root / "images"
     available = {p.name for p in images_dir.glob("*.png")} if images_dir.is_dir() else set()
     if "architecture.png" not in available:
         raise SiteError(f"{images_dir / 'architecture.png'} is missing: run `make images`")
     try:
         readme = (root / "README.md").read_text(encoding="utf-8")
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise SiteError(f"cannot read the README for the landing page: {e}") from None
     odd = sorted(set(readme_intro(readme)[0]) & set('<>"'))
     if odd:
         raise SiteError(f"README.md's title holds {' and '.join(odd)}: it is the site's name on "
                         "every page, written there as it is: make it plain text")
+    return paths, readme, available
+
+
+def stage(src: Path, notebooks_dir: Path, root: Path, repo_url: str,
+          translator_bytes: dict[str, int] | int | None = None) -> Staged:
+    """Write the Sphinx source folder ``src``: the landing page, the notebooks' site copies,
+    the committed notebooks (for download, their figures as the pages show them) and the
+    images the pages show.
+    ``translator_bytes``: see :func:`site_notebook`."""
+    paths, readme, available = _sources(notebooks_dir, root)
+    images_dir = root / "images"
     # each file read once: the page and its download come from the same bytes, even while
     # someone saves the notebook
     raw = {p: _read_bytes(p) for p in paths}
@@ -1194,7 +1217,26 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
         repo_url = read_repository_url(root / "pyproject.toml").rstrip("/")
     except (OSError, ValueError) as e:
         raise SiteError(str(e)) from None
+    check_inputs(notebooks, root)  # a bad input before anything is made or exported
+    made = [p for p in out.parents if not p.exists()]  # the folders above --out it makes
     out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        warnings, staged = _build_in(out, notebooks, root, repo_url, log)
+    except BaseException:  # a failed build leaves no folder it made (only while empty)
+        for folder in made:  # the innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    seconds = time.monotonic() - t0
+    for line in warnings:
+        log(f"warning: {line}")
+    return BuildResult(out, staged, seconds, warnings)
+
+
+def _build_in(out: Path, notebooks: Path, root: Path, repo_url: str,
+              log: Callable[[str], None]) -> tuple[list[str], Staged]:
+    """:func:`build`'s work, in a temporary folder beside ``out``: Sphinx's warnings and what
+    was staged."""
     with tempfile.TemporaryDirectory(prefix=".site-build-", dir=out.parent) as tmp:
         work = Path(tmp)
         # the shipped model for notebook 06's page (translator.py), before the pages: the
@@ -1214,10 +1256,7 @@ def build(out: str | Path, notebooks: str | Path = "notebooks", root: str | Path
         (html / MARKER).write_text("built by `python -m tools.site` (make site); "
                                    "a rebuild replaces this folder\n", encoding="utf-8")
         _replace(out, html, work / "old")
-    seconds = time.monotonic() - t0
-    for line in warnings:
-        log(f"warning: {line}")
-    return BuildResult(out, staged, seconds, warnings)
+    return warnings, staged
 
 
 def _replace(out: Path, new: Path, old: Path) -> None:

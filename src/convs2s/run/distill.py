@@ -33,13 +33,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from convs2s.data import DataError, load_multi30k
-from convs2s.run.checkpoint import Checkpoint, CheckpointError
-from convs2s.run.translate_cli import device_arg, one_line
-from convs2s.run.translator import Translator
 from convs2s.system import arguments
 from convs2s.system.atomic_files import atomic_write, write_text_atomic
-from convs2s.system.signals import StopSignals, exit_status, how_stopped, say
+from convs2s.system.signals import StopSignals, exit_status, how_stopped, import_command, say
+
+if __name__ == "__main__":
+    # `python -m convs2s.run.distill`: this module, torch and all, is imported again as the
+    # command's first step (the imports below never run here), so that Ctrl-C or SIGTERM while
+    # torch loads stops it in one line, exit 130 or 143, as later (convs2s/train.py's way)
+    sys.exit(import_command("convs2s.run.distill")())
+
+from convs2s.data import DataError, load_multi30k  # noqa: E402 (torch: see above)
+from convs2s.run.checkpoint import Checkpoint, CheckpointError  # noqa: E402
+from convs2s.run.translate_cli import device_arg, one_line  # noqa: E402
+from convs2s.run.translator import Translator  # noqa: E402
 
 __all__ = ["PROGRESS_SUFFIX", "WRITTEN_BY", "distill", "main", "progress_path"]
 
@@ -105,10 +112,18 @@ def _resume_from(path: Path, header: dict, batch_size: int, total: int) -> list[
                          "remove it to start again.")
     lines = body.split(b"\n")[:-1]  # complete lines only: a crash may cut the last one
     done = len(lines) if len(lines) >= total else len(lines) // batch_size * batch_size
+    translations = []
+    for lineno, line in enumerate(lines[:done], start=2):  # every line read before any cut
+        try:
+            translations.append(line.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path} is not UTF-8 text (line {lineno}: byte "
+                             f"{line[e.start:e.start + 1]!r} at column {e.start + 1}), so it is "
+                             "not what this command wrote; remove it to start again.") from None
     keep = len(first) + 1 + sum(len(line) + 1 for line in lines[:done])
     with open(path, "r+b") as f:
         f.truncate(keep)
-    return [line.decode("utf-8") for line in lines[:done]]
+    return translations
 
 
 def distill(translator: Translator, sources: list[str], references: list[str], out: Path, *,
@@ -249,6 +264,3 @@ def _run(args: argparse.Namespace) -> int:
         f"teacher's{why}; {time.monotonic() - start:.0f} s")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -222,10 +222,16 @@ def _lines(f, name: str, path) -> list[str]:
 
 def read_parallel(source: str | Path, reference: str | Path) -> list[tuple[str, str]]:
     """``(source, reference)`` sentence pairs from two line-aligned files
-    (:func:`read_sentences`); :class:`BadInput` if either cannot be read or their numbers of
-    lines differ."""
+    (:func:`read_sentences`); :class:`BadInput` if either cannot be read, holds nothing but
+    blank lines (no sentence to score), or their numbers of lines differ."""
     sources = read_sentences(source, "--source")
     references = read_sentences(reference, "--reference")
+    blank = [f"{flag} {shown(str(path))}" for flag, path, lines in
+             (("--source", source, sources), ("--reference", reference, references))
+             if not any(line.strip() for line in lines)]
+    if blank:
+        raise BadInput(f"{' and '.join(blank)} hold{'s' if len(blank) == 1 else ''} no "
+                       "sentences, only blank lines; give a file with one sentence a line.")
     if len(sources) != len(references):
         raise BadInput(f"--source {shown(str(source))} has {len(sources):,} lines but "
                        f"--reference {shown(str(reference))} has {len(references):,}; give "
