@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 PROC = Path("/proc")
+ROOT = Path(__file__).resolve().parents[1]
 # Processes a test run may keep until it exits (started by the standard library, not a test).
 _KEPT = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
@@ -117,3 +120,24 @@ def kill_all(pids: list[int]) -> None:
             os.waitpid(pid, 0)
         except ChildProcessError:  # not our child: its own parent reaps it
             pass
+
+
+#: A stand-in for torch whose import stops its own process with the signal named in
+#: CONVS2S_TEST_SIGNAL: the signal arrives while a command loads torch.
+FAKE_TORCH = """import os, signal, time
+os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
+time.sleep(60)  # the signal is handled before this ends
+"""
+
+
+def run_while_torch_loads(tmp_path: Path, sig: str, *args: str) -> subprocess.CompletedProcess:
+    """``python ARGS`` from the repository's root, the stand-in torch (:data:`FAKE_TORCH`, made
+    in ``tmp_path``) first on the path, SIGINT and SIGTERM at their default actions: ``sig``
+    ("SIGINT" or "SIGTERM") arrives while the command imports torch. What it did, captured."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
+    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src"), str(ROOT)])}
+    return subprocess.run([sys.executable, *args], env=env, text=True, cwd=ROOT,
+                          capture_output=True, preexec_fn=default_signals, timeout=300)

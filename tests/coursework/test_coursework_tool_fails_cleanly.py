@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from signal_support import default_signals, wait_until_blocked
+from signal_support import default_signals, run_while_torch_loads, wait_until_blocked
 from test_nbgrader_release import FIXTURE_HIDDEN, _cli, _course, fixture_notebook, write_fixture
 
 from tools import coursework
@@ -453,25 +453,11 @@ def test_time_estimate_and_flipbook_data_stop_on_ctrl_c_and_sigterm_in_one_line(
     _stopped(proc, sig, wchan="pause")
 
 
-#: A stand-in for torch whose import stops its own process with the signal named in
-#: CONVS2S_TEST_SIGNAL (tests/system/test_signals.py's).
-FAKE_TORCH = """import os, signal, time
-os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
-time.sleep(60)  # the signal is handled before this ends
-"""
-
 
 @pytest.mark.parametrize(("sig", "line", "status"), [("SIGINT", "interrupted.", 130),
                                                      ("SIGTERM", "stopped by SIGTERM.", 143)])
 def test_coursework_stopped_while_torch_loads_is_one_line(tmp_path, sig, line, status):
     """The course's checks load torch in the command's first seconds: a signal then was a
     traceback."""
-    fake = tmp_path / "torch"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
-    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src"), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "tools.coursework", "--help"], env=env,
-                          cwd=ROOT, text=True, capture_output=True, preexec_fn=default_signals,
-                          timeout=START_LIMIT_S)
+    done = run_while_torch_loads(tmp_path, sig, "-m", "tools.coursework", "--help")
     assert (done.returncode, done.stderr.splitlines(), done.stdout) == (status, [line], "")

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import run_evaluate
-from signal_support import default_signals
+from signal_support import run_while_torch_loads
 
 from convs2s.run import distill
 
@@ -97,29 +96,11 @@ def test_a_progress_file_with_bytes_not_utf8_is_named_and_left_as_it_is(tmp_path
 
 # -- python -m convs2s.run.distill: Ctrl-C or SIGTERM while torch loads --------------------------
 
-#: A stand-in for torch whose import stops its own process with the signal named in
-#: CONVS2S_TEST_SIGNAL (tests/system/test_signals.py's).
-FAKE_TORCH = """import os, signal, time
-os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
-time.sleep(60)  # the signal is handled before this ends
-"""
-
-
-def run_with_fake_torch(tmp_path: Path, sig: str, *args: str) -> subprocess.CompletedProcess:
-    """``python ARGS`` (from the repository's root) with the stand-in torch first on the path."""
-    fake = tmp_path / "torch"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
-    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src"), str(ROOT)])}
-    return subprocess.run([sys.executable, *args], env=env, text=True, cwd=ROOT,
-                          capture_output=True, preexec_fn=default_signals, timeout=300)
-
 
 @pytest.mark.parametrize(("sig", "line", "status"), [("SIGINT", "interrupted.", 130),
                                                      ("SIGTERM", "stopped by SIGTERM.", 143)])
 def test_a_signal_while_torch_loads_stops_distill_in_one_line(tmp_path, sig, line, status):
-    done = run_with_fake_torch(tmp_path, sig, "-m", "convs2s.run.distill", "--help")
+    done = run_while_torch_loads(tmp_path, sig, "-m", "convs2s.run.distill", "--help")
     assert (done.returncode, done.stderr.splitlines(), done.stdout) == (status, [line], "")
 
 

@@ -5,13 +5,10 @@ run it made itself."""
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from signal_support import default_signals
+from signal_support import run_while_torch_loads
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
@@ -239,13 +236,6 @@ def test_remove_run_refuses_a_folder_without_the_marker(quality, tmp_path):
 
 # -- Ctrl-C or SIGTERM while a benchmark loads torch ---------------------------------------------
 
-#: A stand-in for torch whose import stops its own process with the signal named in
-#: CONVS2S_TEST_SIGNAL (as tests/system/test_signals.py does for the package's commands).
-FAKE_TORCH = """import os, signal, time
-os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
-time.sleep(60)  # the signal is handled before this ends
-"""
-
 #: The benchmarks a user runs by hand most often; every one that loads torch at its top is
 #: checked with SIGTERM below.
 BY_HAND = ["quality", "pretrained", "candidates", "alpha_grid"]
@@ -258,14 +248,7 @@ def test_a_signal_while_a_benchmark_loads_torch_is_one_line(script, sig, tmp_pat
     """It was a traceback of 10-40 lines for Ctrl-C, and exit 143 with no line for SIGTERM:
     the script loaded torch at its top, and run_main loaded it before its StopSignals. A
     benchmark that loads no torch before its --help simply prints it."""
-    fake = tmp_path / "torch"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
-    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src")])}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / f"{script}.py"), "--help"],
-                          env=env, text=True, capture_output=True, cwd=ROOT,
-                          preexec_fn=default_signals, timeout=300)
+    done = run_while_torch_loads(tmp_path, sig, str(BENCHMARKS / f"{script}.py"), "--help")
     if done.returncode == 0 and script not in BY_HAND:
         assert "usage:" in done.stdout and not done.stderr, done.stderr
         return

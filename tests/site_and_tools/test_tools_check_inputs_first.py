@@ -13,13 +13,12 @@ what is wrong in one line naming the option.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from signal_support import default_signals
+from signal_support import run_while_torch_loads
 
 from tools import badges, export_pretrained, screenshots, site
 
@@ -149,25 +148,13 @@ def test_export_pretrained_names_scores_that_are_not_utf8(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.json"]
 
 
-FAKE_TORCH = """import os, signal, time
-os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
-time.sleep(60)  # the signal is handled before this ends
-"""
-
 
 @pytest.mark.parametrize(("sig", "line", "status"), [("SIGINT", "interrupted.", 130),
                                                      ("SIGTERM", "stopped by SIGTERM.", 143)])
 def test_a_signal_while_torch_loads_stops_export_pretrained_in_one_line(tmp_path, sig, line,
                                                                         status):
     """A stand-in torch signals its own import (tests/system/test_signals.py's way)."""
-    fake = tmp_path / "torch"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
-    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src"), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "tools.export_pretrained", "--help"], env=env,
-                          cwd=ROOT, text=True, capture_output=True, preexec_fn=default_signals,
-                          timeout=300)
+    done = run_while_torch_loads(tmp_path, sig, "-m", "tools.export_pretrained", "--help")
     assert (done.returncode, done.stderr.splitlines(), done.stdout) == (status, [line], "")
 
 

@@ -81,14 +81,6 @@ def test_run_command_turns_sigterm_into_exit_143(handlers, capsys):
     assert exit_status(KeyboardInterrupt()) == 130
 
 
-#: A stand-in for torch whose import stops its own process with the signal named in
-#: CONVS2S_TEST_SIGNAL: the signal arrives while the command loads torch.
-FAKE_TORCH = """import os, signal, time
-os.kill(os.getpid(), getattr(signal, os.environ["CONVS2S_TEST_SIGNAL"]))
-time.sleep(60)  # the signal is handled before this ends
-"""
-
-
 @pytest.mark.parametrize("command", ["convs2s.translate", "convs2s.train", "convs2s.evaluate"])
 @pytest.mark.parametrize(("sig", "line", "status"), [("SIGINT", "interrupted.", 130),
                                                      ("SIGTERM", "stopped by SIGTERM.", 143)])
@@ -97,20 +89,9 @@ def test_a_signal_while_torch_loads_stops_a_command_in_one_line(tmp_path, comman
     """Ctrl-C or SIGTERM in the seconds torch takes to load: one line and 130 or 143, as later
     (it was a 14-50 line traceback, or for SIGTERM exit 143 and no line at all): ``import
     convs2s`` loads no torch, and each command imports its code under StopSignals."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    from signal_support import run_while_torch_loads
 
-    from signal_support import default_signals
-
-    fake = tmp_path / "torch"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(FAKE_TORCH, encoding="utf-8")
-    src = Path(__file__).resolve().parents[2] / "src"
-    env = {**os.environ, "CONVS2S_TEST_SIGNAL": sig,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(src)])}
-    done = subprocess.run([sys.executable, "-m", command, "--help"], env=env, text=True,
-                          capture_output=True, preexec_fn=default_signals, timeout=300)
+    done = run_while_torch_loads(tmp_path, sig, "-m", command, "--help")
     assert (done.returncode, done.stderr.splitlines(), done.stdout) == (status, [line], "")
 
 
