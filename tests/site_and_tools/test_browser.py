@@ -386,11 +386,11 @@ def test_screenshots_cli_refuses_a_checkpoint_that_is_not_a_file(tmp_path, capsy
     """--checkpoint (notebook 06's trained model for the README picture) is checked first."""
     if screenshots.browser_unavailable():
         pytest.skip("the browser check comes first; covered where a browser exists")
-    for wrong in (tmp_path / "missing.pt", tmp_path):
+    for wrong, said in ((tmp_path / "missing.pt", "is not a file"), (tmp_path, "is a folder")):
         assert screenshots.main(["--out", str(tmp_path / "images"),
                                  "--checkpoint", str(wrong)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "is not a file: name a checkpoint" in err[0]
+        assert len(err) == 1 and f"{said}: name a checkpoint" in err[0]
     assert not (tmp_path / "images").exists()  # nothing made
 
 
