@@ -40,7 +40,7 @@ if __name__ == "__main__":  # torch loads under StopSignals: Ctrl-C meanwhile is
     sys.exit(run_script("length_sweep"))
 
 import torch
-from common import json_arg, stamp, write_report
+from common import count_arg, json_arg, stamp, write_report
 
 from convs2s.run.translate_cli import device_arg
 from convs2s.system.arguments import (
@@ -48,6 +48,7 @@ from convs2s.system.arguments import (
     MAX_BEAM_SIZE,
     OneLineParser,
     bounded_int_arg,
+    whole_number_arg,
 )
 
 DEFAULT_LENGTHS = (8, 16, 32, 64, 128, 256)
@@ -123,22 +124,26 @@ def main(argv: list[str] | None = None) -> dict:
                         help="ConvS2S sizes (default: cpu)")
     parser.add_argument("--device", type=device_arg, default=None,
                         help="cpu or cuda (default: the best)")
-    parser.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS))
-    parser.add_argument("--tokens", type=int, default=4096,
+    parser.add_argument("--lengths", type=whole_number_arg, nargs="+",
+                        default=list(DEFAULT_LENGTHS))
+    parser.add_argument("--tokens", type=whole_number_arg, default=4096,
                         help="target tokens per training batch (default: 4096)")
     parser.add_argument("--decode-batches", type=bounded_int_arg(MAX_BATCH_SIZE), nargs="+",
                         default=None,
                         help="sentences per decoding batch (default: 1 and the full budget)")
-    parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size of both sides")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--vocab", type=whole_number_arg, default=8000,
+                        help="vocabulary size of both sides (at least 5: ids 0-3 are special)")
+    parser.add_argument("--repeats", type=whole_number_arg, default=5)
+    parser.add_argument("--warmup", type=count_arg, default=2)
     parser.add_argument("--beam", type=bounded_int_arg(MAX_BEAM_SIZE), default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=json_arg, help="write the results here")
     args = parser.parse_args(argv)
-    if min(args.lengths) < 2 or args.tokens < max(args.lengths) or args.repeats < 1:
-        parser.error("--lengths must be >= 2, --tokens at least the longest length, "
-                     "--repeats at least 1")
+    if min(args.lengths) < 2 or args.tokens < max(args.lengths):
+        parser.error("--lengths must be >= 2 and --tokens at least the longest length")
+    if args.vocab < 5:
+        parser.error(f"--vocab must be at least 5 (ids 0-3 are <unk>, <pad>, <bos>, <eos>), "
+                     f"got {args.vocab}")
 
     device = args.device or environment.device()
     m = PRESETS[args.preset].model

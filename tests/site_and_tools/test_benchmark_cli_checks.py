@@ -45,6 +45,11 @@ def _refused(module, argv, capsys) -> str:
     ("padding_ratio", ["--batch-size", "0"], "--batch-size"),
     ("length_sweep", ["--beam", "0"], "--beam"),
     ("length_sweep", ["--decode-batches", "4", "0"], "--decode-batches"),
+    ("length_sweep", ["--warmup", "-1"], "--warmup"),
+    ("length_sweep", ["--repeats", "0"], "--repeats"),
+    ("length_sweep", ["--tokens", "-8"], "--tokens"),
+    ("length_sweep", ["--vocab", "1.5"], "--vocab"),
+    ("length_sweep", ["--lengths", "4", "x"], "--lengths"),
     ("memory", ["--steps", "0"], "--steps"),
     ("memory", ["--steps", "-1"], "--steps"),
     ("speed", ["--warmup", "-1"], "--warmup"),
@@ -72,6 +77,15 @@ def test_a_count_from_zero_refuses_the_rest(text, words, monkeypatch):
 
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         _script("common", monkeypatch).count_arg(text)
+
+
+def test_length_sweep_refuses_a_vocabulary_of_only_special_ids(no_data, monkeypatch, capsys):
+    """Random ids are drawn from 4 up: --vocab 4 left none (torch's "random_ from 4 to 4"
+    traceback after the models were built)."""
+    module = _script("length_sweep", monkeypatch)
+    line = _refused(module, ["--preset", "quick", "--lengths", "4", "--tokens", "8",
+                             "--vocab", "4", "--device", "cpu"], capsys)
+    assert "--vocab" in line and "at least 5" in line, line
 
 
 # -- candidates.py --runs ---------------------------------------------------------------------
