@@ -158,6 +158,24 @@ def test_a_signal_while_torch_loads_stops_export_pretrained_in_one_line(tmp_path
     assert (done.returncode, done.stderr.splitlines(), done.stdout) == (status, [line], "")
 
 
+@pytest.mark.parametrize(("sig", "word", "status"), [("SIGINT", "interrupted", 130),
+                                                     ("SIGTERM", "stopped by SIGTERM", 143)])
+@pytest.mark.parametrize("command", ["tools.site", "tools.site.flipbook_data"])
+def test_a_signal_while_torch_loads_stops_the_site_builders_in_one_line(tmp_path, command, sig,
+                                                                        word, status):
+    """The package tools.site imported torch at its top (through the widgets' declarations),
+    before either command's StopSignals: a traceback. Now torch loads inside the command, and
+    the site's build leaves no folder it made."""
+    out = tmp_path / "made" / "site"
+    args = (["--out", str(out)] if command == "tools.site"
+            else ["--run", str(tmp_path / "none.pt")])
+    done = run_while_torch_loads(tmp_path, sig, "-m", command, *args)
+    lines = done.stderr.splitlines()
+    assert (done.returncode, len(lines), done.stdout) == (status, 1, ""), done.stderr
+    assert lines[0].startswith(f"{word}: ") and "Traceback" not in done.stderr, lines
+    assert not (tmp_path / "made").exists()
+
+
 def test_export_pretrained_as_a_command_still_reads_its_arguments():
     done = subprocess.run([sys.executable, "-m", "tools.export_pretrained", "--run", "x"],
                           cwd=ROOT, text=True, capture_output=True, timeout=300)

@@ -30,8 +30,6 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from convs2s.course.stacks import STACK_PADDINGS
-
 __all__ = ["SITES", "WIDGETS", "Control", "Widget", "build", "css_class", "declared",
            "for_notebook", "show"]
 
@@ -169,7 +167,11 @@ WIDGETS: dict[str, Widget] = {w.name: w for w in (
     Widget("dependency-explorer", "01_glu_and_padding", (
         Control("kernel_size", "kernel size k", value=3, min=1, max=9, step=1),
         Control("n_layers", "layers L", value=2, min=1, max=6, step=1),
-        Control("padding", "padding", "dropdown", value="same", options=STACK_PADDINGS),
+        # convs2s.course.stacks.STACK_PADDINGS, written out so that the declarations import
+        # without torch (the site's builder reads them first; tests/course/test_widgets.py
+        # checks that the two agree)
+        Control("padding", "padding", "dropdown", value="same",
+                options=("none", "same", "causal")),
         Control("length", "sentence length", value=16, min=4, max=32, step=1)),
         ("convs2s.course.dependency.draw_dependency_explorer",), "live", _WIDE),
     Widget("decoder-explorer", "03_causal_decoder", (
