@@ -15,6 +15,9 @@ the dark theme needs, measured in headless Chromium on the site conftest.py buil
 - no bar of its own above the layout (a second "Search" button on a wide screen, an empty strip
   on a phone); the search's lines of a result are the page's own text, not the theme's buttons
   or contents list; the search field's magnifier leaves the query's first letter alone;
+- every table of every page is read on a phone without swiping sideways, each cell beside
+  its column's heading (a card per row where the table is wider than the column), and stays a
+  table on a wide screen;
 - the alt texts say what the architecture picture highlights, and no alt text holds a "…"
   where the code filled in a value.
 """
@@ -592,3 +595,76 @@ def test_on_a_phone_a_printed_sentence_wraps_and_a_printed_tables_row_keeps_its_
     assert sentence["boxLeft"] - 1 <= sentence["left"], sentence
     assert sentence["right"] <= min(sentence["boxRight"], sentence["window"]) + 1, sentence
     assert row["lines"] == 1 and row["scrolls"], row
+
+
+# Every table of the article as the reader sees it: whether it is read without swiping (the
+# table, or the box it is drawn in, no wider than the column, and no cell's text running out
+# of its cell) and whether each cell's column heading shows, either in the headings row (a
+# table) or on the cell's line (a card, static/tables.js).
+_TABLES = """async () => {
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))));
+  const article = document.querySelector('.bd-article');
+  const column = article.getBoundingClientRect();
+  const right = Math.min(column.right, window.innerWidth) + 1;
+  const seen = (e) => { const r = e.getBoundingClientRect(); return r.width > 1 && r.height > 1; };
+  return [...article.querySelectorAll('table')].map(table => {
+    let box = table;
+    for (let e = table.parentElement; e && e !== article; e = e.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) { box = e; break; }
+    }
+    const headings = [...(table.tHead?.rows[0]?.cells ?? [])].map(c => c.textContent.trim());
+    const headRow = table.tHead && seen(table.tHead);
+    const cells = [...table.tBodies].flatMap(b => [...b.rows]).flatMap(row =>
+      [...row.cells].map((cell, i) => {
+        const before = getComputedStyle(cell, '::before').content;
+        return {heading: headings[i] ?? null, text: cell.textContent.trim().slice(0, 40),
+                labelled: headRow || !headings[i] || before === JSON.stringify(headings[i]),
+                spills: cell.scrollWidth > cell.clientWidth + 1};
+      }));
+    const r = table.getBoundingClientRect(), b = box.getBoundingClientRect();
+    return {first: headings.join(' | ').slice(0, 60), rows: table.rows.length,
+            cards: getComputedStyle(table).display === 'block', headRow,
+            fits: r.right <= right && b.right <= right && box.scrollWidth <= box.clientWidth + 1,
+            unlabelled: cells.filter(c => !c.labelled), spilled: cells.filter(c => c.spills),
+            oneLineRows: [...table.rows].every(row => new Set([...row.cells].map(
+              c => Math.round(c.getBoundingClientRect().top))).size === 1)};
+  });
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_phone_every_table_is_read_without_swiping_each_cell_beside_its_heading(built, web):
+    """The notation tables and notebook 06's tables of settings (up to six columns) were read on
+    a phone by swiping sideways inside their box. On a 375 px screen every table of every page
+    lies in the column, no cell's text runs out of it, and each cell's column heading shows:
+    in the headings row of a table that fits, on the cell's own line of a card when it does not
+    (static/tables.js). On a wide screen the same tables are tables, a row on one line under a
+    visible headings row."""
+    tables = {}
+    for page in _pages(built):
+        with _tab(web, PHONE) as tab:
+            tab.open(page)
+            tables[page] = tab.page.evaluate(_TABLES)
+            assert tab.problems() == [], (page, tab.problems())
+    found = [(page, t) for page, ts in tables.items() for t in ts]
+    assert len(found) >= 10, found  # a notation table on every notebook's page, and 06's
+    for page, t in found:
+        assert t["fits"], (page, t)
+        assert t["unlabelled"] == [] and t["spilled"] == [], (page, t)
+    settings = [t for t in tables["06_inference_beam_search_bleu.html"]
+                if t["first"].startswith("setting | epochs")]
+    assert len(settings) == 2 and all(t["cards"] for t in settings), settings
+
+    with _tab(web, WIDE) as tab:
+        tab.open("06_inference_beam_search_bleu.html")
+        wide = [t for t in tab.page.evaluate(_TABLES) if t["first"].startswith("setting | ep")]
+        assert len(wide) == 2, wide
+        assert all(not t["cards"] and t["headRow"] and t["oneLineRows"] for t in wide), wide
+        # the same tab made narrow: the tables become cards without reloading the page
+        tab.page.set_viewport_size({"width": PHONE, "height": 900})
+        tab.page.wait_for_function("""() => [...document.querySelectorAll('.bd-article table')]
+          .some(t => getComputedStyle(t).display === 'block')""")
+        narrow = [t for t in tab.page.evaluate(_TABLES) if t["first"].startswith("setting | ep")]
+        assert all(t["cards"] and t["fits"] and not t["unlabelled"] for t in narrow), narrow
+        assert tab.problems() == [], tab.problems()

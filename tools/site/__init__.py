@@ -48,6 +48,9 @@ What a site copy changes, and why (the notebooks themselves are never written):
 And one change to the pages Sphinx writes: a line a cell printed wraps at the column when it is a
 sentence, as JupyterLab wraps every printed line, and a table's row keeps its columns in a box
 that scrolls sideways (``output_lines.py``; on a phone the sentences no longer run off the screen).
+In the browser, a markdown table wider than its column (on a phone: the notation tables, notebook
+06's tables of settings) is shown as one card per row, each cell after its column's heading
+(``static/tables.js``); a table that fits stays a table.
 
 The landing page is made from the README's introduction (its text before the first ``##``
 heading), the architecture diagram, and each notebook's title, "Estimated time" and "What you

@@ -8,7 +8,8 @@ and no notebook is executed. A page loads only what it uses: the theme's 1.5 MB 
 replaced by the dozen icons the pages show (``icons.py``). ``static/site.css`` fits
 figures and code to the column; ``static/site.js`` makes the article header's sidebar buttons work
 and makes each figure a link to its image at full size, and lets the search page show its lines
-of text when the site is opened from disk (``search_pages.py``).
+of text when the site is opened from disk (``search_pages.py``); ``static/tables.js`` shows a
+table wider than its column as one card per row.
 """
 
 import html
@@ -54,10 +55,11 @@ html_static_path = ["static"]
 # icons.css: written after the build (icons.py); translator.css: notebook 06's translator
 html_css_files = ["site.css", "icons.css", "translator.css"]
 html_favicon = "static/favicon.svg"
-# site.js: sidebar buttons that work on a phone, figures open full size; live.js: the widgets
+# site.js: sidebar buttons that work on a phone, figures open full size; tables.js: a table
+# wider than its column as one card per row (a phone); live.js: the widgets
 # the page computes itself (notebook 01's dependency explorer)
 # (translator.js, notebook 06's translator, only on a page that has one: _translator_script)
-html_js_files = ["site.js", "live.js", "flipbook.js"]  # flipbook.js: notebooks 03-05
+html_js_files = ["site.js", "tables.js", "live.js", "flipbook.js"]  # flipbook.js: notebooks 03-05
 html_copy_source = False  # the site copies are not the notebooks: each page links to those
 html_show_sourcelink = False
 html_last_updated_fmt = None
