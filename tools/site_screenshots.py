@@ -79,10 +79,19 @@ class SitePage:
         self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(
             f"{self.page.url}: {m.text}"))
         self.page.on("pageerror", lambda e: self.console_errors.append(f"{self.page.url}: {e}"))
-        self.page.on("requestfailed", lambda r: self.failed.append(
-            f"{r.url} ({r.failure})"))
+        self.cancelled: list[str] = []
+        self.page.on("requestfailed", self._request_failed)
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(
             f"{r.url} (HTTP {r.status})"))
+
+    def _request_failed(self, request) -> None:
+        # A request the page itself gave up (net::ERR_ABORTED: an image whose src was switched
+        # again before it arrived, as a reader moving a slider does) is no fault; a file that is
+        # missing answers HTTP 404 (the response handler), another site is refused in _route.
+        if request.failure == "net::ERR_ABORTED":
+            self.cancelled.append(request.url)
+        else:
+            self.failed.append(f"{request.url} ({request.failure})")
 
     def _route(self, route) -> None:
         if route.request.url.startswith(self.base):
