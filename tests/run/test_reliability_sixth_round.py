@@ -52,6 +52,10 @@ def benchmark(monkeypatch, tmp_path):
 
     import subprocess
 
+    # matplotlib's own child process, not the benchmark's: on a new machine its first import
+    # builds the font cache by running fc-list
+    import matplotlib.pyplot  # noqa: F401
+
     monkeypatch.setattr(subprocess, "Popen", started)
     monkeypatch.setattr(subprocess, "run", started)
 

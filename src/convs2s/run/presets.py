@@ -38,7 +38,7 @@ RECORDED_MODEL_FIELDS = ("emb_dim", "hid_dim", "enc_layers", "dec_layers", "kern
 #: trained with before them: a preset's record holds one only where it differs (so a record at
 #: these values is the one recorded before), and a record without it was trained with this value.
 FIELDS_ADDED_LATER = {"rdrop": 0.0, "subword_sampling": 0.0, "distilled": None,
-                      "distilled_mix": "replace", "extra_sources": ()}
+                      "distilled_mix": "replace", "extra_sources": (), "init_from": None}
 
 #: How a run trains on a distilled file (``distilled_mix``, ``--distilled-mix``): the teacher's
 #: outputs instead of the references, or beside them.
@@ -90,6 +90,10 @@ class Preset:
     # adds its training pairs (its captions, the same targets); the vocabulary is learned on all
     # the sources and the target; validation stays in the preset's direction. (): none
     extra_sources: tuple[str, ...] = ()
+    # continued training (issue 62): the run's first weights, vocabularies and text pipeline are
+    # this checkpoint's (a run's best.pt or final.pt, or a shipped model), the same architecture;
+    # the optimizer, warm-up and schedule start afresh. None: weights initialised at random
+    init_from: str | None = None
     valid_pairs: int | None = None
     max_tokens: int = 4096  # padded tokens per batch (source or target side, the larger)
     # optimisation
@@ -184,16 +188,23 @@ class Preset:
                                  f"{0 if name == 'average_last' else 1}, not {brief(value, 40)}.")
 
     def _check_training_data(self) -> None:
-        """``distilled``, ``distilled_mix`` and ``extra_sources``: their types, and a one-line
-        ``ValueError`` where they do not apply (extra sources into another language than
-        English, or with words). ``distilled`` becomes a ``str``, ``extra_sources`` a tuple in
-        :data:`LANGUAGES`' order (``("cs", "fr")`` and ``["fr", "cs"]`` are one setting)."""
+        """``distilled``, ``distilled_mix``, ``init_from`` and ``extra_sources``: their types,
+        and a one-line ``ValueError`` where they do not apply (extra sources into another
+        language than English, or with words). ``distilled`` and ``init_from`` become a
+        ``str``, ``extra_sources`` a tuple in :data:`LANGUAGES`' order (``("cs", "fr")`` and
+        ``["fr", "cs"]`` are one setting)."""
         if isinstance(self.distilled, os.PathLike):
             object.__setattr__(self, "distilled", os.fspath(self.distilled))
         if self.distilled is not None and not (isinstance(self.distilled, str)
                                                and self.distilled.strip()):
             raise ValueError(f"distilled must be None or the path of a file of target "
                              f"sentences, not {brief(self.distilled, 40)}.")
+        if isinstance(self.init_from, os.PathLike):
+            object.__setattr__(self, "init_from", os.fspath(self.init_from))
+        if self.init_from is not None and not (isinstance(self.init_from, str)
+                                               and self.init_from.strip()):
+            raise ValueError(f"init_from must be None or the path of a checkpoint, not "
+                             f"{brief(self.init_from, 40)}.")
         if self.distilled_mix not in DISTILLED_MIXES:
             raise ValueError(f"distilled_mix must be one of {', '.join(DISTILLED_MIXES)}, not "
                              f"{brief(self.distilled_mix, 40)}.")

@@ -164,8 +164,11 @@ def check_train_state(stored: dict, path: Path | None = None) -> None:
         raise refuse(f"final_costs_epoch {brief(stored['final_costs_epoch'])} is not an epoch")
 
 
-def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path) -> None:
-    """Refuse to resume a run trained in another direction or with another tokenizer."""
+def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path, fix: str = (
+        "Resume with the settings it was trained with (--src, --trg, --tokenizer, "
+        "--vocab-size, --joint-vocab), or start a new --out folder.")) -> None:
+    """Refuse to resume a run trained in another direction or with another tokenizer (``fix``:
+    what the refusal says to do)."""
     recorded = pipeline.settings_dict()
     wanted = {"src_lang": preset.src_lang, "trg_lang": preset.trg_lang, "kind": preset.tokenizer}
     wanted.update({"lower": preset.lower} if preset.tokenizer == "word"
@@ -175,8 +178,7 @@ def check_same_text(pipeline: TextPipeline, preset: Preset, path: Path) -> None:
     if diffs:
         raise CheckpointError(
             f"{path} was trained with other settings or data (direction or tokenizer: "
-            + "; ".join(diffs) + "). Resume with the settings it was trained with (--src, "
-            "--trg, --tokenizer, --vocab-size, --joint-vocab), or start a new --out folder.")
+            + "; ".join(diffs) + "). " + fix)
 
 
 def reconcile_best(history: list[dict], best_valid_loss: float, step: int,

@@ -7,10 +7,10 @@ runs/quick [--resume]``. A step: the next-token loss of a batch, its gradients c
 steps over the batches, the validation loss, a history row, ``last.pt`` (and ``best.pt`` when
 validation improved). The loop runs epochs until a limit; Ctrl-C or SIGTERM save ``last.pt``,
 and ``resume=True`` continues exactly. NaN/inf stops the run; diverged weights are never saved.
-``preset.compile`` (``--compile``) runs the steps through ``torch.compile``
-(:mod:`~convs2s.run.compiled_training`); ``preset.rdrop``: R-Drop (``--rdrop``);
-``preset.subword_sampling``: subword regularisation (:meth:`Trainer.sample_segmentations`);
-``preset.distilled`` and ``extra_sources``: other training pairs (:mod:`~convs2s.run.prepare`).
+``preset.compile``: ``torch.compile`` (:mod:`~.compiled_training`); ``rdrop``: R-Drop;
+``subword_sampling``: subword regularisation (:meth:`Trainer.sample_segmentations`);
+``distilled`` and ``extra_sources``: other training pairs (:mod:`~convs2s.run.prepare`);
+``init_from``: continued training from another checkpoint (:mod:`~convs2s.run.continued`).
 
 The plumbing is beside it, one module each: :mod:`~convs2s.run.prepare` (data, model,
 optimizer), :mod:`~convs2s.run.rng_state` (the random state a resumed run needs),
@@ -41,7 +41,7 @@ import torch
 from convs2s.data import DataError, Vocab, load_multi30k, make_loader
 from convs2s.model.convs2s import ConvS2S
 from convs2s.model.loss import evaluate_loss, next_token_loss
-from convs2s.run import final_choices, prepare, run_folder, time_budget, train_arguments
+from convs2s.run import continued, final_choices, prepare, run_folder, time_budget, train_arguments
 from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.compiled_training import compile_for_training, compiled_loss
 from convs2s.run.distributed import Distributed
@@ -262,11 +262,14 @@ class Trainer:
     # -- setup -----------------------------------------------------------------------------------
 
     def _build(self, data: dict, ckpt: Checkpoint | None) -> tuple:
-        """Vocabularies, model and optimizer; returns the train and validation datasets."""
+        """Vocabularies, model and optimizer; returns the train and validation datasets. A new
+        run with ``preset.init_from`` (continued training) starts from that checkpoint's
+        vocabularies, text pipeline and weights (:mod:`~convs2s.run.continued`)."""
         preset = self.preset
         vocabs = pipeline = None
-        if ckpt is not None:  # the vocabularies and text pipeline it trained with
-            vocabs, pipeline = (ckpt.src_vocab, ckpt.trg_vocab), ckpt.pipeline
+        start = continued.initial_checkpoint(preset) if ckpt is None and preset.init_from else ckpt
+        if start is not None:  # the vocabularies and text pipeline it trained with
+            vocabs, pipeline = (start.src_vocab, start.trg_vocab), start.pipeline
         train_ds, valid_ds, self.src_vocab, self.trg_vocab = prepare.prepare_data(
             preset, data, vocabs, pipeline)
         self.pipeline = train_ds.pipeline
@@ -276,6 +279,10 @@ class Trainer:
             self.say(f"dropped {train_ds.n_dropped} training pairs longer than "
                      f"{preset.model.max_positions} positions")
         self.model = prepare.build_model(preset, self.src_vocab, self.trg_vocab).to(self.device)
+        if start is not None and ckpt is None:
+            continued.load_initial_weights(start, self.model)
+            self.say(f"continued training: the weights, vocabularies and text pipeline of "
+                     f"{preset.init_from}")
         self.optimizer = prepare.make_optimizer(self.model, preset)
         self.pad = self.trg_vocab.pad_idx
         return train_ds, valid_ds

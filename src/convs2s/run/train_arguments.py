@@ -65,6 +65,18 @@ def _distilled_file(text: str) -> str:
     return str(path.resolve())
 
 
+def _checkpoint_file(text: str) -> str:
+    """argparse ``type`` for ``--init-from``: an existing file, as an absolute path (what the
+    checkpoints record, so that ``--resume`` names the same file)."""
+    path = Path(text).expanduser()
+    if not text.strip() or not path.is_file():
+        what = "a folder" if path.is_dir() else "no such file"
+        raise argparse.ArgumentTypeError(
+            f"{arguments.brief(text)}: {what}; give a checkpoint file (a run's best.pt or "
+            "final.pt, or a shipped model: src/convs2s/run/models/de-en.pt)")
+    return str(path.resolve())
+
+
 def _languages(text: str) -> tuple[str, ...]:
     """argparse ``type`` for ``--extra-sources``: languages separated by commas ("fr,cs")."""
     langs = tuple(lang.strip() for lang in text.split(","))
@@ -165,6 +177,11 @@ def make_parser() -> arguments.OneLineParser:
                         "subword vocabulary is learned on every source and the target; "
                         "validation stays in --src/--trg's direction (into English, subword "
                         "tokenizer only); default: none")
+    parser.add_argument("--init-from", type=_checkpoint_file, metavar="CHECKPOINT",
+                        help="continued training: start from this checkpoint's weights, "
+                        "vocabularies and text pipeline (a run's best.pt or final.pt, or a "
+                        "shipped model; the same architecture and direction), with a fresh "
+                        "optimizer, warm-up and schedule; default: random weights")
     parser.add_argument("--patience", type=arguments.whole_number_arg, help="override the preset's "
                         "epochs without a better validation loss before stopping")
     parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
@@ -187,6 +204,6 @@ def overrides(args: argparse.Namespace) -> dict:
              ("warmup_steps", args.warmup_steps), ("lr_shrink", args.lr_shrink),
              ("rdrop", args.rdrop), ("subword_sampling", args.subword_sampling),
              ("distilled", args.distilled), ("distilled_mix", args.distilled_mix),
-             ("extra_sources", args.extra_sources),
+             ("extra_sources", args.extra_sources), ("init_from", args.init_from),
              ("patience", args.patience), ("compile", args.compile))
     return {name: value for name, value in given if value is not None}
