@@ -53,28 +53,27 @@ _minutes = _number_arg(lambda v: 0 < v < math.inf, "a number of minutes > 0")
 _folder = arguments.folder_arg("--out")
 
 
-def _distilled_file(text: str) -> str:
-    """argparse ``type`` for ``--distilled``: an existing file, as an absolute path (what the
-    checkpoints record, so that ``--resume`` from another folder names the same file)."""
-    path = Path(text).expanduser()
-    if not text.strip() or not path.is_file():
-        what = "a folder" if path.is_dir() else "no such file"
-        raise argparse.ArgumentTypeError(
-            f"{arguments.brief(text)}: {what}; give the file of the teacher's translations "
-            "(python -m convs2s.run.distill --teacher CHECKPOINT --out FILE writes one)")
-    return str(path.resolve())
+def _existing_file(give: str) -> Callable[[str], str]:
+    """argparse ``type`` for a file flag: an existing file, as an absolute path (what the
+    checkpoints record, so that ``--resume`` from another folder names the same file); else a
+    line ending in ``give``, what to give instead."""
+    def parse(text: str) -> str:
+        path = Path(text).expanduser()
+        if not text.strip() or not path.is_file():
+            what = "a folder" if path.is_dir() else "no such file"
+            raise argparse.ArgumentTypeError(f"{arguments.brief(text)}: {what}; {give}")
+        return str(path.resolve())
+    return parse
 
 
-def _checkpoint_file(text: str) -> str:
-    """argparse ``type`` for ``--init-from``: an existing file, as an absolute path (what the
-    checkpoints record, so that ``--resume`` names the same file)."""
-    path = Path(text).expanduser()
-    if not text.strip() or not path.is_file():
-        what = "a folder" if path.is_dir() else "no such file"
-        raise argparse.ArgumentTypeError(
-            f"{arguments.brief(text)}: {what}; give a checkpoint file (a run's best.pt or "
-            "final.pt, or a shipped model: src/convs2s/run/models/de-en.pt)")
-    return str(path.resolve())
+#: --distilled: the teacher's translations
+_distilled_file = _existing_file(
+    "give the file of the teacher's translations (python -m convs2s.run.distill --teacher "
+    "CHECKPOINT --out FILE writes one)")
+#: --init-from: the checkpoint a continued run starts from
+_checkpoint_file = _existing_file(
+    "give a checkpoint file (a run's best.pt or final.pt, or a shipped model: "
+    "src/convs2s/run/models/de-en.pt)")
 
 
 def _languages(text: str) -> tuple[str, ...]:
