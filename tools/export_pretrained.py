@@ -89,6 +89,23 @@ def training_record(final: Checkpoint, last: Checkpoint | None, command: str, ma
             "valid_loss": [{"epoch": e, "loss": round(float(v), 4)} for e, v in valid]}
 
 
+def continued_from(final: Checkpoint, manifest: dict) -> dict | None:
+    """A continued run's start (``--init-from``): the checkpoint's file name and sha256, and, when
+    it was a model the manifest lists, how that one was trained (command, machine, epochs,
+    hours). None for a run from random weights."""
+    init = (final.preset or {}).get("init_from")
+    if not init:
+        return None
+    path = Path(init)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    record = {"file": path.name, "sha256": sha}
+    for entry in manifest.get("models", {}).values():
+        if sha is not None and entry.get("sha256") == sha:
+            training = entry.get("training") or {}
+            record.update({k: training.get(k) for k in ("command", "machine", "epochs", "hours")})
+    return record
+
+
 def export(run: Path, direction: str, machine: str, command: str, scores: dict | None = None,
            models_dir: Path = MODELS_DIR) -> dict:
     """Write ``models_dir/<direction>.pt`` and its manifest entry; returns the entry."""
@@ -99,6 +116,10 @@ def export(run: Path, direction: str, machine: str, command: str, scores: dict |
         raise ValueError(f"{run / 'final.pt'} translates {final.pipeline.src_lang} to "
                          f"{final.pipeline.trg_lang}, not {direction}: name its direction")
     models_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = models_dir / MANIFEST
+    manifest = (json.loads(manifest_path.read_text(encoding="utf-8"))
+                if manifest_path.is_file() else {"models": {}})
+    start = continued_from(final, manifest)  # before the file it may start from is replaced
     path = inference_copy(final).save(models_dir / f"{direction}.pt")
     size = path.stat().st_size
     if size > MAX_BYTES:
@@ -112,11 +133,10 @@ def export(run: Path, direction: str, machine: str, command: str, scores: dict |
              "preset": (final.preset or {}).get("name"), "run_id": final.run_id,
              "choices": final.choices,
              "training": training_record(final, last, command, machine)}
+    if start is not None:
+        entry["training"]["continued_from"] = start
     if scores is not None:
         entry["scores"] = scores
-    manifest_path = models_dir / MANIFEST
-    manifest = (json.loads(manifest_path.read_text(encoding="utf-8"))
-                if manifest_path.is_file() else {"models": {}})
     manifest["models"][direction] = entry
     write_json_atomic(manifest_path, manifest)
     return entry

@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 
+from convs2s.course import analysis
 from convs2s.data import Vocab
 from convs2s.model import ConvS2S
 from convs2s.run.checkpoint import Checkpoint
@@ -60,6 +61,26 @@ def test_export_writes_float16_weights_and_the_manifest_records_how_it_came_to_b
     assert entry["parameters"] == sum(p.numel() for p in model.parameters())
     assert entry["scores"] == {"test2016": {"beam5": 1.0}}
     assert available(models) == ["de-en"]
+
+
+def test_a_continued_run_records_the_shipped_model_it_started_from(shipped, tmp_path):
+    """A run continued from the shipped file (``--init-from``, the preset's init_from) replaces
+    it; the new record names the file it started from by sha256, with how that one was trained,
+    read before the file was replaced. A run from random weights records no start."""
+    models, entry, _ = shipped
+    assert "continued_from" not in entry["training"]
+    run = tmp_path / "run"
+    final = Checkpoint.load(run / "final.pt")
+    final.preset = {"name": "tiny", "init_from": str(models / "de-en.pt")}
+    final.save(run / "final.pt")
+    new = export_pretrained.export(run, "de-en", "another machine", "python -m convs2s.train "
+                                   "--init-from", models_dir=models)
+    assert new["training"]["continued_from"] == {
+        "file": "de-en.pt", "sha256": entry["sha256"], "command": "python -m convs2s.train",
+        "machine": "a test machine", "epochs": 3, "hours": 1.5}
+    row = analysis.shipped_models_table({"de-en": new}).splitlines()[2]
+    assert ("3 epochs, 1.5 h, on another machine; continued from a model of 3 epochs (1.5 h on "
+            "a test machine)") in row
 
 
 def test_pretrained_is_a_ready_translator_in_float32_with_the_recorded_penalty(shipped):

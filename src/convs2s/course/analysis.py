@@ -843,10 +843,10 @@ def _recorded_bleu(entry: dict, split: str) -> str:
 
 def shipped_models_table(records: dict[str, dict]) -> str:
     """A Markdown table of the shipped models, one row per direction (``records``: direction ->
-    :func:`convs2s.run.pretrained.record`): how it was trained (preset, epochs, hours, machine)
-    and the sacreBLEU recorded for its float16 weights, as shipped, on Multi30k's validation
-    split and test2016 (greedy / beam 5 with its length penalty). Pure: every figure is the
-    record's."""
+    :func:`convs2s.run.pretrained.record`): how it was trained (preset, epochs, hours, machine;
+    for a continued run, the model it started from) and the sacreBLEU recorded for its float16
+    weights, as shipped, on Multi30k's validation split and test2016 (greedy / beam 5 with its
+    length penalty). Pure: every figure is the record's."""
     rows = ["| direction | trained | validation sacreBLEU (greedy / beam 5) | "
             "test2016 sacreBLEU (greedy / beam 5) |", "|---|---|---|---|"]
     for direction, entry in records.items():
@@ -856,6 +856,12 @@ def shipped_models_table(records: dict[str, dict]) -> str:
             f"{training['epochs']} epochs" if training.get("epochs") else "",
             f"{training['hours']:g} h" if training.get("hours") else "",
             f"on {training['machine']}" if training.get("machine") else "") if x)
+        start = training.get("continued_from") or {}
+        if start.get("epochs"):  # a continued run (--init-from): the model it started from
+            done += (f"; continued from a model of {start['epochs']} epochs"
+                     + (f" ({start['hours']:g} h" if start.get("hours") else "")
+                     + (f" on {start['machine']})" if start.get("machine") else
+                        (")" if start.get("hours") else "")))
         rows.append(f"| {direction_name(direction)} (`convs2s.pretrained(\"{direction}\")`) | "
                     f"{done or 'not recorded'} | {_recorded_bleu(entry, 'valid')} | "
                     f"{_recorded_bleu(entry, 'test')} |")
