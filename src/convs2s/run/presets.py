@@ -193,18 +193,14 @@ class Preset:
         language than English, or with words). ``distilled`` and ``init_from`` become a
         ``str``, ``extra_sources`` a tuple in :data:`LANGUAGES`' order (``("cs", "fr")`` and
         ``["fr", "cs"]`` are one setting)."""
-        if isinstance(self.distilled, os.PathLike):
-            object.__setattr__(self, "distilled", os.fspath(self.distilled))
-        if self.distilled is not None and not (isinstance(self.distilled, str)
-                                               and self.distilled.strip()):
-            raise ValueError(f"distilled must be None or the path of a file of target "
-                             f"sentences, not {brief(self.distilled, 40)}.")
-        if isinstance(self.init_from, os.PathLike):
-            object.__setattr__(self, "init_from", os.fspath(self.init_from))
-        if self.init_from is not None and not (isinstance(self.init_from, str)
-                                               and self.init_from.strip()):
-            raise ValueError(f"init_from must be None or the path of a checkpoint, not "
-                             f"{brief(self.init_from, 40)}.")
+        for name, what in (("distilled", "a file of target sentences"),
+                           ("init_from", "a checkpoint")):
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                object.__setattr__(self, name, value := os.fspath(value))
+            if value is not None and not (isinstance(value, str) and value.strip()):
+                raise ValueError(f"{name} must be None or the path of {what}, not "
+                                 f"{brief(value, 40)}.")
         if self.distilled_mix not in DISTILLED_MIXES:
             raise ValueError(f"distilled_mix must be one of {', '.join(DISTILLED_MIXES)}, not "
                              f"{brief(self.distilled_mix, 40)}.")
