@@ -858,10 +858,10 @@ def shipped_models_table(records: dict[str, dict]) -> str:
             f"on {training['machine']}" if training.get("machine") else "") if x)
         start = training.get("continued_from") or {}
         if start.get("epochs"):  # a continued run (--init-from): the model it started from
+            where = " on ".join(x for x in (f"{start['hours']:g} h" if start.get("hours") else "",
+                                            start.get("machine") or "") if x)
             done += (f"; continued from a model of {start['epochs']} epochs"
-                     + (f" ({start['hours']:g} h" if start.get("hours") else "")
-                     + (f" on {start['machine']})" if start.get("machine") else
-                        (")" if start.get("hours") else "")))
+                     + (f" ({where})" if where else ""))
         rows.append(f"| {direction_name(direction)} (`convs2s.pretrained(\"{direction}\")`) | "
                     f"{done or 'not recorded'} | {_recorded_bleu(entry, 'valid')} | "
                     f"{_recorded_bleu(entry, 'test')} |")
