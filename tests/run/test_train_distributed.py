@@ -32,9 +32,16 @@ WORKER = textwrap.dedent('''
     agreed = t.should_stop()
     t.state.seconds = 1.0  # now nobody wants to stop
     calm = t.should_stop()
+    torch.distributed.barrier()  # both past the last collective before either leaves (BARRIER)
     dist.close()
     print(json.dumps({"rank": dist.rank, "alone": alone, "agreed": agreed, "calm": calm}))
 ''')
+
+
+# BARRIER: the main process hosts the process group's store and may finish a broadcast before
+# the other has read it; leaving then once aborted the other process at exit under load
+# ("terminate called without an active exception", return code -6). Each worker waits at a
+# barrier, so neither destroys the group while the other still uses it.
 
 
 def _free_port() -> int:
@@ -81,6 +88,7 @@ SAMPLING_WORKER = textwrap.dedent('''
     ids = repr([(s.tolist(), u.tolist()) for s, u in zip(ds.src, ds.trg)]).encode()
     print(json.dumps({"rank": dist.rank, "ids": hashlib.sha256(ids).hexdigest(),
                       "batches": len(t.loader.batch_sampler), "pairs": len(ds)}))
+    torch.distributed.barrier()  # both past the broadcast before either leaves (BARRIER)
     dist.close()
 ''')
 
