@@ -69,8 +69,22 @@ def inference_copy(final: Checkpoint) -> Checkpoint:
                       state_dict=float16_weights(final.state_dict),
                       src_vocab=final.src_vocab, trg_vocab=final.trg_vocab,
                       pipeline=final.pipeline, model_class=final.model_class,
-                      preset=final.preset, data=final.data, run_id=final.run_id,
-                      choices=final.choices)
+                      preset=shipped_preset(final.preset), data=final.data,
+                      run_id=final.run_id, choices=final.choices)
+
+
+#: The preset's fields that hold a file on the training machine (``--distilled``, ``--init-from``:
+#: absolute paths, as the run records them for ``--resume``).
+PATH_FIELDS = ("distilled", "init_from")
+
+
+def shipped_preset(preset: dict | None) -> dict | None:
+    """The preset as shipped: each file it names by its name alone, not the folder it lay in on
+    the machine that trained it (a shipped file holds no local path)."""
+    if not preset:
+        return preset
+    return {k: Path(v).name if k in PATH_FIELDS and isinstance(v, str) else v
+            for k, v in preset.items()}
 
 
 def training_record(final: Checkpoint, last: Checkpoint | None, command: str, machine: str

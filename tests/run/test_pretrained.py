@@ -78,6 +78,8 @@ def test_a_continued_run_records_the_shipped_model_it_started_from(shipped, tmp_
     assert new["training"]["continued_from"] == {
         "file": "de-en.pt", "sha256": entry["sha256"], "command": "python -m convs2s.train",
         "machine": "a test machine", "epochs": 3, "hours": 1.5}
+    # the shipped file's preset names that file, not the folder it lay in here
+    assert Checkpoint.load(models / "de-en.pt").preset == {"name": "tiny", "init_from": "de-en.pt"}
     row = analysis.shipped_models_table({"de-en": new}).splitlines()[2]
     assert ("3 epochs, 1.5 h, on another machine; continued from a model of 3 epochs (1.5 h on "
             "a test machine)") in row

@@ -54,6 +54,9 @@ def test_the_file_holds_float16_weights_and_no_training_state(direction):
     assert {t.dtype for t in ckpt.state_dict.values()} == {torch.float16}
     assert ckpt.train_state is None and ckpt.pipeline.kind == "subword"
     assert (ckpt.pipeline.src_lang, ckpt.pipeline.trg_lang) == tuple(direction.split("-"))
+    # a file the run trained from is named, not where it lay on the machine that trained it
+    named = [v for v in (ckpt.preset or {}).values() if isinstance(v, str) and "/" in v]
+    assert not named, f"the shipped preset holds a local path: {named}"
 
 
 @pytest.mark.parametrize("direction", SHIPPED)
