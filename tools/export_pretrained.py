@@ -106,10 +106,15 @@ def training_record(final: Checkpoint, last: Checkpoint | None, command: str, ma
 def continued_from(final: Checkpoint, manifest: dict) -> dict | None:
     """A continued run's start (``--init-from``): the checkpoint's file name and sha256, and, when
     it was a model the manifest lists, how that one was trained (command, machine, epochs,
-    hours). None for a run from random weights."""
+    hours). None for a run from random weights. A run shipped before and trained on since may
+    have replaced the very file it started from: it keeps the start its first export recorded."""
     init = (final.preset or {}).get("init_from")
     if not init:
         return None
+    for entry in manifest.get("models", {}).values():
+        earlier = (entry.get("training") or {}).get("continued_from")
+        if final.run_id is not None and entry.get("run_id") == final.run_id and earlier:
+            return earlier
     path = Path(init)
     sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     record = {"file": path.name, "sha256": sha}

@@ -80,6 +80,11 @@ def test_a_continued_run_records_the_shipped_model_it_started_from(shipped, tmp_
         "machine": "a test machine", "epochs": 3, "hours": 1.5}
     # the shipped file's preset names that file, not the folder it lay in here
     assert Checkpoint.load(models / "de-en.pt").preset == {"name": "tiny", "init_from": "de-en.pt"}
+    # the same run trained on and shipped again: its start stays the first model, though the
+    # file it named is now this run's own earlier export
+    again = export_pretrained.export(run, "de-en", "another machine", "python -m convs2s.train "
+                                     "--init-from --resume", models_dir=models)
+    assert again["training"]["continued_from"] == new["training"]["continued_from"]
     row = analysis.shipped_models_table({"de-en": new}).splitlines()[2]
     assert ("3 epochs, 1.5 h, on another machine; continued from a model of 3 epochs (1.5 h on "
             "a test machine)") in row
