@@ -59,10 +59,17 @@ def test_the_stored_record_teaches_lower_loss_is_not_better_bleu():
     text = what_the_table_shows(record)
     comparable = [r for r in record["runs"] if r["comparable_loss"]]
     best = max(record["runs"], key=lambda r: r["valid_beam5"])
-    against = best if any(r["valid_loss"] < best["valid_loss"] for r in comparable) else max(
-        (r for r in comparable if r is not best), key=lambda r: r["valid_beam5"])
-    expected = [r for r in comparable if r["valid_loss"] < against["valid_loss"]
+
+    def below(against):
+        return [r for r in comparable if r["valid_loss"] < against["valid_loss"]
                 and r["valid_beam5"] < against["valid_beam5"]]
+
+    if below(best) or any(r["valid_loss"] < best["valid_loss"] for r in comparable):
+        expected = below(best)
+    else:  # down the others by BLEU, to the first with runs below it in both
+        others = sorted((r for r in comparable if r is not best),
+                        key=lambda r: r["valid_beam5"], reverse=True)
+        expected = next((below(r) for r in others if below(r)), [])
     assert len(expected) >= 2
     assert f"{len(expected)} runs reached a lower validation loss" in text
     assert all(f"'{r['setting']}' ({r['valid_loss']:.3f}" in text for r in expected)
@@ -97,6 +104,18 @@ def test_where_the_best_has_the_lowest_loss_the_runner_up_carries_the_lesson():
             "(1.580, 44.20), and a lower BLEU: 'lower loss' (1.550, 43.90)") in text
     assert "higher loss" not in text and "other vocabulary" not in text
     assert "A lower loss is evidence, not a guarantee" in text
+
+
+def test_a_runner_up_with_no_run_below_it_passes_the_lesson_to_the_next_one_down():
+    """The next best by BLEU may have the second-lowest loss: nothing lies below it in both, and
+    the first run further down that has such runs is named, with its place."""
+    record = {"runs": [_run("best", 1.50, 44.6, shipped=True), _run("second", 1.51, 44.5),
+                       _run("third", 1.58, 44.2), _run("lower loss", 1.55, 43.9),
+                       _run("higher loss", 1.60, 43.0)]}
+    text = what_the_table_shows(record)
+    assert ("1 run reached a lower validation loss than the third best by BLEU, 'third' "
+            "(1.580, 44.20), and a lower BLEU: 'lower loss' (1.550, 43.90)") in text
+    assert "'second'" not in text and "higher loss" not in text
 
 
 def test_where_loss_and_bleu_agree_throughout_no_lesson_is_claimed():

@@ -59,7 +59,8 @@ def what_the_table_shows(record: dict) -> str:
     """One paragraph read from the record: which run is best by validation beam 5 (the rule the
     choice follows), and how many comparable runs reached a lower validation loss than it and a
     lower BLEU — the lesson that a lower loss need not mean better translations. Where the best
-    run also has the lowest loss, the same is asked of the runner-up among the others."""
+    run also has the lowest loss, the same is asked of the others, best by BLEU first: the first
+    with runs below it in both is named with its place."""
     runs = [r for r in record["runs"] if r["valid_beam5"] is not None]
     best = max(runs, key=lambda r: r["valid_beam5"])
     comparable = [r for r in runs if r["comparable_loss"] and r is not best]
@@ -88,13 +89,20 @@ def what_the_table_shows(record: dict) -> str:
             f" (as low: '{lowest['setting']}', {lowest['valid_loss']:.3f})")
         parts.append(f"No comparable run reached a lower validation loss{named}: here "
                      "the lowest loss and the best BLEU belong to the same run.")
-        second = max(comparable, key=lambda r: r["valid_beam5"])
-        below_second = _lower_both(second, [r for r in comparable if r is not second])
-        if below_second:
-            count = _count(len(below_second), "run", "runs")
-            parts.append(f"Among the others the two disagree: {count} reached a lower "
-                         "validation loss than the next best by BLEU, "
-                         f"'{second['setting']}' ({second['valid_loss']:.3f}, "
-                         f"{second['valid_beam5']:.2f}), and a lower BLEU: "
-                         f"{_named(below_second)}. {_LESSON}")
+        # down the others by BLEU, to the first that runs with a lower loss fall below
+        by_bleu = sorted(comparable, key=lambda r: r["valid_beam5"], reverse=True)
+        for rank, against in enumerate(by_bleu, start=2):
+            below = _lower_both(against, [r for r in comparable if r is not against])
+            if below:
+                place = "next" if rank == 2 else _ORDINALS.get(rank, f"{rank}th")
+                parts.append(f"Among the others the two disagree: "
+                             f"{_count(len(below), 'run', 'runs')} reached a lower validation "
+                             f"loss than the {place} best by BLEU, '{against['setting']}' "
+                             f"({against['valid_loss']:.3f}, {against['valid_beam5']:.2f}), and "
+                             f"a lower BLEU: {_named(below)}. {_LESSON}")
+                break
     return " ".join(parts)
+
+
+_ORDINALS = {3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh", 8: "eighth",
+             9: "ninth", 10: "tenth"}
