@@ -118,6 +118,13 @@ def test_a_runner_up_with_no_run_below_it_passes_the_lesson_to_the_next_one_down
     assert "'second'" not in text and "higher loss" not in text
 
 
+def test_places_beyond_tenth_are_written_as_ordinals():
+    from convs2s.course.settings_tried import _ordinal
+
+    assert [_ordinal(n) for n in (3, 10, 11, 12, 13, 21, 22, 23, 101, 111)] == [
+        "third", "tenth", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th"]
+
+
 def test_where_loss_and_bleu_agree_throughout_no_lesson_is_claimed():
     record = {"runs": [_run("a", 1.50, 44.6, shipped=True), _run("b", 1.55, 44.2),
                        _run("c", 1.60, 43.9)]}

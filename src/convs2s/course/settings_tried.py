@@ -89,12 +89,12 @@ def what_the_table_shows(record: dict) -> str:
             f" (as low: '{lowest['setting']}', {lowest['valid_loss']:.3f})")
         parts.append(f"No comparable run reached a lower validation loss{named}: here "
                      "the lowest loss and the best BLEU belong to the same run.")
-        # down the others by BLEU, to the first that runs with a lower loss fall below
+        # the others by BLEU, best first: the first with runs below it in both
         by_bleu = sorted(comparable, key=lambda r: r["valid_beam5"], reverse=True)
         for rank, against in enumerate(by_bleu, start=2):
             below = _lower_both(against, [r for r in comparable if r is not against])
             if below:
-                place = "next" if rank == 2 else _ORDINALS.get(rank, f"{rank}th")
+                place = "next" if rank == 2 else _ordinal(rank)
                 parts.append(f"Among the others the two disagree: "
                              f"{_count(len(below), 'run', 'runs')} reached a lower validation "
                              f"loss than the {place} best by BLEU, '{against['setting']}' "
@@ -106,3 +106,11 @@ def what_the_table_shows(record: dict) -> str:
 
 _ORDINALS = {3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh", 8: "eighth",
              9: "ninth", 10: "tenth"}
+
+
+def _ordinal(n: int) -> str:
+    """3 → "third" … 10 → "tenth", then 11th, 21st, 22nd, 23rd, 111th."""
+    if n in _ORDINALS:
+        return _ORDINALS[n]
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
