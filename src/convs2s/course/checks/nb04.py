@@ -49,6 +49,15 @@ ZEROED_AFTER = Hint(
            "that it shares the whole 1 among the real positions?")
 
 
+#: Right on small energies, wrong (inf, NaN or padding's weight) on energies of size 10,000.
+LARGE_ENERGIES = Hint(
+    nudge="your answer holds for small energies; at 10,000 an exp overflows to inf, and the real "
+          "positions' exps underflow to 0 beside the padding's larger ones. Which steps of yours "
+          "see the padding's energies, and which of them call exp?",
+    closer="print your result for energy * 1e4: where does the first inf or NaN appear? A "
+           "softmax that never sees the padding's energies cannot be swamped by them")
+
+
 def _row_sums_hint(out: Tensor, mask: Tensor) -> Hint:
     """The hint for rows that do not sum to 1, from what the answer did: a softmax over another
     dimension (its columns sum to 1) or the padding zeroed after the softmax."""
@@ -86,7 +95,8 @@ def masked_softmax(fn: Callable) -> None:
     with run.case(f"{what}: the weights of sentence 1 (3 real tokens)"):
         _assert_close(out[1, :, :3], torch.softmax(energy[1, :, :3], dim=-1),
                       ref="a softmax over its 3 real positions")
-    with run.case("masked_softmax(energies of size 10,000, padding larger than the real ones)"):
+    with run.case("masked_softmax(energies of size 10,000, padding larger than the real ones)",
+                  LARGE_ENERGIES):
         large = energy * 1e4  # large energies: a softmax must neither overflow nor leak
         large[~mask[:, None, :].expand_as(large)] = 3e4
         out = _assert_tensor(fn(large, mask))
