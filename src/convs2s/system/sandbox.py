@@ -32,11 +32,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,15 +204,72 @@ def run(argv: Sequence[str], *, stdin: bytes = b"", limits: Limits = Limits(),
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True, cwd=scratch,
                                 env={"PATH": "/usr/bin:/bin"})
+        deadline = time.monotonic() + limits.wall_seconds
         try:
-            out, err = proc.communicate(stdin, timeout=limits.wall_seconds)
+            out, err = _exchange(proc, stdin, deadline, limits.output_bytes, ERROR_TAIL)
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
             proc.wait()  # not the pipes: a process still dying in the namespace may hold them
+            return Outcome(None, b"", b"", timed_out=True)
+        finally:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 pipe.close()
-            return Outcome(None, b"", b"", timed_out=True)
-        return Outcome(proc.returncode, out[:limits.output_bytes], err[-64_000:], False)
+        return Outcome(proc.returncode, bytes(out), bytes(err), False)
+
+
+#: The most of a sandboxed run's standard error that is kept (its end).
+ERROR_TAIL = 64_000
+#: The most read from a pipe at a time.
+_CHUNK = 1 << 16
+
+
+def _exchange(proc: subprocess.Popen, stdin: bytes, deadline: float, out_head: int,
+              err_tail: int) -> tuple[bytearray, bytearray]:
+    """Write ``stdin`` to ``proc`` and read its standard output and error until both end,
+    keeping the first ``out_head`` bytes of the output and the last ``err_tail`` of the error
+    (the rest is read and dropped: a run that prints without end costs the grader no memory).
+    Raises ``subprocess.TimeoutExpired`` at ``deadline`` (``time.monotonic()``)."""
+    out, err = bytearray(), bytearray()
+    pending = memoryview(stdin)
+    with selectors.DefaultSelector() as selector:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            os.set_blocking(pipe.fileno(), False)
+        if pending:
+            selector.register(proc.stdin, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        selector.register(proc.stderr, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            for key, _ in selector.select(left):
+                pipe = key.fileobj
+                if pipe is proc.stdin:
+                    try:
+                        pending = pending[os.write(pipe.fileno(), pending[:_CHUNK]):]
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:  # it stopped reading: what it read is its input
+                        pending = pending[:0]
+                    if not pending:
+                        selector.unregister(pipe)
+                        pipe.close()
+                    continue
+                try:
+                    data = os.read(pipe.fileno(), _CHUNK)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    selector.unregister(pipe)
+                elif pipe is proc.stdout:
+                    out += data[:max(0, out_head - len(out))]
+                else:
+                    err += data
+                    del err[:-err_tail]
+    return out, err
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
@@ -222,18 +281,31 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         pass
 
 
+#: What :func:`unavailable` runs inside a sandbox: the grading process's own first wall, no
+#: program started from inside (:mod:`convs2s.system.no_exec`), must stand there too.
+_PROBE = ("import sys\nfrom convs2s.system import no_exec\ntry:\n    no_exec.forbid()\n"
+          "except no_exec.NoExecUnavailable as e:\n    print(e, file=sys.stderr)\n    sys.exit(3)")
+#: The probe's exit status when the sandbox started but starting programs cannot be forbidden.
+_NO_FILTER = 3
+
+
 def unavailable() -> str | None:
-    """None when a sandbox starts here (a real run of ``true`` inside one), else one line: why
-    not, and what to install."""
+    """None when a grading sandbox starts here (a real run of Python inside one, which forbids
+    itself to start programs: :mod:`convs2s.system.no_exec`), else one line: why not, and what
+    to install or where to grade."""
     if not sys.platform.startswith("linux"):
         return f"no sandbox on {sys.platform}: {HOW_TO_GET_ONE}"
     try:
-        outcome = run([sys.executable, "-I", "-c", "pass"],
+        outcome = run([sys.executable, "-I", "-c", _PROBE],
                       limits=Limits(wall_seconds=60, cpu_seconds=30))
     except SandboxUnavailable as e:
         return str(e)
     except OSError as e:
         return f"bubblewrap did not start ({e}): {HOW_TO_GET_ONE}"
+    if outcome.returncode == _NO_FILTER:
+        why = " ".join(outcome.stderr.decode(errors="replace").split())[:200]
+        return (f"the sandbox starts, but what runs in it cannot be kept from starting other "
+                f"programs ({why}): grade on Linux on x86-64 or aarch64 with seccomp")
     if outcome.returncode != 0:
         why = " ".join(outcome.stderr.decode(errors="replace").split())[:200]
         return (f"bubblewrap could not start a sandbox ({why or outcome.returncode}): "

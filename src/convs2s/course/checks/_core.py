@@ -83,12 +83,16 @@ class Shortcut:
     """A function whose call is an exercise's own answer: ``target`` is ``"module:Attr.attr"``,
     ``label`` what the learner is told it called, ``why`` why it is refused. ``stated_as`` is
     the name the task states it under, where that is not ``label`` (``F.glu`` for its
-    ``torch._C._nn.glu``): every refusal is stated in the task (a test reads the notebooks)."""
+    ``torch._C._nn.glu``): every refusal is stated in the task (a test reads the notebooks).
+    ``operator``: the PyTorch operator the function computes (``"aten::glu"``), which grading
+    also refuses at PyTorch's dispatcher, whatever route reaches it (``torch.ops.aten.glu``);
+    only for an operator no honest answer's computation dispatches."""
 
     target: str
     label: str
     why: str
     stated_as: str | None = None
+    operator: str | None = None
 
     @property
     def stated(self) -> str:
@@ -723,14 +727,39 @@ def refusing(exercise: str) -> Iterator[None]:
         if message is not None and message not in called:
             called.append(message)
 
+    watch_operators = _operator_watch(exercise, called)
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
-        yield
+        with watch_operators:
+            yield
     finally:
         sys.setprofile(previous)
     if called:
         raise ShortcutRefused(called[0])
+
+
+def _operator_watch(exercise: str, called: list[str]):
+    """A context that notes in ``called`` each dispatch, on this thread, of an operator one of
+    ``exercise``'s shortcuts computes (``aten::glu``, however it was reached:
+    ``torch.ops.aten.glu``), and passes the call on unchanged; a null context where none has one."""
+    import contextlib
+
+    declared = EXERCISES.get(exercise)
+    operators = {s.operator: f"it called {s.operator} ({s.label} by another name); {s.why}"
+                 for s in (declared.shortcuts if declared else ()) if s.operator}
+    if not operators:
+        return contextlib.nullcontext()
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class WatchOperators(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            message = operators.get(func._schema.name)
+            if message is not None and message not in called:
+                called.append(message)
+            return func(*args, **(kwargs or {}))
+
+    return WatchOperators()
 
 
 def guarded(exercise: str, fn):

@@ -41,7 +41,13 @@ FORBIDDEN_SETUP_NAMES = frozenset({"checks", "convs2s"})
 FORBIDDEN_TORCH = frozenset({
     "ops", "library", "hub", "utils", "jit", "fx", "load", "save", "package", "classes",
     "overrides", "compiler", "compile", "export", "onnx", "distributed", "multiprocessing",
-    "testing",
+    "testing", "serialization",
+})
+#: Modules an answer may not import, which other modules hold as attributes
+#: (``torch.serialization.os``): reached that way, they are flagged as an import would be.
+FORBIDDEN_MODULE_ATTRIBUTES = frozenset({
+    "os", "sys", "subprocess", "builtins", "importlib", "gc", "ctypes", "inspect", "runpy",
+    "pickle", "marshal", "shutil", "socket", "multiprocessing",
 })
 #: Attributes that reach a running frame or a function's code (``gen.gi_frame.f_back``): from
 #: there any of the grader's own variables could be read.
@@ -55,8 +61,10 @@ RULES = (
     "then your answer cell, then the hidden tests' calls. Define everything your answer needs "
     "in its answer cell (the setup cell's imports are there). An exercise that asks you to "
     "write something refuses the package's or PyTorch's own version of it (it is removed while "
-    "your answer runs). Your instructor also sees what a read of your cell flags: imports "
-    "other than " + ", ".join(sorted(MODULES)) + "; the `checks` or `convs2s` names; private "
+    "your answer runs), and an answer may not start other programs. Your instructor also sees "
+    "what a read of your cell flags: imports other than " + ", ".join(sorted(MODULES)) + " (also "
+    "such a module reached through another, `torch.serialization.os`); the `checks` or "
+    "`convs2s` names; private "
     "or dunder attributes (`torch._C`, `f.__code__`); `exec`, `eval`, `compile`, `open`, "
     "`getattr`, `setattr`, `globals` or `vars`; assignments to anything the cell did not "
     "create (`F.glu = ...`).")
@@ -179,6 +187,9 @@ def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
                     say(node, f"uses .{attr}: an answer may not reach into Python's internals")
             elif attr in FORBIDDEN_ATTRIBUTES:
                 say(node, f"uses .{attr}: an answer may not reach into running code")
+            elif attr in FORBIDDEN_MODULE_ATTRIBUTES:
+                say(node, f"uses .{attr}: a module an answer may not import, reached through "
+                          "another")
             elif attr.startswith("_") and root in modules:
                 say(node, f"uses {'.'.join(_chain(node))}: a private part of a module")
             elif attr in forbidden:

@@ -46,9 +46,12 @@ class Verdict:
 
 def forbidden(exercise: str) -> list[str]:
     """The functions removed from the sandbox before ``exercise``'s answer runs (the same table
-    as the check's refusals: the exercise's declared ``shortcuts``)."""
+    as the check's refusals: the exercise's declared ``shortcuts``), then the PyTorch operators
+    refused at the dispatcher (``"aten::glu"``)."""
     declared = _core.EXERCISES.get(exercise)
-    return [shortcut.target for shortcut in declared.shortcuts] if declared else []
+    shortcuts = declared.shortcuts if declared else ()
+    return ([shortcut.target for shortcut in shortcuts]
+            + [shortcut.operator for shortcut in shortcuts if shortcut.operator])
 
 
 def _results(outcome: sandbox.Outcome, count: int) -> list[dict] | str:
@@ -60,7 +63,8 @@ def _results(outcome: sandbox.Outcome, count: int) -> list[dict] | str:
     if not found:
         if outcome.killed_by == "SIGXCPU":
             return "the answer used more than its CPU-time limit (it was stopped)"
-        last = " ".join(outcome.stderr.decode("utf-8", errors="replace").split()[-12:])
+        last = " ".join(_plain(outcome.stderr.decode("utf-8", errors="replace"),
+                               len(outcome.stderr)).split()[-12:])
         return (f"the answer's process ended before it returned anything (exit "
                 f"{outcome.returncode}{': ' + last if last else ''})")[:300]
     try:
@@ -76,8 +80,8 @@ def _results(outcome: sandbox.Outcome, count: int) -> list[dict] | str:
 def _judge(case: testing.Case, result: dict) -> str | None:
     """Why ``case`` does not hold for ``result`` (one line for the student), or None."""
     if "raised" in result:
-        raised, message = str(result.get("raised"))[:60], str(result.get("message", ""))[:300]
-        where = str(result.get("where", ""))[:40]
+        raised, message = _plain(result.get("raised"), 60), _plain(result.get("message", ""), 300)
+        where = _plain(result.get("where", ""), 40)
         if raised == "NotImplementedError":
             return "not answered yet (the answer cell still raises NotImplementedError)"
         if case.raises is not None and raised == case.raises and not where:
@@ -88,15 +92,22 @@ def _judge(case: testing.Case, result: dict) -> str | None:
         return f"should raise {case.raises}, raised nothing"
     try:
         value = testing.decode(result.get("returned"))
-    except (ValueError, TypeError, RecursionError, OverflowError, RuntimeError):
+    except Exception:  # noqa: BLE001 - the data are the student's: whatever fails to decode
         return "the result could not be read as data"
     try:
         case.accept(value)
     except testing.WrongForm as e:
-        return " ".join(str(e).split())[:300]
+        return _plain(e, 300)
     except Exception:  # noqa: BLE001 - any failure to hold (the data are the student's)
         return "does not hold"
     return None
+
+
+def _plain(text: object, most: int) -> str:
+    """``text`` as one line of printable characters, at most ``most`` of them: what the sandbox
+    sent may hold newlines or terminal escapes meant to forge a verdict line in the log."""
+    printable = "".join(c if c.isprintable() else " " for c in str(text))
+    return " ".join(printable.split())[:most]
 
 
 def grade(exercise: str, *, setup: str, answer: str, answer_names: Sequence[str],

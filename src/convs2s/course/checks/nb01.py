@@ -45,7 +45,7 @@ WITHOUT_F_GLU = Hint(
 
 @exercise(hint=MY_GLU,
           shortcuts=(Shortcut("torch.nn.functional:glu", "F.glu",
-                              "the exercise is to compute it yourself"),
+                              "the exercise is to compute it yourself", operator="aten::glu"),
                      Shortcut("torch._C._nn:glu", "torch._C._nn.glu",
                               "the exercise is to compute it yourself", stated_as="F.glu")),
           forbidden_names={"glu", "GLU"}, shortcut_hint=WITHOUT_F_GLU)

@@ -7,10 +7,12 @@ functions and the hidden test's calls (:class:`convs2s.course.checks.testing.Cal
 It then
 
 1. runs the setup cell;
-2. removes the functions the exercise forbids from this process (``F.glu`` where it asks for a GLU,
-   the package's own answer for a derive exercise): each becomes a function that raises
-   :class:`~convs2s.course.checks._core.ShortcutRefused`, so that no alias, however it was
-   reached, finds the original;
+2. forbids this process and all it forks to start another program (:mod:`convs2s.system.no_exec`),
+   then removes the functions the exercise forbids from this process (``F.glu`` where it asks
+   for a GLU, the package's own answer for a derive exercise): each becomes a function that
+   raises :class:`~convs2s.course.checks._core.ShortcutRefused`, so that no alias, however it
+   was reached, finds the original; an operator of PyTorch's that such a function computes
+   (``aten::glu``) refuses at PyTorch's dispatcher, whatever route reaches it;
 3. runs the answer cell (its output goes to standard error, which the grader ignores);
 4. makes each call and writes what it returned, or the name of what it raised, as data: one
    JSON line after :data:`MARKER` on standard output.
@@ -28,6 +30,8 @@ import json
 import os
 import sys
 
+from convs2s.system import no_exec
+
 #: Starts the line that carries the results (the last such line counts).
 MARKER = "convs2s-sandboxed-results "
 #: The most characters of one exception message carried out.
@@ -39,11 +43,46 @@ MAX_MESSAGE = 300
 _refused: list[str] = []
 
 
+#: The ``torch.library.Library`` objects whose kernels refuse operators (kept: a library's
+#: kernels are withdrawn when it is collected).
+_refusing_libraries: list = []
+
+
+def _refuse_operator(name: str) -> None:
+    """Register, for every overload of the operator ``name`` (``"aten::glu"``), a CPU kernel that
+    refuses: every route to PyTorch's dispatcher reaches it (``torch.ops.aten.glu``, the JIT's
+    operator table, a fresh ``torch.ops`` namespace)."""
+    import warnings
+
+    import torch
+
+    from convs2s.course.checks._core import ShortcutRefused
+
+    namespace, _, op = name.partition("::")
+    message = (f"it called {name} (F.{op} by another name), which this exercise asks you to "
+               "write yourself")
+
+    def refused(*_args, **_kwargs):
+        _refused.append(message)
+        raise ShortcutRefused(message)
+
+    library = torch.library.Library(namespace, "IMPL")
+    with warnings.catch_warnings():  # "Overriding a previously registered kernel": the point
+        warnings.simplefilter("ignore")
+        for overload in getattr(getattr(torch.ops, namespace), op).overloads():
+            library.impl(op if overload == "default" else f"{op}.{overload}", refused, "CPU")
+    _refusing_libraries.append(library)
+
+
 def _remove(targets: list[str]) -> None:
-    """Replace each ``"module:Attr.attr"`` by a function that refuses (for this process)."""
+    """Replace each ``"module:Attr.attr"`` by a function that refuses (for this process); refuse
+    each operator ``"namespace::name"`` at the dispatcher (:func:`_refuse_operator`)."""
     from convs2s.course.checks._core import ShortcutRefused, _resolve
 
     for target in targets:
+        if "::" in target:
+            _refuse_operator(target)
+            continue
         try:
             owner, attr = _resolve(target)
         except (ImportError, AttributeError):
@@ -110,6 +149,11 @@ def run(job: dict) -> list[dict]:
         except BaseException as e:  # noqa: BLE001
             failed = {"raised": type(e).__name__[:60], "where": "the setup cell",
                       "message": " ".join(str(e).split())[:MAX_MESSAGE]}
+            return [failed for _ in job["calls"]]
+        try:
+            no_exec.forbid()  # a program started from the answer would have them all back
+        except no_exec.NoExecUnavailable as e:
+            failed = {"raised": "NoExecUnavailable", "where": "grading", "message": str(e)}
             return [failed for _ in job["calls"]]
         _remove([str(t) for t in job["forbidden"]])
         answer = _outcome(lambda: exec(compile(job["answer"], "<answer cell>", "exec"),  # noqa: S102
