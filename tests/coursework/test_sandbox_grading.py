@@ -284,3 +284,53 @@ def test_a_module_reached_through_another_is_flagged_as_an_import_would_be():
     assert any("torch.serialization" in f for f in flagged), flagged
     assert any("uses .os:" in f for f in flagged) and any("uses .sys:" in f for f in flagged)
     assert answer_rules.problems("def f(x):\n    return x.ostrich + x.system") == []
+
+
+def test_an_endless_loop_is_told_it_ran_out_of_cpu_time():
+    """The runner is its sandbox's process 1 and handles SIGXCPU itself (process 1 does not
+    take a signal it has no handler for): the verdict names the CPU-time limit."""
+    verdict = grade("my_receptive_field", "while True:\n    pass",
+                    limits=sandbox.Limits(wall_seconds=120, cpu_seconds=4))
+    assert not verdict.passed and "CPU-time limit" in verdict.line, verdict.line
+
+
+def test_forged_data_costs_the_grader_neither_time_nor_memory():
+    """What the sandbox sends may be forged: keys made to share one hash (quadratic to put in a
+    set), an array whose dtype multiplies its size, a huge empty tensor. Each is unreadable at
+    once, and what encode writes still reads back."""
+    import json
+    import time
+
+    p = 2**61 - 1  # every multiple of it hashes to 0
+    forged = [
+        {"$set": [k * p for k in range(1, 10_001)]},
+        {"$dict": [[{"$tuple": [k * p, 1]}, 0] for k in range(1, 10_001)]},
+        {"$ndarray": "(200000000,)f8", "shape": [-1], "data": [1, 1]},
+        {"$tensor": "float32", "shape": [100_000, 100_000], "data": []},
+        {"$tensor": "float32", "shape": [2], "data": [[1.0] * 1000, [2.0] * 1000]},
+        [{"$set": list(range(6_000))}, {"$set": list(range(6_000))}],
+    ]
+    started = time.process_time()
+    decoded = [testing.decode(json.loads(json.dumps(d))) for d in forged]
+    assert time.process_time() - started < 5  # quadratic would be minutes
+    assert all(isinstance(d, testing.Unreadable) for d in decoded[:5]), decoded[:5]
+    assert isinstance(decoded[5][0], set) and isinstance(decoded[5][1], testing.Unreadable)
+    fine = {(1, 2): [3.5, {"$set": None}], 4: {5, 6}}
+    assert testing.decode(json.loads(json.dumps(testing.encode(fine)))) == fine
+
+
+def test_the_routes_that_rebuild_a_removed_function_are_flagged():
+    """In-process removal is a guard, not a wall (the README says so): each route an audit
+    used to put a removed function back is flagged for the instructor."""
+    from convs2s.course.checks import answer_rules
+
+    routes = {
+        "reload": "from typing import sys\nr = sys.modules['importlib'].reload",
+        "attrgetter": "import operator\nglu = operator.attrgetter('_C._nn.glu')(torch)",
+        "an alias's private part": "t = torch\nglu = t._C._nn.glu",
+        "an alias's forbidden part": "t = torch\nglu = t.ops.aten.glu",
+        "a builtin as an attribute": "import math\nb = math.floor\nb.setattr",
+        "a module imported from another": "from torch import os",
+    }
+    for name, route in routes.items():
+        assert answer_rules.problems(route), name

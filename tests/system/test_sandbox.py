@@ -146,10 +146,28 @@ def test_at_the_wall_clock_limit_the_whole_process_tree_is_killed():
 
 
 def test_an_endless_loop_costs_its_cpu_limit():
+    """The command is its namespace's process 1: SIGXCPU stops it only where it handles the
+    signal (the grading runner does); else SIGKILL at the hard limit, 5 s later."""
     outcome = sandbox.run([*PY, "while True: pass"],
                           limits=sandbox.Limits(cpu_seconds=2, wall_seconds=120))
     assert not outcome.timed_out
+    assert outcome.killed_by == "SIGKILL"
+    handled = ("import os, signal\n"
+               "signal.signal(signal.SIGXCPU, lambda n, f: os._exit(128 + n))\n"
+               "while True: pass")
+    outcome = sandbox.run([*PY, handled], limits=sandbox.Limits(cpu_seconds=2, wall_seconds=120))
+    assert not outcome.timed_out
     assert outcome.killed_by == "SIGXCPU"
+
+
+def test_the_command_is_the_namespaces_first_process_and_cannot_be_ptraced_out():
+    """No process of bubblewrap's stands beside the command in its namespace (one it could
+    ptrace, being the same user, to start what its own seccomp filter forbids)."""
+    out, outcome = inside("import os\n"
+                          "print(os.getpid(), sorted(int(p) for p in os.listdir('/proc') "
+                          "if p.isdigit()))")
+    assert outcome.returncode == 0, outcome.stderr[-500:]
+    assert out.split(None, 1) == ["1", "[1]\n"]
 
 
 def test_memory_is_limited():

@@ -10,8 +10,12 @@ in a process tree that
 - may write to one scratch folder of its own (and a private ``/tmp``), nothing else;
 - has no network (a network namespace of its own: only a loopback that nothing listens on);
 - has its own PID namespace, user, IPC and UTS namespaces (``--unshare-all``), no capabilities,
-  ``no_new_privs``, and ends with its parent (``--die-with-parent``);
-- stops at a CPU-time limit (RLIMIT_CPU), an address-space limit (RLIMIT_AS), a file-size limit
+  ``no_new_privs``, and ends with its parent (``--die-with-parent``); the command is the
+  namespace's process 1 (``--as-pid-1``): every process in it is the command or its offspring,
+  so what the command forbids itself (:mod:`convs2s.system.no_exec`) holds for all of them;
+- stops at a CPU-time limit (RLIMIT_CPU: SIGXCPU at the soft limit, which a process 1 without a
+  handler for it does not take, then SIGKILL 5 s later), an address-space limit (RLIMIT_AS), a
+  file-size limit
   and a wall-clock limit; at the wall-clock limit the whole tree is killed (killing ``bwrap``
   ends the PID namespace and every process in it);
 - may start only so many processes and threads, and use only so much memory together: a
@@ -155,7 +159,10 @@ def command(argv: Sequence[str], scratch: Path, *, hidden: Sequence[Path] = (),
     scratch = scratch.resolve()
     hidden = [Path(h).resolve() for h in hidden]
     cmd = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-           "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+           "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+           # the command is the namespace's first process: no reaper of bwrap's beside it, which
+           # the command could ptrace (same user) to start what its own filters forbid
+           "--as-pid-1"]
     for folder in SYSTEM_FOLDERS:
         if os.path.isdir(folder):
             cmd += ["--ro-bind", folder, folder] if not os.path.islink(folder) else \

@@ -35,6 +35,9 @@ FORBIDDEN_BUILTINS = frozenset({
     "setattr", "delattr", "breakpoint", "input", "help", "memoryview", "__builtins__",
     "__loader__", "__spec__",
 })
+#: Functions that look an attribute up by a name given as text (``attrgetter("_C._nn.glu")``),
+#: as ``getattr`` does, and reload a module's code afresh (the functions grading removed).
+BY_NAME = frozenset({"attrgetter", "methodcaller", "reload", "import_module"})
 #: Names the setup cell binds that an answer may not touch: the checks themselves.
 FORBIDDEN_SETUP_NAMES = frozenset({"checks", "convs2s"})
 #: Parts of torch that load, compile or dispatch code beside the public functions.
@@ -66,8 +69,8 @@ RULES = (
     "such a module reached through another, `torch.serialization.os`); the `checks` or "
     "`convs2s` names; private "
     "or dunder attributes (`torch._C`, `f.__code__`); `exec`, `eval`, `compile`, `open`, "
-    "`getattr`, `setattr`, `globals` or `vars`; assignments to anything the cell did not "
-    "create (`F.glu = ...`).")
+    "`getattr`, `setattr`, `globals`, `vars` or `operator.attrgetter`, however reached; "
+    "assignments to anything the cell did not create (`F.glu = ...`).")
 
 
 def _root(node: ast.AST) -> str | None:
@@ -112,6 +115,15 @@ def _imported(tree: ast.Module, setup_modules: dict[str, str]) -> dict[str, str]
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for _ in range(3):  # a name bound to a module or a member of one is read as it: t = torch
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Attribute | ast.Name)):
+                chain = ([node.value.id] if isinstance(node.value, ast.Name)
+                         else _chain(node.value))
+                if chain and chain[0] in modules:
+                    modules[node.targets[0].id] = ".".join([modules[chain[0]], *chain[1:]])
     return modules
 
 
@@ -167,6 +179,12 @@ def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
                     say(node, f"imports {alias.name}: this exercise asks you to write it")
                 elif f"{node.module}.{alias.name}" in MODULES:
                     continue
+                elif alias.name in FORBIDDEN_MODULE_ATTRIBUTES:
+                    say(node, f"imports {alias.name} from {node.module}: a module an answer may "
+                              "not import, reached through another")
+                elif alias.name in BY_NAME:
+                    say(node, f"imports {alias.name}: an answer may not look attributes up by "
+                              "name")
                 elif node.module == "torch" and alias.name in FORBIDDEN_TORCH:
                     say(node, f"imports torch.{alias.name}: not one of the tools an answer uses")
         elif isinstance(node, ast.Name):
@@ -190,6 +208,9 @@ def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
             elif attr in FORBIDDEN_MODULE_ATTRIBUTES:
                 say(node, f"uses .{attr}: a module an answer may not import, reached through "
                           "another")
+            elif attr in BY_NAME or attr in FORBIDDEN_BUILTINS:
+                say(node, f"uses .{attr}: an answer may not run text as code, open files or "
+                          "look attributes up by name")
             elif attr.startswith("_") and root in modules:
                 say(node, f"uses {'.'.join(_chain(node))}: a private part of a module")
             elif attr in forbidden:

@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import json
 import os
+import signal
 import sys
 
 from convs2s.system import no_exec
@@ -184,7 +185,14 @@ def read_job(text: str) -> dict:
     return job
 
 
+def _stop_at_the_cpu_limit(signum, _frame) -> None:
+    """The CPU-time limit's SIGXCPU: this process is its sandbox's process 1, which the kernel
+    does not stop on a signal it has no handler for; end as that signal would have."""
+    os._exit(128 + signum)
+
+
 def main() -> int:
+    signal.signal(signal.SIGXCPU, _stop_at_the_cpu_limit)
     try:
         job = read_job(sys.stdin.read())
     except ValueError as e:

@@ -297,48 +297,119 @@ _NUMPY_SCALARS = {name: getattr(np, name) for name in (
 
 
 def decode(data):
-    """The value :func:`encode` wrote (tensors as tensors of their dtype, NumPy as NumPy)."""
+    """The value :func:`encode` wrote (tensors as tensors of their dtype, NumPy as NumPy).
+
+    ``data`` comes from the sandbox, where the answer may have forged it: what :func:`encode`
+    would never write is an :class:`Unreadable`, not work for the grader. Collections hold at
+    most MAX_ITEMS items and nest at most MAX_DEPTH deep, tensors and arrays hold at most
+    MAX_ELEMENTS elements of a plain real dtype, and the keys of all sets and dicts of one value
+    together number at most MAX_ITEMS, each an int whose hash is itself, a float, a string,
+    True, False, None or a short tuple of those (keys made to share one hash would cost time
+    quadratic in their number)."""
+    try:
+        return _decode(data, [MAX_ITEMS], 0)
+    except _TooLarge as e:
+        return Unreadable(str(e))
+
+
+#: The largest int a set or dict key may be: its hash is the int itself, so no two collide.
+_MAX_KEY_INT = 2**61 - 2
+#: The longest tuple a set or dict key may be.
+_MAX_KEY_TUPLE = 8
+
+
+def _key(key, keys_left: list[int]):
+    keys_left[0] -= 1
+    if keys_left[0] < 0:
+        raise _TooLarge("too many keys")
+    if type(key) is int and abs(key) > _MAX_KEY_INT:
+        raise _TooLarge("a key too large")
+    if type(key) is tuple:
+        if len(key) > _MAX_KEY_TUPLE or any(type(k) not in (int, float, str, bool, type(None))
+                                            or (type(k) is int and abs(k) > _MAX_KEY_INT)
+                                            for k in key):
+            raise _TooLarge("a key of another kind")
+        return key
+    return _hashable(key)
+
+
+def _elements(data: dict) -> tuple[list, list[int]]:
+    """A tensor's or array's values and shape, within MAX_ELEMENTS (else _TooLarge)."""
+    values, shape = data.get("data"), data.get("shape")
+    if type(values) is not list or type(shape) is not list or len(shape) > MAX_DEPTH \
+            or not all(type(n) is int and -1 <= n <= MAX_ELEMENTS for n in shape):
+        raise _TooLarge("not a tensor's data")
+    known = [n for n in shape if n != -1]
+    if len(values) > MAX_ELEMENTS or math.prod(known) > MAX_ELEMENTS or len(known) < len(shape) - 1:
+        raise _TooLarge("too many elements")
+    if not all(type(x) in (int, float, bool) for x in values):
+        raise _TooLarge("not numbers")
+    return values, shape
+
+
+def _decode(data, keys_left: list[int], depth: int):
     if data is None or type(data) in (bool, int, float, str):
         return data
+    if depth > MAX_DEPTH:
+        return Unreadable("a value nested too deep")
     if type(data) is list:
-        return [decode(x) for x in data]
+        if len(data) > MAX_ITEMS:
+            return Unreadable("list")
+        return [_decode(x, keys_left, depth + 1) for x in data]
     if type(data) is not dict or len(data) == 0:
         return Unreadable(type(data).__name__)
     tag = next(iter(data))
-    if tag == "$float":
-        return float(data["$float"])
-    if tag == "$tuple":
-        return tuple(decode(x) for x in data["$tuple"])
-    if tag == "$dict":
-        return {_hashable(decode(k)): decode(v) for k, v in data["$dict"]}
-    if tag == "$set":
-        return {_hashable(decode(x)) for x in data["$set"]}
-    if tag == "$tensor":
-        dtype = getattr(torch, str(data["$tensor"]), None)
-        if not isinstance(dtype, torch.dtype):
-            return Unreadable("tensor")
-        values = torch.tensor(data["data"], dtype=torch.float64 if dtype.is_floating_point
-                              else None)
-        t = values.to(dtype).reshape(data["shape"]) if values.numel() or data["shape"] else \
-            torch.empty(data["shape"], dtype=dtype)
-        return torch.nn.Parameter(t, requires_grad=False) if data.get("parameter") else t
-    if tag == "$numpy":
-        kind = _NUMPY_SCALARS.get(str(data["$numpy"]))
-        return kind(decode(data["value"])) if kind else Unreadable(str(data["$numpy"]))
-    if tag == "$ndarray":
-        return np.asarray(data["data"], dtype=np.dtype(str(data["$ndarray"]))).reshape(
-            data["shape"])
-    if tag == "$fraction":
-        numerator, denominator = data["$fraction"]
-        return fractions.Fraction(int(numerator), int(denominator))
-    if tag == "$int_subclass":
-        return IntSubclass(int(data["$int_subclass"]))
-    if tag == "$float_subclass":
-        return FloatSubclass(decode(data["$float_subclass"]))
-    if tag == "$iterable":
-        return _Iterable([decode(x) for x in data["items"]])
-    if tag == "$unreadable":
-        return Unreadable(str(data["$unreadable"])[:60])
+    body = data[tag]
+    if tag in ("$tuple", "$dict", "$set") and (type(body) is not list or len(body) > MAX_ITEMS):
+        return Unreadable(tag[1:])
+    try:
+        if tag == "$float":
+            return float(body)
+        if tag == "$tuple":
+            return tuple(_decode(x, keys_left, depth + 1) for x in body)
+        if tag == "$dict":
+            return {_key(_decode(k, keys_left, depth + 1), keys_left): _decode(v, keys_left,
+                                                                               depth + 1)
+                    for k, v in body}
+        if tag == "$set":
+            return {_key(_decode(x, keys_left, depth + 1), keys_left) for x in body}
+        if tag == "$tensor":
+            dtype = getattr(torch, str(body), None)
+            if not isinstance(dtype, torch.dtype) or dtype.is_complex:
+                return Unreadable("tensor")
+            values, shape = _elements(data)
+            t = torch.tensor(values, dtype=torch.float64 if dtype.is_floating_point else None)
+            t = t.to(dtype).reshape(shape) if t.numel() or shape else torch.empty(shape,
+                                                                                  dtype=dtype)
+            return torch.nn.Parameter(t, requires_grad=False) if data.get("parameter") else t
+        if tag == "$numpy":
+            kind = _NUMPY_SCALARS.get(str(body))
+            value = _decode(data.get("value"), keys_left, depth + 1)  # a NaN comes as $float
+            if kind is None or type(value) not in (int, float, bool):
+                return Unreadable(str(body)[:60])
+            return kind(value)
+        if tag == "$ndarray":
+            dtype = np.dtype(str(body)[:20])
+            if dtype.kind not in "biuf" or dtype.subdtype is not None or dtype.itemsize > 8:
+                return Unreadable("ndarray")
+            values, shape = _elements(data)
+            return np.asarray(values, dtype=dtype).reshape(shape)
+        if tag == "$fraction":
+            numerator, denominator = body
+            return fractions.Fraction(int(numerator), int(denominator))
+        if tag == "$int_subclass":
+            return IntSubclass(int(body))
+        if tag == "$float_subclass":
+            return FloatSubclass(_decode(body, keys_left, depth + 1))
+        if tag == "$iterable":
+            items = data.get("items")
+            if type(items) is not list or len(items) > MAX_ITEMS:
+                return Unreadable("iterable")
+            return _Iterable([_decode(x, keys_left, depth + 1) for x in items])
+        if tag == "$unreadable":
+            return Unreadable(str(body)[:60])
+    except _TooLarge as e:
+        return Unreadable(str(e))
     return Unreadable("value")
 
 
