@@ -85,7 +85,7 @@ class Shortcut:
     the name the task states it under, where that is not ``label`` (``F.glu`` for its
     ``torch._C._nn.glu``): every refusal is stated in the task (a test reads the notebooks).
     ``operator``: the PyTorch operator the function computes (``"aten::glu"``), which grading
-    also refuses at PyTorch's dispatcher, whatever route reaches it (``torch.ops.aten.glu``);
+    also refuses at PyTorch's dispatcher, by every route through it (``torch.ops.aten.glu``);
     only for an operator no honest answer's computation dispatches."""
 
     target: str
@@ -750,16 +750,14 @@ def _operator_watch(exercise: str, called: list[str]):
                  for s in (declared.shortcuts if declared else ()) if s.operator}
     if not operators:
         return contextlib.nullcontext()
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from convs2s.system.operator_watch import OperatorWatch
 
-    class WatchOperators(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            message = operators.get(func._schema.name)
-            if message is not None and message not in called:
-                called.append(message)
-            return func(*args, **(kwargs or {}))
+    def seen(name: str) -> None:
+        message = operators.get(name)
+        if message is not None and message not in called:
+            called.append(message)
 
-    return WatchOperators()
+    return OperatorWatch(seen)
 
 
 def guarded(exercise: str, fn):

@@ -208,7 +208,7 @@ def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
             elif attr in FORBIDDEN_MODULE_ATTRIBUTES:
                 say(node, f"uses .{attr}: a module an answer may not import, reached through "
                           "another")
-            elif attr in BY_NAME or attr in FORBIDDEN_BUILTINS:
+            elif attr in BY_NAME or (attr in FORBIDDEN_BUILTINS and root in modules):
                 say(node, f"uses .{attr}: an answer may not run text as code, open files or "
                           "look attributes up by name")
             elif attr.startswith("_") and root in modules:

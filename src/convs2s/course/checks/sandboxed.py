@@ -12,7 +12,8 @@ It then
    for a GLU, the package's own answer for a derive exercise): each becomes a function that
    raises :class:`~convs2s.course.checks._core.ShortcutRefused`, so that no alias, however it
    was reached, finds the original; an operator of PyTorch's that such a function computes
-   (``aten::glu``) refuses at PyTorch's dispatcher, whatever route reaches it;
+   (``aten::glu``) refuses at PyTorch's dispatcher, by every route through it (a Python
+   re-implementation of it, such as ``torch._refs``'s, is not a route through it);
 3. runs the answer cell (its output goes to standard error, which the grader ignores);
 4. makes each call and writes what it returned, or the name of what it raised, as data: one
    JSON line after :data:`MARKER` on standard output.

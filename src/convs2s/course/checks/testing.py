@@ -303,34 +303,54 @@ def decode(data):
     would never write is an :class:`Unreadable`, not work for the grader. Collections hold at
     most MAX_ITEMS items and nest at most MAX_DEPTH deep, tensors and arrays hold at most
     MAX_ELEMENTS elements of a plain real dtype, and the keys of all sets and dicts of one value
-    together number at most MAX_ITEMS, each an int whose hash is itself, a float, a string,
-    True, False, None or a short tuple of those (keys made to share one hash would cost time
-    quadratic in their number)."""
+    together number at most ten times MAX_ITEMS, each an int whose hash is itself, a float, a
+    string, True, False, None or a tuple of small ints, strings, booleans, None and such tuples
+    (keys made to share one hash would cost time quadratic in their number)."""
     try:
-        return _decode(data, [MAX_ITEMS], 0)
+        return _decode(data, [_MAX_KEYS], 0)
     except _TooLarge as e:
         return Unreadable(str(e))
 
 
 #: The largest int a set or dict key may be: its hash is the int itself, so no two collide.
 _MAX_KEY_INT = 2**61 - 2
-#: The longest tuple a set or dict key may be.
-_MAX_KEY_TUPLE = 8
+#: The largest int inside a tuple key: a tuple's hash mixes its items' hashes, and keys made to
+#: share one need items of about 61 bits; ints this small leave no such choice.
+_MAX_TUPLE_INT = 2**31
+#: How deep tuples may nest in a key.
+_MAX_KEY_DEPTH = 3
+#: The most set and dict keys one value may hold together.
+_MAX_KEYS = 10 * MAX_ITEMS
 
 
 def _key(key, keys_left: list[int]):
     keys_left[0] -= 1
     if keys_left[0] < 0:
         raise _TooLarge("too many keys")
+    if isinstance(key, np.integer):
+        key = int(key)
     if type(key) is int and abs(key) > _MAX_KEY_INT:
         raise _TooLarge("a key too large")
-    if type(key) is tuple:
-        if len(key) > _MAX_KEY_TUPLE or any(type(k) not in (int, float, str, bool, type(None))
-                                            or (type(k) is int and abs(k) > _MAX_KEY_INT)
-                                            for k in key):
-            raise _TooLarge("a key of another kind")
-        return key
+    if type(key) is tuple and not _plain_tuple(key, 1):
+        raise _TooLarge("a key of another kind")
     return _hashable(key)
+
+
+def _plain_tuple(key: tuple, depth: int) -> bool:
+    """Whether a tuple key holds only small ints, strings, booleans, None and such tuples."""
+    if depth > _MAX_KEY_DEPTH:
+        return False
+    for item in key:
+        if type(item) is tuple:
+            if not _plain_tuple(item, depth + 1):
+                return False
+        elif isinstance(item, bool | str | type(None)):
+            continue
+        elif isinstance(item, int | np.integer) and abs(int(item)) <= _MAX_TUPLE_INT:
+            continue
+        else:
+            return False
+    return True
 
 
 def _elements(data: dict) -> tuple[list, list[int]]:
