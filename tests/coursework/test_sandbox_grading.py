@@ -334,6 +334,9 @@ def test_the_routes_that_rebuild_a_removed_function_are_flagged():
         "an alias's forbidden part": "t = torch\nglu = t.ops.aten.glu",
         "a builtin as an attribute": "import math\nb = math.floor\nb.setattr",
         "a module imported from another": "from torch import os",
+        # a third audit: no module name at the chain's start
+        "a private part of anything": "import collections\nc = [collections][0]\ns = c._sys",
+        "builtins looked up by name": "b = [1][0]\nv = b.vars(b)['x']\nb.exec(b.compile('1', 'f', 'exec'))",
     }
     for name, route in routes.items():
         assert answer_rules.problems(route), name
@@ -344,3 +347,7 @@ def test_an_honest_attribute_named_like_a_builtin_is_not_flagged():
 
     assert answer_rules.problems("def f(model, x):\n    model.eval()\n    model.input = x\n"
                                  "    return model.compile") == []
+    assert answer_rules.problems("class M(torch.nn.Module):\n    def __init__(self):\n"
+                                 "        super().__init__()\n        self._w = 1\n"
+                                 "    def forward(self, model):\n"
+                                 "        return self._w + model.compile()") == []

@@ -38,6 +38,13 @@ FORBIDDEN_BUILTINS = frozenset({
 #: Functions that look an attribute up by a name given as text (``attrgetter("_C._nn.glu")``),
 #: as ``getattr`` does, and reload a module's code afresh (the functions grading removed).
 BY_NAME = frozenset({"attrgetter", "methodcaller", "reload", "import_module"})
+#: Built-in names flagged as an attribute of anything (``b.exec``, ``b.vars(m)``): no honest
+#: object of an answer has them. The others (``model.eval()``, ``m.compile()``, ``self.input``)
+#: are flagged where their owner is a module, or where they are called with arguments.
+BUILTINS_ANYWHERE = frozenset({"exec", "getattr", "setattr", "delattr", "vars", "globals",
+                               "locals", "__import__", "breakpoint", "memoryview"})
+#: The names whose private attributes are the answer's own (a class it defines).
+OWN_NAMES = frozenset({"self", "cls"})
 #: Names the setup cell binds that an answer may not touch: the checks themselves.
 FORBIDDEN_SETUP_NAMES = frozenset({"checks", "convs2s"})
 #: Parts of torch that load, compile or dispatch code beside the public functions.
@@ -100,6 +107,12 @@ def _is_check_call(node: ast.stmt) -> bool:
             and isinstance(value.func.value, ast.Name) and value.func.value.id == "checks")
 
 
+def _called_with_arguments(node: ast.Attribute, parents: dict) -> bool:
+    """Whether ``node`` (``b.eval``) is called with arguments (``b.eval("...")``)."""
+    call = parents.get(id(node))
+    return isinstance(call, ast.Call) and call.func is node and bool(call.args or call.keywords)
+
+
 def _module_allowed(name: str) -> bool:
     return name in MODULES
 
@@ -156,6 +169,7 @@ def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
     tree.body = [node for node in tree.body if not _is_check_call(node)]
     modules = _imported(tree, SETUP_MODULES if setup_modules is None else setup_modules)
     found: list[str] = []
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
     def say(node: ast.AST, text: str) -> None:
         line = f"line {getattr(node, 'lineno', '?')}: {text}"
@@ -208,11 +222,14 @@ def problems(source: str, forbidden: frozenset[str] = frozenset(), *,
             elif attr in FORBIDDEN_MODULE_ATTRIBUTES:
                 say(node, f"uses .{attr}: a module an answer may not import, reached through "
                           "another")
-            elif attr in BY_NAME or (attr in FORBIDDEN_BUILTINS and root in modules):
+            elif attr in BY_NAME or (attr in FORBIDDEN_BUILTINS
+                                     and (root in modules or attr in BUILTINS_ANYWHERE
+                                          or _called_with_arguments(node, parents))):
                 say(node, f"uses .{attr}: an answer may not run text as code, open files or "
                           "look attributes up by name")
-            elif attr.startswith("_") and root in modules:
-                say(node, f"uses {'.'.join(_chain(node))}: a private part of a module")
+            elif attr.startswith("_") and (root in modules or root not in OWN_NAMES):
+                say(node, f"uses {'.'.join(_chain(node))}: a private part of an object the "
+                          "answer did not make")
             elif attr in forbidden:
                 say(node, f"uses .{attr}: this exercise asks you to write it")
             chain = _chain(node)

@@ -97,7 +97,7 @@ def _judge(case: testing.Case, result: dict) -> str | None:
     try:
         case.accept(value)
     except testing.WrongForm as e:
-        return _plain(e, 300)
+        return _plain(str(e), 300)
     except Exception:  # noqa: BLE001 - any failure to hold (the data are the student's)
         return "does not hold"
     return None
@@ -106,7 +106,8 @@ def _judge(case: testing.Case, result: dict) -> str | None:
 def _plain(text: object, most: int) -> str:
     """``text`` as one line of printable characters, at most ``most`` of them: what the sandbox
     sent may hold newlines or terminal escapes meant to forge a verdict line in the log."""
-    printable = "".join(c if c.isprintable() else " " for c in str(text))
+    text = text if isinstance(text, str) else f"a {type(text).__name__}"
+    printable = "".join(c if c.isprintable() else " " for c in text[:4 * most + 64])
     return " ".join(printable.split())[:most]
 
 
