@@ -1,5 +1,6 @@
 """convs2s.system.environment: quick mode, data folder and device choice."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,15 @@ def test_device_forced_garbage_is_clear(monkeypatch):
 
 
 def test_describe_device_cpu():
-    assert environment.describe_device("cpu").startswith("CPU, ")
+    described = environment.describe_device("cpu")
+    assert described.startswith("CPU") and f"{os.cpu_count()} cores" in described
+
+
+def test_cpu_model_is_read_from_cpuinfo():
+    cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC  7B13\n\n"
+    assert environment.cpu_model(cpuinfo) == "AMD EPYC 7B13"
+    # a cpuinfo without a model name (some ARM kernels) names no model rather than guessing
+    assert environment.cpu_model("processor\t: 0\nBogoMIPS\t: 50.00\n") == ""
 
 
 @pytest.mark.parametrize("where", ["two links", "a link to itself, inside the path"])

@@ -126,4 +126,30 @@ def describe_device(dev=None) -> str:
         return f"{torch.cuda.get_device_name(dev)} (CUDA {torch.version.cuda})"
     if dev.type == "mps":
         return f"Apple MPS ({platform.machine()})"
-    return f"CPU, {os.cpu_count()} cores ({platform.machine()})"
+    model = cpu_model()
+    named = f"CPU ({model})" if model else "CPU"
+    return f"{named}, {os.cpu_count()} cores ({platform.machine()})"
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The processor's name as the system gives it ("AMD EPYC", "Intel(R) Xeon(R) ..."), or "".
+
+    Results are compared across machines that differ threefold in speed, so a record names the
+    machine. Linux lists the name in ``/proc/cpuinfo`` (``model name``); elsewhere
+    :func:`platform.processor` may, and where neither does the record says only "CPU".
+    """
+    import platform
+
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+            return " ".join(value.split())
+    if cpuinfo:
+        return ""
+    name = platform.processor().strip()
+    return "" if name in {"", "x86_64", "aarch64", "arm", "i386"} else name
