@@ -42,9 +42,9 @@ import sys
 import time
 from pathlib import Path
 
-from common import json_arg, run_main, stamp, write_report
+from common import count_arg, json_arg, run_main, stamp, write_report
 
-from convs2s.system.arguments import OneLineParser
+from convs2s.system.arguments import OneLineParser, whole_number_arg
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "06_inference_beam_search_bleu.html"
@@ -256,18 +256,16 @@ def package_figures(speed: list[str], agreement: list[str], repeat: int, weights
 def main(argv=None) -> int:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, default=ROOT / "build" / "site")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--speed-sentences", type=int, default=10)
-    parser.add_argument("--sentences", type=int, default=1000,
+    parser.add_argument("--repeat", type=whole_number_arg, default=5)
+    parser.add_argument("--speed-sentences", type=whole_number_arg, default=10)
+    parser.add_argument("--sentences", type=whole_number_arg, default=1000,
                         help="test2016 sentences compared with the package (default: all)")
-    parser.add_argument("--first-runs", type=int, default=3,
+    parser.add_argument("--first-runs", type=whole_number_arg, default=3,
                         help="fresh tabs for each way to the first translation (default 3)")
-    parser.add_argument("--typing-ms", type=int, default=150,
+    parser.add_argument("--typing-ms", type=count_arg, default=150,
                         help="milliseconds a typed character (default 150: 80 words a minute)")
     parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
-    if args.first_runs < 1 or args.typing_ms < 0:
-        raise ValueError("--first-runs takes 1 or more, --typing-ms 0 or more")
     translator_dir = args.site / "_static" / "translator"
     if not translator_dir.is_dir():
         raise FileNotFoundError(f"{translator_dir} is missing: build the site first (make site)")

@@ -4,7 +4,6 @@ reads a count (:func:`count_arg`), how it names itself and how it writes its JSO
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shlex
 import sys
@@ -13,7 +12,7 @@ from datetime import date
 from pathlib import Path
 
 from convs2s.system.arguments import cut, whole_number_arg
-from convs2s.system.atomic_files import write_json_atomic
+from convs2s.system.atomic_files import can_write_in, write_json_atomic
 from convs2s.system.signals import import_command, run_command
 
 _ZERO = re.compile(r"[ \t]*[+-]?0+[ \t]*")
@@ -61,7 +60,7 @@ def json_problem(path: Path) -> str | None:
         return f"{path}: its folder {folder} does not exist; make it first, or give another file"
     if not folder.is_dir():
         return f"{path}: {folder} is a file, not a folder; give a file in a folder"
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not can_write_in(folder):
         return f"{path}: cannot write into {folder} (no permission); give another file"
     return None
 

@@ -16,21 +16,11 @@ import platform
 import shlex
 import sys
 import time
+import warnings
 
 from common import json_arg, run_main, write_report
 
 from convs2s.system.arguments import OneLineParser, whole_number_arg
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def count(loader, pad_idx: int) -> dict:
@@ -69,15 +59,21 @@ def main(argv: list[str] | None = None) -> dict:
         make_tokenizer,
         padding_ratio,
     )
-    from convs2s.system.environment import data_dir, describe_device
+    from convs2s.system.environment import cpu_model, data_dir, describe_device
 
     t0 = time.perf_counter()
     train = load_multi30k()["train"]
     tok_de, tok_en = make_tokenizer("de"), make_tokenizer("en")
     src_vocab = Vocab.build(tok_de(de) for de, _ in train)
     trg_vocab = Vocab.build(tok_en(en) for _, en in train)
-    data = TranslationDataset(train, tok_de, tok_en, src_vocab, trg_vocab, max_len=args.max_len)
+    with warnings.catch_warnings():  # the drops are in the table this prints (and the error)
+        warnings.simplefilter("ignore", UserWarning)
+        data = TranslationDataset(train, tok_de, tok_en, src_vocab, trg_vocab,
+                                  max_len=args.max_len)
     prep_s = time.perf_counter() - t0
+    if len(data) == 0:
+        parser.error(f"no training pair fits in --max-len {args.max_len} positions (bos and eos "
+                     f"included; all {data.n_dropped:,} dropped): give a larger --max-len, or none")
     pad = src_vocab.pad_idx
     assert trg_vocab.pad_idx == pad
 
@@ -116,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
         "command": " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "device": describe_device(torch.device("cpu")),
-        "cpu": cpu_name(),
+        "cpu": cpu_model() or platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "spacy": spacy.__version__,

@@ -83,7 +83,7 @@ from pathlib import Path
 
 from convs2s.system import sandbox
 from convs2s.system.arguments import OneLineParser, cut, dangling_link_problem
-from convs2s.system.atomic_files import write_json_atomic, write_text_atomic
+from convs2s.system.atomic_files import can_write_in, write_json_atomic, write_text_atomic
 from convs2s.system.signals import import_command, run_command
 from tools.notebook_format import NotebookFormatError, check_notebook
 
@@ -1187,7 +1187,7 @@ def check_out(out_dir: str | Path, notebooks_dir: str | Path, *, clean: bool = F
     if not existing.is_dir():
         raise OutRefused(f"--out {out} is inside {existing}, which is a file, not a folder: "
                          "give a folder for the assignments")
-    if not os.access(existing, os.W_OK | os.X_OK):
+    if not can_write_in(existing):
         raise OutRefused(f"cannot write into {existing} (for --out {out}): choose another "
                          "--out")
     verb = "--clean" if clean else "write into"

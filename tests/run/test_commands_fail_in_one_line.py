@@ -284,3 +284,30 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(name):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=_env(), timeout=120)
     assert done.returncode == 130 and done.stderr == "interrupted.\n", done.stderr
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_stop_while_train_checks_its_flags_is_one_line(sig, tmp_path):
+    """Between reading its flags and training, `convs2s.train` builds the model's shape to
+    count its parameters (a few seconds on a busy machine): Ctrl-C or SIGTERM there gives one
+    line and 130 / 143, nothing made. The signal is sent, deterministically, from inside that
+    count."""
+    out = tmp_path / "run"
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from convs2s.run import prepare, train
+
+        def count(*args, **kwargs):
+            os.kill(os.getpid(), signal.{sig})
+            raise AssertionError("the signal did not stop the command")
+
+        prepare.check_model_size = count
+        sys.exit(train.main(["--preset", "quick", "--out", {str(out)!r}, "--no-progress"]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=_env(), timeout=DEADLINE)
+    words = "interrupted" if sig == "SIGINT" else "stopped by SIGTERM"
+    assert done.stderr == f"{words} before training started: nothing was trained or saved.\n", \
+        done.stderr
+    assert done.returncode == 128 + int(getattr(signal, sig))
+    assert not out.exists()

@@ -111,6 +111,9 @@ def _bad(tmp_path: Path, case: str) -> list:
     if case == "empty reference":
         odd.write_bytes(b"")
         return ["--source", good, "--reference", odd]
+    if case == "a checkpoint as the source":
+        odd.write_bytes(b"PK\x03\x04" + bytes(200))
+        return ["--source", odd, "--reference", ref]
     if case == "corrupted gzip":
         odd.write_bytes(gzip.compress(b"A dog runs.\nTwo men.\n" * 50)[:40])
         return ["--source", good, "--reference", odd]
@@ -135,6 +138,7 @@ BAD = {  # case: words the one line must hold
     "empty source": ["--source", "odd.txt", "is empty"],
     "empty reference": ["--reference", "odd.txt", "is empty"],
     "corrupted gzip": ["--reference", "corrupted gzip"],
+    "a checkpoint as the source": ["--source", "odd.txt is a zip archive", "give a text file"],
 }
 
 

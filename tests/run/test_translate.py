@@ -599,6 +599,34 @@ def test_utf16_or_utf32_input_is_refused_in_one_line_naming_encoding_and_iconv(
         assert converted.decode("utf-8") == text
 
 
+@pytest.mark.parametrize("kind", ["gzip", "checkpoint"])
+def test_a_compressed_file_or_a_checkpoint_as_input_is_one_line_saying_what_it_is(
+        kind, checkpoint, tmp_path, monkeypatch, capsys):
+    """Multi30k's files are gzip-compressed, and a checkpoint is a zip archive: either given as
+    the text to translate is named for what it is, before a line is translated (they were read
+    as lines of text: dozens of warnings and lines of garbage)."""
+    import gzip
+    import shutil
+
+    path = tmp_path / ("in.de.gz" if kind == "gzip" else "in.pt")
+    if kind == "gzip":
+        path.write_bytes(gzip.compress("".join(f"{s}\n" for s in GOOD).encode()))
+    else:
+        shutil.copyfile(checkpoint, path)
+    for source in ("file", "stdin"):
+        argv, stdin = (["--input", path], None) if source == "file" else ([], path.read_bytes())
+        code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 1, *argv], stdin=stdin,
+                             monkeypatch=monkeypatch, capsys=capsys)
+        name = str(path) if source == "file" else "standard input"
+        assert code == 1 and out == "" and len(err) == 1, (source, err)
+        if kind == "gzip":
+            assert err[0].startswith(f"error: {name} is gzip-compressed, not UTF-8 text: "
+                                     "decompress it first, e.g. gunzip -c "), err[0]
+        else:
+            assert err[0] == (f"error: {name} is a zip archive (a PyTorch checkpoint is one), "
+                              "not text: give a text file, one sentence a line"), err[0]
+
+
 def test_nul_bytes_after_the_first_line_are_refused_too(checkpoint, monkeypatch, capsys):
     # UTF-16LE whose first line is empty: line 1 is b"\n", the NULs start on line 2
     stdin = "\nEin Hund läuft.\n".encode("utf-16-le")

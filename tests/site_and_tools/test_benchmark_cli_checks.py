@@ -5,6 +5,7 @@ run it made itself."""
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,10 @@ def _refused(module, argv, capsys) -> str:
     ("speed", ["--warmup", "-1"], "--warmup"),
     ("speed", ["--warmup", "x"], "--warmup"),
     ("alpha_grid", ["--pretrained", "de-en", "--beam", "0"], "--beam"),
+    ("browser_translator", ["--sentences", "0"], "--sentences"),
+    ("browser_translator", ["--repeat", "0"], "--repeat"),
+    ("browser_translator", ["--speed-sentences", "0"], "--speed-sentences"),
+    ("browser_translator", ["--typing-ms", "-1"], "--typing-ms"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))
 def test_a_count_out_of_bounds_is_refused_in_one_line_naming_the_option(
         script, argv, option, no_data, monkeypatch, capsys):
@@ -63,6 +68,14 @@ def test_a_count_out_of_bounds_is_refused_in_one_line_naming_the_option(
              "--warmup", "1", "--vocab", "40"] if script == "length_sweep" else [])
     line = _refused(module, [*fast, *argv, "--device", "cpu"], capsys)
     assert f"argument {option}:" in line, line
+
+
+@pytest.mark.skipif(not os.environ.get("CONVS2S_DATA_DIR"), reason="needs Multi30k's files")
+def test_padding_ratio_with_every_pair_dropped_is_one_line(monkeypatch, capsys):
+    """A --max-len no pair fits in leaves nothing to batch: one line naming the option (it was a
+    ZeroDivisionError after the data had loaded)."""
+    line = _refused(_script("padding_ratio", monkeypatch), ["--max-len", "3"], capsys)
+    assert "--max-len 3" in line and "give a larger --max-len" in line, line
 
 
 @pytest.mark.parametrize("text, value", [("0", 0), ("3", 3), (" 0 ", 0)])

@@ -382,6 +382,25 @@ def test_screenshots_cli_refuses_a_bad_out_in_one_line(tmp_path, capsys):
     assert a_file.read_text() == "not a folder"
 
 
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("tool", ["screenshots", "site_screenshots", "site"])
+def test_an_out_where_nothing_can_be_made_is_one_line_before_any_work(tool, tmp_path, capsys):
+    """/proc takes no folder, though os.access says root may write there: each tool that makes
+    an --out folder finds it out first (by trying), in one line, not as a traceback after."""
+    from tools import site, site_screenshots
+
+    mains = {"screenshots": screenshots.main, "site_screenshots": site_screenshots.main,
+             "site": site.main}
+    args = ["--out", "/proc/convs2s-no/such"]
+    if tool == "site_screenshots":
+        (tmp_path / "index.html").write_text("<html></html>")
+        args += ["--site", str(tmp_path)]
+    assert mains[tool](args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot write into /proc"), err
+
+
 def test_screenshots_cli_refuses_a_checkpoint_that_is_not_a_file(tmp_path, capsys):
     """--checkpoint (notebook 06's trained model for the README picture) is checked first."""
     if screenshots.browser_unavailable():

@@ -15,6 +15,7 @@ import pytest
 
 from convs2s.system.atomic_files import (
     atomic_write,
+    can_write_in,
     is_own_temp,
     remove_stale_temps,
     write_json_atomic,
@@ -168,3 +169,16 @@ def test_a_read_only_folder_is_not_an_error(tmp_path):
     finally:
         tmp_path.chmod(0o755)
     assert names(tmp_path) == [".best.pt.k2x_9abq.tmp"]
+
+
+def test_can_write_in_tries_a_file_and_leaves_nothing(tmp_path):
+    assert can_write_in(tmp_path) and list(tmp_path.iterdir()) == []
+    assert not can_write_in(tmp_path / "missing")
+    (tmp_path / "file").write_text("x")
+    assert not can_write_in(tmp_path / "file")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_can_write_in_is_not_fooled_where_os_access_is():
+    """/proc takes no new file, though os.access says root may write there."""
+    assert not can_write_in("/proc")

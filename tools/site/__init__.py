@@ -79,7 +79,6 @@ import hashlib
 import html
 import io
 import json
-import os
 import posixpath
 import re
 import shutil
@@ -1124,6 +1123,7 @@ def _read_bytes(path: Path) -> bytes:
 def _out_problem(out: Path) -> str | None:
     """Why the site cannot be written to ``out`` (one line), or None. Creates nothing."""
     from convs2s.system.arguments import dangling_link_problem
+    from convs2s.system.atomic_files import can_write_in
 
     dangling = dangling_link_problem(out, "--out")
     if dangling:  # the site would replace the link, or fail to make its folder at the end
@@ -1138,7 +1138,7 @@ def _out_problem(out: Path) -> str | None:
         parent = parent.parent
     if not parent.is_dir():
         return f"--out {out} is inside {parent}, which is a file, not a folder"
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not can_write_in(parent):
         return f"cannot write into {parent} (for --out {out}): choose another folder"
     return None
 

@@ -33,6 +33,7 @@ import math
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -486,13 +487,24 @@ def _sandbox_result(outcome, seconds: float, count: int) -> dict | ProjectVerdic
 
 
 def _translate_in_sandbox(header: dict, data: bytes) -> dict:
-    """Write the submission into this (sandboxed) process's scratch folder, load it through the
-    checkpoint guard and translate ``header["sources"]``: data, no verdict."""
+    """Write the submission into a new folder of its own in this (sandboxed) process's scratch
+    folder, load it through the checkpoint guard and translate ``header["sources"]``: data, no
+    verdict. The folder is removed afterwards; run outside a sandbox, nothing in the current
+    folder is written over."""
+    name = Path(str(header.get("file", SUBMISSION))).name
+    name = name if name not in ("", ".", "..") else SUBMISSION
+    with tempfile.TemporaryDirectory(prefix="convs2s-project-", dir=".") as folder, \
+            contextlib.chdir(folder):  # messages name the file as the student named it
+        Path(name).write_bytes(data)
+        return _translate_file(Path(name), header)
+
+
+def _translate_file(path: Path, header: dict) -> dict:
+    """Load the submission at ``path`` through the checkpoint guard and translate
+    ``header["sources"]``."""
     from convs2s.run.checkpoint import Checkpoint, CheckpointError
     from convs2s.run.translator import Translator
 
-    path = Path(str(header.get("file", SUBMISSION))).name or SUBMISSION
-    Path(path).write_bytes(data)
     try:
         ckpt = Checkpoint.load(path)
     except CheckpointError as e:

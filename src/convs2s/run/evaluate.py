@@ -60,6 +60,7 @@ from convs2s.system.arguments import (
     whole_number_arg,
 )
 from convs2s.system.atomic_files import write_json_atomic
+from convs2s.system.local_files import not_text
 from convs2s.system.signals import run_command, say, stopped
 
 __all__ = ["MAX_SENTENCES", "MAX_TEXT_BYTES", "SPLITS", "WRITTEN_BY", "BadInput",
@@ -201,6 +202,13 @@ def _lines(f, name: str, path) -> list[str]:
                            "split it, or take its first lines (head -n 10000).")
         body = body.removesuffix(b"\r")
         if lineno == 1:
+            binary = not_text(line)
+            if binary is not None:
+                kind, unpack = binary
+                q = shlex.quote(shown(str(path)))
+                raise BadInput(f"{name} is {kind}, not text: " + (
+                    f"decompress it first, e.g. {unpack} {q} > {q}.txt" if unpack else
+                    "give a text file, one sentence a line") + ".")
             body = body.removeprefix(b"\xef\xbb\xbf")  # a byte order mark is not text
         try:
             if b"\x00" in body:

@@ -51,7 +51,7 @@ from convs2s.run.resume import check_train_state, reconcile_best, restore
 from convs2s.run.rng_state import StepRandomState, loader_generator, seed_everything
 from convs2s.system import arguments, environment
 from convs2s.system.compiling import CUDA_GRAPH_MODES
-from convs2s.system.signals import StopSignals, exit_status, how_stopped
+from convs2s.system.signals import StopSignals, exit_status, how_stopped, stopped
 
 
 @dataclass
@@ -584,10 +584,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = train_arguments.make_parser()
     args = parser.parse_args(argv)
     try:
-        preset = PRESETS[args.preset].replace(**train_arguments.overrides(args))
-        prepare.check_model_size(preset)  # the size flags together, before the data loads
+        with StopSignals():  # Ctrl-C or SIGTERM here: one line, as during training
+            preset = PRESETS[args.preset].replace(**train_arguments.overrides(args))
+            prepare.check_model_size(preset)  # the size flags together, before the data loads
     except ValueError as e:
         parser.error(str(e))
+    except KeyboardInterrupt as e:
+        return stopped(e, " before training started: nothing was trained or saved")
     try:
         result = train(preset, args.out, data=args.data_dir, resume=args.resume,
                        device=args.device, progress=not args.no_progress)

@@ -12,7 +12,9 @@ on stderr naming its line number; the other lines are translated anyway. A line 
 :data:`MAX_LINE_BYTES` is not even held in memory (``--input /dev/zero`` is one endless line):
 it is reported as soon as it passes the limit and the rest of it is skipped. Input that is
 UTF-16 or UTF-32 (a byte order mark, or NUL bytes in a line that reads as such text) is refused
-in one line that names the encoding and the ``iconv`` command that converts it; other NUL bytes
+in one line that names the encoding and the ``iconv`` command that converts it, and a
+compressed file (Multi30k's are gzip) or an archive (a checkpoint is a zip) in one line that says
+what it is, before any line is translated; other NUL bytes
 concern their line only, which is made plain text as every sentence is
 (``convs2s.data.plain_text`` drops them, as ``Translator.translate`` does; a line of nothing
 else gets an empty output line and an error), and the other lines are translated. Control
@@ -53,6 +55,7 @@ from convs2s.system.arguments import (
     whole_number_arg,
 )
 from convs2s.system.environment import check_device
+from convs2s.system.local_files import not_text
 from convs2s.system.signals import run_command, say
 
 __all__ = ["LineTooLong", "MAX_BATCH_SIZE", "MAX_BEAM_SIZE", "MAX_LINE_BYTES", "NotUTF8",
@@ -79,13 +82,20 @@ class NotUTF8(ValueError):
     text, whose NULs are to be removed), ``evidence`` what gave it away.
     """
 
-    def __init__(self, encoding: str, iconv: str | None, evidence: str):
+    def __init__(self, encoding: str, iconv: str | None, evidence: str, *,
+                 unpack: str | None = None, archive: bool = False):
         self.encoding, self.iconv, self.evidence = encoding, iconv, evidence
+        self.unpack, self.archive = unpack, archive  # a compressed file, an archive
         super().__init__(self.message("the input"))
 
     def message(self, what: str, path: str | None = None) -> str:
         """One line: what the input ``what`` is, and the command that converts it."""
         q, pipe = shlex.quote, "| python -m convs2s.translate ..."
+        if self.archive:  # its first bytes say so
+            return f"{what} is {self.encoding}, not text: give a text file, one sentence a line"
+        if self.unpack is not None:
+            return (f"{what} is {self.encoding}, not UTF-8 text: decompress it first, e.g. "
+                    f"{self.unpack} {q(path) if path else 'FILE'} {pipe}")
         if self.iconv is None:
             fix, nul = "remove the NUL bytes", "tr -d '\\000'"
             run = f"{nul} < FILE {pipe}" if path is None else \
@@ -103,6 +113,11 @@ def _bom(start: bytes) -> NotUTF8 | None:
         if start.startswith(bom):
             return NotUTF8(encoding, encoding,
                            f"{order}: it starts with a {encoding} byte order mark")
+    binary = not_text(start)
+    if binary is not None:
+        kind, unpack = binary
+        return NotUTF8(kind, None, "its first bytes", unpack=unpack,
+                       archive=unpack is None)
     return None
 
 
@@ -171,7 +186,7 @@ def read_lines(f: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes |
         return
     read = getattr(f, "read1", None) or f.readline  # read1: what has come, without waiting
     buf, pos, offset, eof, lineno = b"", 0, 0, False, 0  # offset: where buf[pos] is in f
-    while not eof and len(buf) < 4 and _LINE_END.search(buf) is None:  # room for a BOM
+    while not eof and len(buf) < 6 and _LINE_END.search(buf) is None:  # a BOM or a magic
         chunk = read(_CHUNK)
         eof = not chunk
         buf += chunk

@@ -77,6 +77,22 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any], *,
     return path
 
 
+def can_write_in(folder: str | os.PathLike) -> bool:
+    """Whether a file can be made in ``folder``, found by making one (and removing it).
+
+    ``os.access`` answers yes to root for any folder, ``/proc`` and read-only mounts included,
+    so a command that checked with it would fail after its work instead of before. The probe is
+    named as :func:`atomic_write`'s temporary files are, so a process killed meanwhile leaves
+    only what :func:`remove_stale_temps` removes."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-probe.", suffix=".tmp")
+    except OSError:
+        return False
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
+    return True
+
+
 def _lock(fd: int) -> None:
     """Mark the temporary file as in use; the lock goes when the file is closed or we die."""
     if fcntl is not None:

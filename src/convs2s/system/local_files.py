@@ -5,7 +5,8 @@ comes), a symbolic link to a sparse file of gigabytes, JSON nested a million dee
 :func:`read_small` reads only a regular file, and only if it is at most ``limit`` bytes (checked
 before reading, and again while reading, for a file that grows); :func:`json_value` parses JSON
 whose depth Python's recursion limit bounds, and says so in words. Each refusal is one line
-(:class:`FileRefused`, a ``ValueError``) naming the file and what is wrong.
+(:class:`FileRefused`, a ``ValueError``) naming the file and what is wrong. :func:`not_text`
+names a compressed file or an archive given where text is expected, from its first bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import stat
 from typing import Any
 
-__all__ = ["FileRefused", "json_value", "read_small"]
+__all__ = ["FileRefused", "json_value", "not_text", "read_small"]
 
 
 class FileRefused(ValueError):
@@ -54,3 +55,21 @@ def json_value(text: str | bytes, what: str = "JSON") -> Any:
         return json.loads(text)
     except RecursionError:
         raise ValueError(f"its {what} is nested too deeply to read") from None
+
+
+#: How files that are not text begin: what each is, and the command that unpacks it to text
+#: (None: an archive, which holds files rather than one text; a PyTorch checkpoint is a zip).
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed", "gunzip -c"),
+          (b"\xfd7zXZ\x00", "xz-compressed", "xz -dc"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -dc"),
+          (b"PK\x03\x04", "a zip archive (a PyTorch checkpoint is one)", None))
+
+
+def not_text(start: bytes) -> tuple[str, str | None] | None:
+    """``(what it is, the command that unpacks it)`` if a file beginning with ``start`` (its
+    first six bytes or more) is compressed or an archive, not text; else None. Each of these
+    begins with a byte no text has, so no sentence is taken for one."""
+    for magic, kind, unpack in _MAGIC:
+        if start.startswith(magic):
+            return kind, unpack
+    return None
