@@ -248,7 +248,9 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 143 if sigterm else 130
     except (CheckpointError, DataError, FileNotFoundError, FloatingPointError, ValueError) as e:
-        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        said = (f"{e.strerror} ({e.filename})" if isinstance(e, OSError) and e.strerror
+                and e.filename else str(e))  # not "[Errno 2] ..."
+        print(f"error: {' '.join(said.split())}", file=sys.stderr)
         return 1
     except OSError as e:
         print(f"error: {describe_os_error(e, args.out or Path('runs'))}", file=sys.stderr)
@@ -265,8 +267,10 @@ def run(args, preset, device) -> int:
             default += f"_{preset.src_lang}_{preset.trg_lang}"
         out = args.out or Path("runs") / default
         if (out / "last.pt").exists() and not args.overwrite:
+            scored = next(out / n for n in ("final.pt", "best.pt", "last.pt")
+                          if (out / n).exists())
             print(f"error: {out} already holds a run; score it with --checkpoint "
-                  f"{out / 'best.pt'}, or train afresh with another --out, or with --overwrite "
+                  f"{scored}, or train afresh with another --out, or with --overwrite "
                   "(deletes it, if this script made it)", file=sys.stderr)
             return 2
 

@@ -118,7 +118,14 @@ def read_repository_url(pyproject: Path) -> str:
     """``[project.urls] Repository`` from a pyproject.toml."""
     import tomllib
 
-    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{pyproject} is not readable TOML ({' '.join(str(e).split())})"
+                         ) from None
+    except FileNotFoundError:
+        raise ValueError(f"{pyproject} does not exist: run this from the repository's top "
+                         "folder (where pyproject.toml is)") from None
     try:
         return data["project"]["urls"]["Repository"]
     except KeyError as e:

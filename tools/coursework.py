@@ -1804,7 +1804,8 @@ def _unknown_only(notebooks_dir: str | Path, only: list[str]) -> str | None:
 
 def cli(argv: list[str] | None = None) -> int:
     """``main`` as a command: Ctrl-C or SIGTERM end it with one line and 130 / 143, not a
-    traceback (every file is replaced whole, so nothing is left half-written)."""
-    return run_command(lambda: main(argv), ": every file written is complete; run it again to "
-                       "finish")
+    traceback. What the run made is removed again (:class:`MadeHere`), and each file it
+    replaced is whole, the old one or the new, so nothing is left half-written."""
+    return run_command(lambda: main(argv), ": what this run made is removed, and each file it "
+                       "replaced is whole; run it again")
 

@@ -185,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
 def read_scores(path: Path):
     """``--scores``: the JSON ``benchmarks/pretrained.py`` wrote; ``ValueError`` (one
     line naming the file and what to do) for a file that is not UTF-8 text or not such JSON."""
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"--scores {shown(str(path))}: cannot read it ({e.strerror or e}); give "
+                         "the JSON file benchmarks/pretrained.py wrote (its --json)") from None
     q = shlex.quote(shown(str(path)))
     try:
         text = raw.decode("utf-8")

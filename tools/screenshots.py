@@ -877,10 +877,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="convs2s-screenshots-") as tmp:
         shots = capture(names, notebooks, Path(tmp), checkpoint=checkpoint)
-    # Only now, with every screenshot taken, replace the old images (each atomically).
+    # Only now, with every screenshot taken, make --out and replace the old images (each
+    # atomically): an interrupted run leaves no folder it made.
+    out.mkdir(parents=True, exist_ok=True)
     for name, png in shots.items():
         write_atomically(out / WIDGETS[name].image, png)
         print(f"wrote {out / WIDGETS[name].image}")

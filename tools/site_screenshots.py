@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
     shots = capture(site)
+    out.mkdir(parents=True, exist_ok=True)  # only now: an interrupted run leaves no folder
     for name, png in shots.items():  # only now, with every screenshot taken
         screenshots.write_atomically(out / name, png)
         print(f"wrote {out / name}")

@@ -251,3 +251,14 @@ def test_cli_refuses_a_bad_out_in_one_line(tmp_path):
     result = _cli("--out", str(under_file))
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args, said", [(["--ouut", "x"], "unrecognized arguments: --ouut x"),
+                                        (["--out", ""],
+                                         "argument --out: expected a folder, not an empty name")])
+def test_cli_mistyped_flags_are_one_line_and_write_nothing(args, said, tmp_path):
+    """A typo or an empty --out (which wrote the PNGs into the current folder) is one line."""
+    result = _cli(*args, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"python -m convs2s.course.diagrams: error: {said} (see --help)"], result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -228,6 +228,21 @@ def test_a_huge_model_config_is_refused_before_allocating(tmp_path, monkeypatch,
     assert not big
 
 
+def test_a_missing_final_pt_of_an_unfinished_run_says_what_the_run_holds(tmp_path):
+    """The message suggests what works: not training into a folder that already holds a run
+    (which train refuses), but the files it has, or finishing it with --resume."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "last.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError) as raised:
+        Checkpoint.load(run / "final.pt")
+    said = str(raised.value)
+    assert "holds last.pt" in said and "--resume" in said and "--preset quick" not in said, said
+    (tmp_path / "notes").write_text("x")
+    with pytest.raises(CheckpointError, match="notes is a file, not a run's folder"):
+        Checkpoint.load(tmp_path / "notes" / "final.pt")
+
+
 def test_a_truncated_missing_or_foreign_file_is_a_clear_error(tmp_path):
     broken = tmp_path / "broken.pt"
     broken.write_bytes(saved(tmp_path).read_bytes()[:1000])

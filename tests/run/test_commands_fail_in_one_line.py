@@ -311,3 +311,29 @@ def test_a_stop_while_train_checks_its_flags_is_one_line(sig, tmp_path):
         done.stderr
     assert done.returncode == 128 + int(getattr(signal, sig))
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["train", "evaluate", "distill"])
+@pytest.mark.parametrize("given", ["missing", "file"])
+def test_a_data_dir_that_is_not_a_folder_is_one_line_naming_it(name, given, tmp_path, capsys):
+    """A mistyped --data-dir is said to be missing (offline, the download into it failed with
+    a long message about the network and CONVS2S_DATA_DIR, which --data-dir overrides)."""
+    import importlib
+
+    data = tmp_path / "multi30k"
+    if given == "file":
+        data.write_text("not a folder")
+    main = importlib.import_module({"train": "convs2s.run.train",
+                                    "evaluate": "convs2s.run.evaluate",
+                                    "distill": "convs2s.run.distill"}[name]).main
+    argv = {"train": ["--preset", "quick", "--out", str(tmp_path / "run")],
+            "evaluate": ["--pretrained", "de-en", "--split", "valid"],
+            "distill": ["--teacher", str(tmp_path / "t.pt"), "--out", str(tmp_path / "d.en")]}
+    with pytest.raises(SystemExit) as stop:
+        main(["--data-dir", str(data), *argv[name]])  # read first, so it is the one refused
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1, err
+    said = "does not exist" if given == "missing" else "is a file, not a folder"
+    assert "argument --data-dir:" in err[0] and said in err[0], err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if given == "missing" else
+                                                          ["multi30k"])

@@ -62,3 +62,14 @@ def test_train_refuses_a_run_folder_with_a_planted_lock_link_in_one_line(tmp_pat
     err = capsys.readouterr().err.strip()
     assert code != 0 and len(err.splitlines()) == 1 and "not a plain file" in err, err
     assert outside.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_new_folder_is_named_at_once():
+    """mkdir in /proc says "no such file" though /proc is there: that is not a parent removed
+    by another process (which make_folders retries), and it is said so, naming /proc."""
+    from convs2s.system.folder_locks import make_folders
+
+    with pytest.raises(FileNotFoundError) as raised:
+        make_folders("/proc/convs2s-no/such")
+    assert raised.value.strerror == "/proc takes no new folder", raised.value

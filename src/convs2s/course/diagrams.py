@@ -32,7 +32,6 @@ writes the four PNGs (``make images``).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -962,11 +961,14 @@ def _usable_folder(out: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from convs2s.system.arguments import OneLineParser, folder_arg
+
+    parser = OneLineParser(
         prog="python -m convs2s.course.diagrams",
         description="Draw the course's architecture diagrams as PNGs (at 100 dpi): "
                     + ", ".join(DIAGRAMS) + ".")
-    parser.add_argument("--out", default="images", help="folder for the PNGs (default: images)")
+    parser.add_argument("--out", default="images", type=folder_arg("--out"),
+                        help="folder for the PNGs (default: images)")
     args = parser.parse_args(argv)
     plt.switch_backend("Agg")  # files only: no window, no display needed
     from convs2s.system.atomic_files import atomic_write

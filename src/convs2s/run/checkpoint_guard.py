@@ -337,6 +337,21 @@ def _where(keys: tuple) -> str:
     return f"its {_name(keys[0])}" + "".join(f"[{brief(k)}]" for k in keys[1:]) if keys else "it"
 
 
+def _missing(path: Path) -> str:
+    """Why there is no checkpoint at ``path``, and what to do, by what its folder holds."""
+    folder = path.parent
+    if folder.is_file():
+        return (f"No checkpoint at {path}: {folder} is a file, not a run's folder. Pass the path "
+                "of a best.pt, final.pt or last.pt.")
+    held = [n for n in ("final.pt", "best.pt", "last.pt") if (folder / n).is_file()]
+    if held:  # a run, not finished (or another of its files)
+        return (f"No checkpoint at {path}: the run in {folder} has not written it, and holds "
+                f"{', '.join(held)}. Pass one of those, or finish the run: its own training "
+                "command again with --resume.")
+    return (f"No checkpoint at {path}. Train one first (python -m convs2s.train --preset quick "
+            f"--out {folder}) or pass the path of an existing best.pt / last.pt.")
+
+
 def _regular_file_size(path: Path) -> int:
     """The size of the regular file ``path``, or the one line that says why it is not one."""
     try:
@@ -351,9 +366,7 @@ def _regular_file_size(path: Path) -> int:
                                   "not exist.") from None
         if e.errno not in (errno.ENOENT, errno.ENOTDIR):
             raise CheckpointError(f"{path} cannot be read: {e.strerror}.") from None
-        raise CheckpointError(
-            f"No checkpoint at {path}. Train one first (python -m convs2s.train --preset quick "
-            f"--out {path.parent}) or pass the path of an existing best.pt / last.pt.") from None
+        raise CheckpointError(_missing(path)) from None
     if stat.S_ISDIR(st.st_mode):
         hint = next((f" Did you mean {path / n}?" for n in ("best.pt", "final.pt", "last.pt")
                      if (path / n).is_file()), "")

@@ -212,8 +212,8 @@ def make_parser() -> arguments.OneLineParser:
                         help="the teacher checkpoint (final.pt, best.pt); its direction is used")
     parser.add_argument("--out", required=True, type=_out_file,
                         help="the file to write (not there yet)")
-    parser.add_argument("--data-dir", type=Path, help="Multi30k folder (default: "
-                        "CONVS2S_DATA_DIR)")
+    parser.add_argument("--data-dir", type=arguments.data_folder_arg,
+                        help="Multi30k folder (default: CONVS2S_DATA_DIR)")
     parser.add_argument("--beam-size", type=arguments.bounded_int_arg(arguments.MAX_BEAM_SIZE),
                         default=5, help="beam search's hypotheses per sentence (default 5)")
     parser.add_argument("--batch-size", type=arguments.bounded_int_arg(

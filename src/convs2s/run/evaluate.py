@@ -56,6 +56,7 @@ from convs2s.system.arguments import (
     bounded_int_arg,
     brief,
     check_size,
+    data_folder_arg,
     shown,
     whole_number_arg,
 )
@@ -360,8 +361,8 @@ def _main(argv: list[str] | None) -> int:
                         default=[1, 5])
     parser.add_argument("--limit", type=whole_number_arg,
                         help="only the first N sentences (N >= 1)")
-    parser.add_argument("--data-dir", type=Path, help="where the Multi30k files are (with "
-                        "--split)")
+    parser.add_argument("--data-dir", type=data_folder_arg,
+                        help="where the Multi30k files are (with --split)")
     parser.add_argument("--device", type=device_arg, help="cpu, cuda, cuda:N or mps "
                         "(default: the best available)")
     parser.add_argument("--json", type=Path, help="where to write the metrics, a .json file "

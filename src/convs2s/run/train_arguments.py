@@ -110,7 +110,8 @@ def make_parser() -> arguments.OneLineParser:
     parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
     parser.add_argument("--out", required=True, type=_folder, help="folder for best.pt and last.pt")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
-    parser.add_argument("--data-dir", type=Path, help="Multi30k folder (default: CONVS2S_DATA_DIR)")
+    parser.add_argument("--data-dir", type=arguments.data_folder_arg,
+                        help="Multi30k folder (default: CONVS2S_DATA_DIR)")
     parser.add_argument("--device", type=_device,
                         help="cpu, cuda, mps (default: the best available)")
     parser.add_argument("--epochs", type=arguments.whole_number_arg,

@@ -236,6 +236,23 @@ def folder_arg(option: str):
     return parse
 
 
+def data_folder_arg(text: str) -> Path:
+    """argparse ``type`` of ``--data-dir``: a folder that exists. A missing one is most often a
+    typo, and offline the download into it would fail with a message about the network; to
+    download into a new folder, make it first."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder, not an empty name")
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(
+            f"{brief(text)} does not exist: give the folder that holds the Multi30k files, or "
+            "make it first (mkdir) to have them downloaded into it")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{brief(text)} is a file, not a folder: give the "
+                                         "folder that holds the Multi30k files")
+    return path
+
+
 def bounded_int_arg(limit: int):
     """argparse ``type``: a whole number from 1 to ``limit`` (:func:`check_size`'s bounds, what
     the package's functions check too)."""

@@ -151,6 +151,7 @@ def make_folders(folder: str | os.PathLike) -> list[Path]:
     removing the parents this call made."""
     folder = Path(folder)
     made: list[Path] = []
+    parent_there = 0  # "no such file" from mkdir while its parent was there all along
     for _ in range(100):  # another process may remove a parent we made or found: try again
         try:
             os.mkdir(folder)
@@ -163,7 +164,13 @@ def make_folders(folder: str | os.PathLike) -> list[Path]:
         except FileNotFoundError:
             if folder.parent == folder:
                 raise
-            made = [*make_folders(folder.parent), *made]
+            parents = make_folders(folder.parent)
+            parent_there = 0 if parents or not folder.parent.is_dir() else parent_there + 1
+            if parent_there == 2:  # twice: a folder that takes no new folder (/proc), no race
+                remove_empty_folders(made)
+                raise FileNotFoundError(errno.ENOENT, f"{folder.parent} takes no new folder",
+                                        str(folder)) from None
+            made = [*parents, *made]
         except OSError:
             remove_empty_folders(made)
             raise
