@@ -225,6 +225,7 @@ def test_distills_bad_arguments_are_one_line_and_write_nothing(corpus, tmp_path,
     before = sorted(tmp_path.rglob("*"))
     for teacher, out, message in (
             (ckpt, tmp_path / "a.en", "no such checkpoint file"),
+            (tmp_path, tmp_path / "a.en", "is a folder, not a checkpoint file (give a best.pt"),
             (exists, exists, "already exists; this command never overwrites a file"),
             (exists, tmp_path, "is a folder"),
             (exists, tmp_path / "no" / "a.en", "does not exist; make it first")):

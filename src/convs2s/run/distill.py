@@ -195,6 +195,12 @@ def _out_file(text: str) -> Path:
 
 def _teacher_file(text: str) -> Path:
     path = Path(text).expanduser()
+    if path.is_dir():
+        inside = next((path / n for n in ("final.pt", "best.pt") if (path / n).is_file()), None)
+        raise argparse.ArgumentTypeError(
+            f"{arguments.brief(text)} is a folder, not a checkpoint file" +
+            (f": did you mean {arguments.brief(str(inside))}?" if inside else
+             " (give a best.pt or final.pt of a training run)"))
     if not path.is_file():
         raise argparse.ArgumentTypeError(f"{arguments.brief(text)}: no such checkpoint file "
                                          "(a best.pt or final.pt of a training run)")
