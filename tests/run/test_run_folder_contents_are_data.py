@@ -354,3 +354,17 @@ def test_a_signal_while_the_data_loads_stops_in_one_line_and_removes_the_new_fol
     assert proc.returncode == code, stdout + stderr
     assert "Traceback" not in stderr and "before training started" in stdout, stdout + stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_resume_from_a_last_pt_that_is_no_checkpoint_says_what_to_do(tmp_path):
+    """With --resume there is no file to pass: the line says the folder's last.pt is not one a
+    run wrote, and what to do instead."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "last.pt").write_text("my notes\n")
+    with pytest.raises(CheckpointError) as raised:
+        _run(out, resume=True)
+    said = str(raised.value)
+    assert said.startswith(f"--resume cannot continue from {out / 'last.pt'}: ") and \
+        "not a checkpoint" in said and "another --out" in said and "Pass a" not in said, said
+    assert (out / "last.pt").read_text() == "my notes\n"

@@ -130,7 +130,7 @@ class Trainer:
         self.stored_segmentation: dict | None = None  # last.pt's, inside an epoch (sampling)
         self.segmented_epoch: int | None = None  # the epoch the training pairs are sampled for
         self.rng = StepRandomState()  # what an interrupted step is saved with
-        ckpt = Checkpoint.load(self.last_path) if resume else None
+        ckpt = self._resumed_from() if resume else None
         self.run_id = (ckpt.run_id if ckpt is not None else None) or uuid.uuid4().hex
         seed_everything(preset.seed)
         datasets = self._build(data, ckpt)
@@ -286,6 +286,17 @@ class Trainer:
         self.optimizer = prepare.make_optimizer(self.model, preset)
         self.pad = self.trg_vocab.pad_idx
         return train_ds, valid_ds
+
+    def _resumed_from(self) -> Checkpoint:
+        """``last.pt``, loaded through the guard; a file it refuses is said to be no run's
+        ``last.pt`` (with --resume there is no other file to pass)."""
+        try:
+            return Checkpoint.load(self.last_path)
+        except CheckpointError as e:
+            why = " ".join(str(e).split()).split(" Pass ")[0].rstrip(".")
+            raise CheckpointError(f"--resume cannot continue from {self.last_path}: {why}. "
+                                  "Train afresh with another --out, or put back the last.pt "
+                                  "the run wrote.") from None
 
     def _restore(self, ckpt: Checkpoint) -> None:
         """Continue the run in ``last.pt`` (:func:`convs2s.run.resume.restore`)."""
