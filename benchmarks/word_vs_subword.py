@@ -34,6 +34,8 @@ def main(argv=None) -> int:
                         help="where the two runs go (bench_wvs_word, bench_wvs_subword)")
     parser.add_argument("--json", type=json_arg)
     args = parser.parse_args(argv)
+    if not 0 < args.minutes < float("inf"):  # NaN too: checked here, not in each child run
+        parser.error(f"--minutes must be a number of minutes above 0, not {args.minutes:g}")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     report = {"benchmark": "word_vs_subword", "minutes": args.minutes, "threads_each": 1,
               "split": "valid", "runs": {}}

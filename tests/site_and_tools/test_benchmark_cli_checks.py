@@ -283,3 +283,11 @@ def test_a_signal_while_a_benchmark_loads_torch_is_one_line(script, sig, tmp_pat
     lines = done.stderr.splitlines()  # "(NAME.py)" where run_main loads it
     assert lines in ([f"{said}."], [f"{said} ({script}.py)."]), done.stderr
     assert (done.returncode, done.stdout) == (status, ""), done.stderr
+
+
+@pytest.mark.parametrize("minutes", ["-1", "0", "nan"])
+def test_word_vs_subword_checks_its_minutes_before_starting_two_runs(minutes, no_data,
+                                                                      monkeypatch, capsys):
+    """Checked once, here: each of its two training runs refused it with a line of its own."""
+    line = _refused(_script("word_vs_subword", monkeypatch), ["--minutes", minutes], capsys)
+    assert "--minutes must be a number of minutes above 0" in line, line
