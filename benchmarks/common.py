@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 
 from convs2s.system.arguments import cut, whole_number_arg
-from convs2s.system.atomic_files import can_write_in, write_json_atomic
+from convs2s.system.atomic_files import cannot_write_in, write_json_atomic
 from convs2s.system.signals import import_command, run_command
 
 _ZERO = re.compile(r"[ \t]*[+-]?0+[ \t]*")
@@ -43,7 +43,8 @@ def stamp(report: dict) -> dict:
 def json_problem(path: Path) -> str | None:
     """Why the report cannot be written to ``path`` at the end (one line), or None. Checked
     when the arguments are read, before minutes of measuring: a folder, a folder that does not
-    exist (none is made), a place that cannot be written. Creates nothing."""
+    exist (none is made), a place that cannot be written (found by making a file there,
+    removed at once). Leaves nothing behind."""
     from convs2s.system.arguments import dangling_link_problem
 
     if not str(path).strip():
@@ -60,8 +61,9 @@ def json_problem(path: Path) -> str | None:
         return f"{path}: its folder {folder} does not exist; make it first, or give another file"
     if not folder.is_dir():
         return f"{path}: {folder} is a file, not a folder; give a file in a folder"
-    if not can_write_in(folder):
-        return f"{path}: cannot write into {folder} (no permission); give another file"
+    why = cannot_write_in(folder)
+    if why:
+        return f"{path}: cannot write into {folder} ({why}); give another file"
     return None
 
 

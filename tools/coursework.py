@@ -83,7 +83,7 @@ from pathlib import Path
 
 from convs2s.system import sandbox
 from convs2s.system.arguments import OneLineParser, cut, dangling_link_problem
-from convs2s.system.atomic_files import can_write_in, write_json_atomic, write_text_atomic
+from convs2s.system.atomic_files import cannot_write_in, write_json_atomic, write_text_atomic
 from convs2s.system.signals import import_command, run_command
 from tools.notebook_format import NotebookFormatError, check_notebook
 
@@ -1161,7 +1161,8 @@ def _nbgrader_folder(folder: Path) -> Path | None:
 
 def check_out(out_dir: str | Path, notebooks_dir: str | Path, *, clean: bool = False) -> Path:
     """Refuse (:class:`OutRefused`, one line) an ``--out`` this tool must not write into;
-    return it resolved. Reads only: nothing is created.
+    return it resolved. Leaves nothing behind (whether files can be made there is found by
+    making one, removed at once).
 
     Refused: a file, or a path under one; a folder that cannot be written; the course notebooks'
     folder, anything inside it or holding it; one of nbgrader's folders of a course (its
@@ -1187,9 +1188,10 @@ def check_out(out_dir: str | Path, notebooks_dir: str | Path, *, clean: bool = F
     if not existing.is_dir():
         raise OutRefused(f"--out {out} is inside {existing}, which is a file, not a folder: "
                          "give a folder for the assignments")
-    if not can_write_in(existing):
-        raise OutRefused(f"cannot write into {existing} (for --out {out}): choose another "
-                         "--out")
+    why = cannot_write_in(existing)
+    if why:
+        raise OutRefused(f"cannot write into {existing} (for --out {out}: {why}); choose "
+                         "another --out")
     verb = "--clean" if clean else "write into"
     notebooks = Path(notebooks_dir).resolve()
     if _is_within(notebooks, resolved) or _is_within(resolved, notebooks):
@@ -1807,5 +1809,6 @@ def cli(argv: list[str] | None = None) -> int:
     traceback. What the run made is removed again (:class:`MadeHere`), and each file it
     replaced is whole, the old one or the new, so nothing is left half-written."""
     return run_command(lambda: main(argv), ": what this run made is removed, and each file it "
-                       "replaced is whole; run it again")
+                       "replaced is whole (an earlier build that --clean removed stays "
+                       "removed); run it again")
 

@@ -831,9 +831,10 @@ def _checkpoint_problem(checkpoint: Path) -> str | None:
 
 
 def _out_problem(out: Path) -> str | None:
-    """Why the PNGs cannot go into the folder ``out`` (one line), or None. Creates nothing."""
+    """Why the PNGs cannot go into the folder ``out`` (one line), or None. Leaves nothing behind
+    (whether it can be written is found by making a file, removed at once)."""
     from convs2s.system.arguments import dangling_link_problem
-    from convs2s.system.atomic_files import can_write_in
+    from convs2s.system.atomic_files import cannot_write_in
 
     dangling = dangling_link_problem(out, "--out")
     if dangling:  # never make a folder at a link's missing target
@@ -845,8 +846,9 @@ def _out_problem(out: Path) -> str | None:
         existing = existing.parent
     if not existing.is_dir():
         return f"--out {out} is inside {existing}, which is a file, not a folder"
-    if not can_write_in(existing):
-        return f"cannot write into {existing} (for --out {out}): choose another folder"
+    why = cannot_write_in(existing)
+    if why:
+        return f"cannot write into {existing} (for --out {out}: {why}); choose another folder"
     return None
 
 

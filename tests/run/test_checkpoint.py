@@ -241,6 +241,11 @@ def test_a_missing_final_pt_of_an_unfinished_run_says_what_the_run_holds(tmp_pat
     (tmp_path / "notes").write_text("x")
     with pytest.raises(CheckpointError, match="notes is a file, not a run's folder"):
         Checkpoint.load(tmp_path / "notes" / "final.pt")
+    (run / "final.pt").write_bytes(b"")  # a finished run: a typo is asked about, no --resume
+    with pytest.raises(CheckpointError) as raised:
+        Checkpoint.load(run / "fianl.pt")
+    said = str(raised.value)
+    assert said.endswith(f"Did you mean {run / 'final.pt'}?") and "--resume" not in said, said
 
 
 def test_a_truncated_missing_or_foreign_file_is_a_clear_error(tmp_path):

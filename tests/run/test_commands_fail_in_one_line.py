@@ -287,28 +287,36 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(name):
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-def test_a_stop_while_train_checks_its_flags_is_one_line(sig, tmp_path):
-    """Between reading its flags and training, `convs2s.train` builds the model's shape to
-    count its parameters (a few seconds on a busy machine): Ctrl-C or SIGTERM there gives one
-    line and 130 / 143, nothing made. The signal is sent, deterministically, from inside that
-    count."""
+@pytest.mark.parametrize("where", ["reading its flags", "counting the model",
+                                   "setting up the device"])
+def test_a_stop_before_train_starts_is_one_line(sig, where, tmp_path):
+    """Between its start and training, `convs2s.train` reads its flags (their checks look at
+    the device), counts the model's parameters and sets up the device (seconds on a busy
+    machine): Ctrl-C or SIGTERM in any of them gives one line and 130 / 143, nothing made. The
+    signal is sent, deterministically, from inside each step."""
     out = tmp_path / "run"
+    patched = {"reading its flags": ("train_arguments", "make_parser"),
+               "counting the model": ("prepare", "check_model_size"),
+               "setting up the device": ("train", "Distributed")}[where]
     script = textwrap.dedent(f"""
         import os, signal, sys
-        from convs2s.run import prepare, train
+        from convs2s.run import prepare, train, train_arguments
 
-        def count(*args, **kwargs):
+        module = {{"train_arguments": train_arguments, "prepare": prepare,
+                   "train": train}}[{patched[0]!r}]
+
+        def stopped_here(*args, **kwargs):
             os.kill(os.getpid(), signal.{sig})
             raise AssertionError("the signal did not stop the command")
 
-        prepare.check_model_size = count
+        setattr(module, {patched[1]!r}, stopped_here)
         sys.exit(train.main(["--preset", "quick", "--out", {str(out)!r}, "--no-progress"]))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=_env(), timeout=DEADLINE)
     words = "interrupted" if sig == "SIGINT" else "stopped by SIGTERM"
-    assert done.stderr == f"{words} before training started: nothing was trained or saved.\n", \
-        done.stderr
+    said = [*done.stdout.splitlines(), *done.stderr.splitlines()]
+    assert said == [f"{words} before training started: nothing was trained or saved."], said
     assert done.returncode == 128 + int(getattr(signal, sig))
     assert not out.exists()
 
@@ -337,3 +345,18 @@ def test_a_data_dir_that_is_not_a_folder_is_one_line_naming_it(name, given, tmp_
     assert "argument --data-dir:" in err[0] and said in err[0], err[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if given == "missing" else
                                                           ["multi30k"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["convs2s.evaluate", "--split", "test", "--data-dir", "~nosuchuser_zz/d"],
+    ["convs2s.run.distill", "--teacher", "~nosuchuser_zz/t.pt", "--out", "x.en"],
+    ["convs2s.train", "--preset", "quick", "--out", "q", "--init-from", "~nosuchuser_zz/a.pt"],
+], ids=lambda argv: argv[0])
+def test_a_tilde_that_names_no_user_is_one_line(argv, tmp_path):
+    """A shell leaves `~nosuchuser/...` as it is; expanding it raised a traceback."""
+    done = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True,
+                          env=_env(), timeout=DEADLINE, cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "'~nosuchuser_zz' names no user's home folder" in lines[0], lines[0]
+    assert list(tmp_path.iterdir()) == []

@@ -114,6 +114,9 @@ def _bad(tmp_path: Path, case: str) -> list:
     if case == "a checkpoint as the source":
         odd.write_bytes(b"PK\x03\x04" + bytes(200))
         return ["--source", odd, "--reference", ref]
+    if case == "an archive with no newline in its first 2 MiB":
+        odd.write_bytes(b"PK\x03\x04" + bytes(2 << 20))
+        return ["--source", odd, "--reference", ref]
     if case == "corrupted gzip":
         odd.write_bytes(gzip.compress(b"A dog runs.\nTwo men.\n" * 50)[:40])
         return ["--source", good, "--reference", odd]
@@ -139,6 +142,7 @@ BAD = {  # case: words the one line must hold
     "empty reference": ["--reference", "odd.txt", "is empty"],
     "corrupted gzip": ["--reference", "corrupted gzip"],
     "a checkpoint as the source": ["--source", "odd.txt is a zip archive", "give a text file"],
+    "an archive with no newline in its first 2 MiB": ["--source", "odd.txt is a zip archive"],
 }
 
 

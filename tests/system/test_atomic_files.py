@@ -15,7 +15,7 @@ import pytest
 
 from convs2s.system.atomic_files import (
     atomic_write,
-    can_write_in,
+    cannot_write_in,
     is_own_temp,
     remove_stale_temps,
     write_json_atomic,
@@ -171,14 +171,28 @@ def test_a_read_only_folder_is_not_an_error(tmp_path):
     assert names(tmp_path) == [".best.pt.k2x_9abq.tmp"]
 
 
-def test_can_write_in_tries_a_file_and_leaves_nothing(tmp_path):
-    assert can_write_in(tmp_path) and list(tmp_path.iterdir()) == []
-    assert not can_write_in(tmp_path / "missing")
+def test_cannot_write_in_tries_a_file_and_leaves_nothing(tmp_path):
+    assert cannot_write_in(tmp_path) is None and list(tmp_path.iterdir()) == []
+    assert cannot_write_in(tmp_path / "missing") == "No such file or directory"
     (tmp_path / "file").write_text("x")
-    assert not can_write_in(tmp_path / "file")
+    assert cannot_write_in(tmp_path / "file") == "Not a directory"
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
-def test_can_write_in_is_not_fooled_where_os_access_is():
+def test_cannot_write_in_is_not_fooled_where_os_access_is():
     """/proc takes no new file, though os.access says root may write there."""
-    assert not can_write_in("/proc")
+    assert cannot_write_in("/proc")
+
+
+def test_a_probe_that_cannot_be_removed_is_said_so(tmp_path, monkeypatch):
+    """A folder that takes files but lets none go (append-only) keeps the probe: said, with
+    its name, not a traceback."""
+    from convs2s.system import atomic_files
+
+    def refuse(path):
+        raise PermissionError(1, "Operation not permitted", str(path))
+
+    monkeypatch.setattr(atomic_files.os, "unlink", refuse)
+    said = cannot_write_in(tmp_path)
+    assert said.startswith("a file made there cannot be removed again (Operation not "
+                           "permitted): ") and ".write-probe." in said, said

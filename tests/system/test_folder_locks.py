@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,25 @@ def test_a_folder_that_takes_no_new_folder_is_named_at_once():
     with pytest.raises(FileNotFoundError) as raised:
         make_folders("/proc/convs2s-no/such")
     assert raised.value.strerror == "/proc takes no new folder", raised.value
+
+
+def test_a_parent_removed_and_made_again_by_another_process_is_retried(tmp_path, monkeypatch):
+    """Another process that removes the parent and makes it again (twice) between this call's
+    mkdir and its look at the parent is a race to wait out, not a folder that takes none."""
+    from convs2s.system import folder_locks
+
+    parent, target = tmp_path / "p", tmp_path / "p" / "c"
+    parent.mkdir()
+    real_mkdir, raced = os.mkdir, []
+
+    def mkdir(path, *args, **kwargs):
+        if Path(path) == target and len(raced) < 3:  # the other process, just before us
+            raced.append(path)
+            os.rmdir(parent)
+            real_mkdir(parent)
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(folder_locks.os, "mkdir", mkdir)
+    assert folder_locks.make_folders(target) == [target] and target.is_dir()
+    assert len(raced) == 3

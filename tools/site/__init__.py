@@ -1121,9 +1121,10 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _out_problem(out: Path) -> str | None:
-    """Why the site cannot be written to ``out`` (one line), or None. Creates nothing."""
+    """Why the site cannot be written to ``out`` (one line), or None. Leaves nothing behind
+    (whether it can be written is found by making a file, removed at once)."""
     from convs2s.system.arguments import dangling_link_problem
-    from convs2s.system.atomic_files import can_write_in
+    from convs2s.system.atomic_files import cannot_write_in
 
     dangling = dangling_link_problem(out, "--out")
     if dangling:  # the site would replace the link, or fail to make its folder at the end
@@ -1138,8 +1139,9 @@ def _out_problem(out: Path) -> str | None:
         parent = parent.parent
     if not parent.is_dir():
         return f"--out {out} is inside {parent}, which is a file, not a folder"
-    if not can_write_in(parent):
-        return f"cannot write into {parent} (for --out {out}): choose another folder"
+    why = cannot_write_in(parent)
+    if why:
+        return f"cannot write into {parent} (for --out {out}: {why}); choose another folder"
     return None
 
 

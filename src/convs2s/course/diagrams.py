@@ -944,7 +944,7 @@ def _usable_folder(out: Path) -> str | None:
     """Why ``out`` cannot take the PNGs (one line), or None after making sure it exists."""
 
     from convs2s.system.arguments import dangling_link_problem
-    from convs2s.system.atomic_files import can_write_in
+    from convs2s.system.atomic_files import cannot_write_in
 
     dangling = dangling_link_problem(out, "--out")
     if dangling:  # never make a folder at a link's missing target
@@ -955,8 +955,9 @@ def _usable_folder(out: Path) -> str | None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         return f"cannot create the folder --out {out}: {err.strerror or err}"
-    if not can_write_in(out):
-        return f"cannot write into --out {out}: no permission (choose another folder)"
+    why = cannot_write_in(out)
+    if why:
+        return f"cannot write into --out {out} ({why}): choose another folder"
     return None
 
 

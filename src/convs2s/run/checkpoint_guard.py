@@ -67,8 +67,20 @@ _AGAIN = ("delete it and train again, or use the other checkpoint (best.pt / las
           "same folder.")
 
 
+#: How this module's messages begin their advice, which follows the problem they state.
+_ADVICE = (" It may be ", " Pass ")
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint is unreadable, or does not fit the model or data it is loaded into."""
+
+    @property
+    def problem(self) -> str:
+        """The message without the advice this module adds ("Pass a best.pt ...", "It may be
+        corrupted: delete it ..."), for a caller whose user has no other file to pass."""
+        text = " ".join(str(self).split())
+        cuts = [i for i in (text.find(a) for a in _ADVICE) if i >= 0]
+        return (text[:min(cuts)] if cuts else text).rstrip(".")
 
 
 def read(path: str | os.PathLike, format: str, version: int) -> dict[str, Any]:
@@ -344,7 +356,10 @@ def _missing(path: Path) -> str:
         return (f"No checkpoint at {path}: {folder} is a file, not a run's folder. Pass the path "
                 "of a best.pt, final.pt or last.pt.")
     held = [n for n in ("final.pt", "best.pt", "last.pt") if (folder / n).is_file()]
-    if held:  # a run, not finished (or another of its files)
+    if "final.pt" in held:  # a finished run: a typo, most likely
+        return (f"No checkpoint at {path}: the run in {folder} holds {', '.join(held)}. "
+                f"Did you mean {folder / 'final.pt'}?")
+    if held:  # a run not finished
         return (f"No checkpoint at {path}: the run in {folder} has not written it, and holds "
                 f"{', '.join(held)}. Pass one of those, or finish the run: its own training "
                 "command again with --resume.")

@@ -173,7 +173,7 @@ def distill(translator: Translator, sources: list[str], references: list[str], o
 
 def _out_file(text: str) -> Path:
     """argparse ``type`` for ``--out``: a file that does not exist yet, in a folder that does."""
-    path = Path(text).expanduser()
+    path = arguments.expanded(text)
     if not text.strip() or path.is_dir():
         raise argparse.ArgumentTypeError(f"{arguments.brief(text)} is a folder; give the file "
                                          "to write (e.g. runs/distilled.de-en.en)")
@@ -194,7 +194,7 @@ def _out_file(text: str) -> Path:
 
 
 def _teacher_file(text: str) -> Path:
-    path = Path(text).expanduser()
+    path = arguments.expanded(text)
     if path.is_dir():
         inside = next((path / n for n in ("final.pt", "best.pt") if (path / n).is_file()), None)
         raise argparse.ArgumentTypeError(

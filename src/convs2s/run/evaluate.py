@@ -192,6 +192,13 @@ def _lines(f, name: str, path) -> list[str]:
             break
         total += len(line)
         lineno = len(lines) + 1
+        binary = not_text(line) if lineno == 1 else None
+        if binary is not None:  # before the length: an archive may hold no newline for long
+            kind, unpack = binary
+            q = shlex.quote(shown(str(path)))
+            raise BadInput(f"{name} is {kind}, not text: " + (
+                f"decompress it first, e.g. {unpack} {q} > {q}.txt" if unpack else
+                "give a text file, one sentence a line") + ".")
         body = line.removesuffix(b"\n")
         if len(body.removesuffix(b"\r")) > MAX_LINE_BYTES:
             raise BadInput(f"line {lineno} of {name} is longer than {MAX_LINE_BYTES:,} bytes, so "
@@ -203,13 +210,6 @@ def _lines(f, name: str, path) -> list[str]:
                            "split it, or take its first lines (head -n 10000).")
         body = body.removesuffix(b"\r")
         if lineno == 1:
-            binary = not_text(line)
-            if binary is not None:
-                kind, unpack = binary
-                q = shlex.quote(shown(str(path)))
-                raise BadInput(f"{name} is {kind}, not text: " + (
-                    f"decompress it first, e.g. {unpack} {q} > {q}.txt" if unpack else
-                    "give a text file, one sentence a line") + ".")
             body = body.removeprefix(b"\xef\xbb\xbf")  # a byte order mark is not text
         try:
             if b"\x00" in body:

@@ -293,8 +293,7 @@ class Trainer:
         try:
             return Checkpoint.load(self.last_path)
         except CheckpointError as e:
-            why = " ".join(str(e).split()).split(" Pass ")[0].rstrip(".")
-            raise CheckpointError(f"--resume cannot continue from {self.last_path}: {why}. "
+            raise CheckpointError(f"--resume cannot continue from {self.last_path}: {e.problem}. "
                                   "Train afresh with another --out, or put back the last.pt "
                                   "the run wrote.") from None
 
@@ -570,11 +569,12 @@ def train(
         raise ValueError(problem + ".")
     prepare.check_model_size(preset)  # before the data loads (a 15-billion one died there)
     folder = Path(out_dir)
-    dist = Distributed(environment.check_device(device) if device is not None else None)
-    trainer = None
-    # Ctrl-C or SIGTERM while the data loads or the run is set up: the folder this run made is
-    # removed (run_folder.held), and a line says so; once training runs, Trainer.run saves.
+    dist, trainer = None, None
+    # Ctrl-C or SIGTERM while the device is set up, the data loads or the run is set up: the
+    # folder this run made is removed (run_folder.held), and a line says so; once training
+    # runs, Trainer.run saves.
     try:  # one run per folder: a second one is refused while this one lives
+        dist = Distributed(environment.check_device(device) if device is not None else None)
         with StopSignals(), run_folder.held(folder, resume) if dist.main else \
                 contextlib.nullcontext():
             if not isinstance(data, dict):  # the folder: its direction, and extra sources
@@ -584,28 +584,36 @@ def train(
                               log=log, on_epoch_end=on_epoch_end)
             return trainer.result(trainer.run())
     except KeyboardInterrupt as e:
-        if trainer is None and dist.main:
-            log(f"{how_stopped(e)} before training started: nothing was trained or saved")
+        if trainer is None and (dist is None or dist.main):
+            log(f"{how_stopped(e)} before training started: nothing was trained or saved.")
         raise
     finally:
-        dist.close()
+        if dist is not None:
+            dist.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = train_arguments.make_parser()
-    args = parser.parse_args(argv)
+    """``python -m convs2s.train``. Ctrl-C or SIGTERM at any point is one line and 130 / 143:
+    said here while the flags are read and checked, by :func:`train` from then on."""
     try:
-        with StopSignals():  # Ctrl-C or SIGTERM here: one line, as during training
-            preset = PRESETS[args.preset].replace(**train_arguments.overrides(args))
-            prepare.check_model_size(preset)  # the size flags together, before the data loads
-    except ValueError as e:
-        parser.error(str(e))
+        with StopSignals():
+            return _main(argv)
     except KeyboardInterrupt as e:
         return stopped(e, " before training started: nothing was trained or saved")
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = train_arguments.make_parser()
+    args = parser.parse_args(argv)  # its checks look at the device: seconds, on a busy machine
+    try:
+        preset = PRESETS[args.preset].replace(**train_arguments.overrides(args))
+        prepare.check_model_size(preset)  # the size flags together, before the data loads
+    except ValueError as e:
+        parser.error(str(e))
     try:
         result = train(preset, args.out, data=args.data_dir, resume=args.resume,
                        device=args.device, progress=not args.no_progress)
-    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: last.pt was saved and said so
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: train said what was saved
         return exit_status(e)
     except (CheckpointError, DataError, FloatingPointError, ValueError) as e:
         return _fail(str(e))

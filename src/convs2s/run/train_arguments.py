@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
@@ -58,7 +57,7 @@ def _existing_file(give: str) -> Callable[[str], str]:
     checkpoints record, so that ``--resume`` from another folder names the same file); else a
     line ending in ``give``, what to give instead."""
     def parse(text: str) -> str:
-        path = Path(text).expanduser()
+        path = arguments.expanded(text)
         if not text.strip() or not path.is_file():
             what = "a folder" if path.is_dir() else "no such file"
             raise argparse.ArgumentTypeError(f"{arguments.brief(text)}: {what}; {give}")

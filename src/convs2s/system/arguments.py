@@ -236,13 +236,24 @@ def folder_arg(option: str):
     return parse
 
 
+def expanded(text: str) -> Path:
+    """``Path(text)`` with a leading ``~`` or ``~user`` expanded, as a shell would; a ``~user``
+    that names no user (the shell leaves it as it is) is one argparse line, not a traceback."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # "Could not determine home directory."
+        raise argparse.ArgumentTypeError(
+            f"{brief(text)}: {brief(text.split('/')[0], 30)} names no user's home folder on "
+            "this machine; write the path without it") from None
+
+
 def data_folder_arg(text: str) -> Path:
     """argparse ``type`` of ``--data-dir``: a folder that exists. A missing one is most often a
     typo, and offline the download into it would fail with a message about the network; to
     download into a new folder, make it first."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a folder, not an empty name")
-    path = Path(text).expanduser()
+    path = expanded(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(
             f"{brief(text)} does not exist: give the folder that holds the Multi30k files, or "

@@ -77,20 +77,26 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any], *,
     return path
 
 
-def can_write_in(folder: str | os.PathLike) -> bool:
-    """Whether a file can be made in ``folder``, found by making one (and removing it).
+def cannot_write_in(folder: str | os.PathLike) -> str | None:
+    """None if a file can be made in ``folder``, found by making one (and removing it); else
+    why not, in the system's words ("Permission denied", "No such file or directory").
 
     ``os.access`` answers yes to root for any folder, ``/proc`` and read-only mounts included,
-    so a command that checked with it would fail after its work instead of before. The probe is
-    named as :func:`atomic_write`'s temporary files are, so a process killed meanwhile leaves
-    only what :func:`remove_stale_temps` removes."""
+    so a command that checked with it would fail after its work instead of before. The probe
+    (``.write-probe.<random>.tmp``) is removed at once; where it cannot be removed (a folder
+    that takes files but lets none go), that is said instead."""
     try:
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-probe.", suffix=".tmp")
-    except OSError:
-        return False
-    os.close(fd)
-    Path(probe).unlink(missing_ok=True)
-    return True
+    except OSError as e:
+        return e.strerror or str(e)
+    try:
+        os.close(fd)
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError as e:
+            return f"a file made there cannot be removed again ({e.strerror or e}): {probe}"
+    return None
 
 
 def _lock(fd: int) -> None:

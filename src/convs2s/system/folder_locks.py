@@ -143,6 +143,17 @@ def folder_lock(folder: str | os.PathLike) -> Iterator[None]:
         _let_go(key)
 
 
+def _identity(folder: Path) -> tuple[int, int, int] | None:
+    """``folder``'s device, inode and change time while it is a folder, else None: a folder
+    removed and made again by another process is another folder (even where the inode number
+    is used again, its change time is new)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns) if stat.S_ISDIR(st.st_mode) else None
+
+
 def make_folders(folder: str | os.PathLike) -> list[Path]:
     """Make ``folder`` and its missing parents; the folders this call's own ``mkdir`` made,
     deepest first (a folder another process made at the same instant is not among them).
@@ -151,8 +162,9 @@ def make_folders(folder: str | os.PathLike) -> list[Path]:
     removing the parents this call made."""
     folder = Path(folder)
     made: list[Path] = []
-    parent_there = 0  # "no such file" from mkdir while its parent was there all along
+    parent_there = 0  # "no such file" from mkdir while the same parent was there all along
     for _ in range(100):  # another process may remove a parent we made or found: try again
+        before = _identity(folder.parent)
         try:
             os.mkdir(folder)
             return [folder, *made]
@@ -164,8 +176,14 @@ def make_folders(folder: str | os.PathLike) -> list[Path]:
         except FileNotFoundError:
             if folder.parent == folder:
                 raise
-            parents = make_folders(folder.parent)
-            parent_there = 0 if parents or not folder.parent.is_dir() else parent_there + 1
+            try:
+                parents = make_folders(folder.parent)
+            except OSError:
+                remove_empty_folders(made)
+                raise
+            # the same folder before and after: no process removed and made it again
+            same = not parents and before is not None and _identity(folder.parent) == before
+            parent_there = parent_there + 1 if same else 0
             if parent_there == 2:  # twice: a folder that takes no new folder (/proc), no race
                 remove_empty_folders(made)
                 raise FileNotFoundError(errno.ENOENT, f"{folder.parent} takes no new folder",

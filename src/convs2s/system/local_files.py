@@ -68,7 +68,8 @@ _MAGIC = ((b"\x1f\x8b", "gzip-compressed", "gunzip -c"),
 def not_text(start: bytes) -> tuple[str, str | None] | None:
     """``(what it is, the command that unpacks it)`` if a file beginning with ``start`` (its
     first six bytes or more) is compressed or an archive, not text; else None. Each of these
-    begins with a byte no text has, so no sentence is taken for one."""
+    signatures holds control characters no sentence begins with (a zip's ``PK`` is followed by
+    bytes 3 and 4), so no line of text is taken for one."""
     for magic, kind, unpack in _MAGIC:
         if start.startswith(magic):
             return kind, unpack
