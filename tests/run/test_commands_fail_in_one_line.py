@@ -313,7 +313,7 @@ def test_a_stop_before_train_starts_is_one_line(sig, where, tmp_path):
         sys.exit(train.main(["--preset", "quick", "--out", {str(out)!r}, "--no-progress"]))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=_env(), timeout=DEADLINE)
+                          env=_env(), timeout=DEADLINE, preexec_fn=_default_sigint)
     words = "interrupted" if sig == "SIGINT" else "stopped by SIGTERM"
     said = [*done.stdout.splitlines(), *done.stderr.splitlines()]
     assert said == [f"{words} before training started: nothing was trained or saved."], said
