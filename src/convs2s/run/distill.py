@@ -29,12 +29,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from convs2s.system import arguments
-from convs2s.system.atomic_files import atomic_write, write_text_atomic
+from convs2s.system.atomic_files import atomic_write, cannot_write_in, write_text_atomic
 from convs2s.system.signals import StopSignals, exit_status, how_stopped, import_command, say
 
 if __name__ == "__main__":
@@ -183,13 +182,10 @@ def _out_file(text: str) -> Path:
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"the folder {arguments.brief(str(path.parent))} does "
                                          "not exist; make it first")
-    try:  # writable, before hours of translation
-        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
+    why = cannot_write_in(path.parent)  # writable, before hours of translation
+    if why:
         raise argparse.ArgumentTypeError(f"cannot write into {arguments.brief(str(path.parent))} "
-                                         f"({e.strerror}); choose another folder") from None
+                                         f"({why}); choose another folder")
     return path
 
 
