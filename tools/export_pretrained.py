@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -139,25 +140,34 @@ def export(run: Path, direction: str, machine: str, command: str, scores: dict |
     manifest = (json.loads(manifest_path.read_text(encoding="utf-8"))
                 if manifest_path.is_file() else {"models": {}})
     start = continued_from(final, manifest)  # before the file it may start from is replaced
-    path = inference_copy(final).save(models_dir / f"{direction}.pt")
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        path.unlink()
-        raise ValueError(f"the float16 model weighs {size:,} bytes, more than the "
-                         f"{MAX_BYTES:,} a shipped model may: choose a smaller architecture")
-    entry = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-             "bytes": size, "direction": direction, "weights": "float16",
-             # the model's own count: a tied weight is one parameter, not two
-             "parameters": sum(p.numel() for p in final.build_model().parameters()),
-             "preset": (final.preset or {}).get("name"), "run_id": final.run_id,
-             "choices": final.choices,
-             "training": training_record(final, last, command, machine)}
-    if start is not None:
-        entry["training"]["continued_from"] = start
-    if scores is not None:
-        entry["scores"] = scores
-    manifest["models"][direction] = entry
-    write_json_atomic(manifest_path, manifest)
+    # The new file is written beside the shipped one and checked there; the shipped model and
+    # its manifest entry are replaced only once the whole entry is built, so a refused or
+    # interrupted export leaves both as they were.
+    path = models_dir / f"{direction}.pt"
+    unchecked = models_dir / f".{direction}.pt.unchecked"
+    try:
+        inference_copy(final).save(unchecked)
+        size = unchecked.stat().st_size
+        if size > MAX_BYTES:
+            raise ValueError(f"the float16 model weighs {size:,} bytes, more than the "
+                             f"{MAX_BYTES:,} a shipped model may: choose a smaller architecture "
+                             f"({path} is unchanged)")
+        entry = {"file": path.name, "sha256": hashlib.sha256(unchecked.read_bytes()).hexdigest(),
+                 "bytes": size, "direction": direction, "weights": "float16",
+                 # the model's own count: a tied weight is one parameter, not two
+                 "parameters": sum(p.numel() for p in final.build_model().parameters()),
+                 "preset": (final.preset or {}).get("name"), "run_id": final.run_id,
+                 "choices": final.choices,
+                 "training": training_record(final, last, command, machine)}
+        if start is not None:
+            entry["training"]["continued_from"] = start
+        if scores is not None:
+            entry["scores"] = scores
+        manifest["models"][direction] = entry
+        os.replace(unchecked, path)
+        write_json_atomic(manifest_path, manifest)
+    finally:
+        unchecked.unlink(missing_ok=True)
     return entry
 
 

@@ -120,6 +120,28 @@ def test_a_damaged_or_missing_file_or_an_unknown_direction_is_one_line(shipped):
         available(models)
 
 
+def test_a_refused_or_failed_export_leaves_the_shipped_model_and_its_entry_as_they_were(
+        shipped, tmp_path, monkeypatch):
+    """Too large a model, or a failure while its entry is built, changes nothing: the shipped
+    file, its manifest entry and the folder's contents are the ones before."""
+    models, entry, _ = shipped
+    before = {p.name: p.read_bytes() for p in models.iterdir()}
+    run = tmp_path / "run"
+    monkeypatch.setattr(export_pretrained, "MAX_BYTES", 100)
+    with pytest.raises(ValueError, match="more than the 100 a shipped model may.*is unchanged"):
+        export_pretrained.export(run, "de-en", "m", "c", models_dir=models)
+    assert {p.name: p.read_bytes() for p in models.iterdir()} == before
+    monkeypatch.undo()
+
+    def broken(*args):
+        raise OSError("interrupted")
+    monkeypatch.setattr(export_pretrained, "training_record", broken)
+    with pytest.raises(OSError, match="interrupted"):
+        export_pretrained.export(run, "de-en", "m", "c", models_dir=models)
+    assert {p.name: p.read_bytes() for p in models.iterdir()} == before
+    assert pretrained_checkpoint("de-en", models) is not None
+
+
 def test_export_refuses_the_wrong_direction(tmp_path):
     run, _ = _run(tmp_path)
     with pytest.raises(ValueError, match="translates de to en, not en-de"):
