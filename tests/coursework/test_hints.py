@@ -29,7 +29,7 @@ from tools.strip_solutions import is_solution_cell
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-CHECK_MODULES = sorted((ROOT / "src" / "convs2s" / "checks").glob("nb[0-9][0-9].py"))
+CHECK_MODULES = sorted((ROOT / "src" / "convs2s" / "course" / "checks").glob("nb[0-9][0-9].py"))
 #: A fragment this long (without whitespace) is code, not a word: `trg[:,:-1]` is 10.
 MIN_FRAGMENT = 10
 
@@ -173,14 +173,36 @@ def all_hints() -> list[tuple[str, str]]:
     return hints
 
 
+def _exercise_notebooks(notebooks: dict[str, dict]) -> dict[str, str]:
+    """{exercise id: the notebook whose cells carry it}."""
+    return {cell.get("metadata", {}).get("convs2s", {}).get("exercise"): name
+            for name, nb in notebooks.items() for cell in nb["cells"]
+            if cell.get("metadata", {}).get("convs2s", {}).get("exercise")}
+
+
+def shown_in(where: str, nb_name: str, homes: dict[str, str]) -> bool:
+    """Whether a hint from ``where`` is one a learner sees in notebook ``nb_name``: a check
+    module's hints in its own notebook (nb07.py in 07_...), a registered exercise's in the
+    notebook that holds the exercise; a hint of unknown home in every notebook."""
+    module = re.fullmatch(r"nb(\d\d)\.py", where)
+    if module:
+        return nb_name.startswith(module.group(1) + "_")
+    registered = re.match(r"checks\.EXERCISES\['([^']+)'\]", where)
+    if registered and registered.group(1) in homes:
+        return homes[registered.group(1)] == nb_name
+    return True
+
+
 def leaks(hints: list[tuple[str, str]], notebooks: dict[str, dict]) -> list[str]:
-    """Every (hint, solution fragment) pair where the hint holds the fragment."""
+    """Every (hint, solution fragment) pair where the hint holds the fragment, for the hints a
+    learner sees in the solution's notebook."""
     problems = []
+    homes = _exercise_notebooks(notebooks)
     for nb_name, nb in notebooks.items():
         for cell, fragments in solution_fragments(nb).items():
             for fragment in sorted(fragments):
                 for where, text in hints:
-                    if holds(text, fragment):
+                    if shown_in(where, nb_name, homes) and holds(text, fragment):
                         problems.append(f"{where} holds {fragment.lstrip(chr(1))!r}, code of "
                                         f"{nb_name} {cell}: {text[:100]!r}")
     return problems
@@ -199,6 +221,7 @@ def test_the_hints_are_found():
     hints = all_hints()
     assert len(hints) >= 2 * len(checks.EXERCISES)
     modules = {where for where, _ in hints}
+    assert len(CHECK_MODULES) >= 8, "the check modules (nb01.py ...) were not found"
     assert {p.name for p in CHECK_MODULES} <= modules, "a check module's hints were not found"
 
 
@@ -275,6 +298,22 @@ def test_a_hint_about_the_idea_passes(hint):
 def test_hints_that_quote_a_solutions_call_are_caught(code, hint):
     nb = _notebook(({"cellView": "form"}, code))
     assert leaks([("made-up", hint)], {"nb": nb})
+
+
+def test_a_hint_is_held_to_the_solutions_of_the_notebook_it_is_shown_in():
+    """A check module's hints are read against its own notebook's solutions, a registered
+    exercise's against the notebook holding it: nb07's "print sorted(prediction)" is no leak of
+    notebook 06's call of sorted(), nb06's would be."""
+    nb = _notebook((ANSWER, PLANTED), (SOLUTION, FIXED))
+    hint = "count the windows: range(len(tokens) - 2 * n + 1) of them"
+    notebooks = {"06_x.ipynb": nb}
+    assert leaks([("nb06.py", hint)], notebooks)
+    assert not leaks([("nb07.py", hint)], notebooks)
+    assert leaks([("checks.EXERCISES['repeats'].hint.closer", hint)], notebooks)
+    assert not leaks([("checks.EXERCISES['repeats'].hint.closer", hint)],
+                     {**notebooks, "07_y.ipynb": _notebook(
+                         ({"convs2s": {"exercise": "repeats", "role": "task"}}, "pass"))}
+                     | {"06_x.ipynb": _notebook(({"cellView": "form"}, FIXED))})
 
 
 def test_hints_are_read_from_a_check_module_source():

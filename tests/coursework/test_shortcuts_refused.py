@@ -160,7 +160,7 @@ def test_a_refusal_changes_nothing_shared_and_other_threads_run_as_before():
     with refusing(exercise):
         assert F.glu is real_glu and F.glu.__code__ is real_code
         inside.set()
-        done.wait(timeout=60)
+        assert done.wait(timeout=60), "the other thread's call did not end while the check ran"
     thread.join(timeout=60)
     assert elsewhere == [(1, 1)]
     with pytest.raises(_core.ShortcutRefused, match="it called F.glu"):

@@ -780,10 +780,13 @@ def test_a_download_larger_than_the_cap_is_refused(tiny_corpus, tiny_sums, tmp_p
 def test_a_stalled_or_dripping_download_is_given_up(tmp_path, monkeypatch, server):
     import time
 
-    monkeypatch.setattr(multi30k, "DOWNLOAD_STALL_SECONDS", 0.5)
-    monkeypatch.setattr(multi30k, "DOWNLOAD_DEADLINE_SECONDS", 1.0)
-    for path, reason in (("stall", "nothing arrived for 0.5 s (the download stalled)"),
-                         ("drip", "it took more than 1 s")):
+    # one short timer a case, the other long, so that a busy machine (the server thread
+    # starved for a while) cannot make the other one fire first
+    for path, stall, deadline, reason in (
+            ("stall", 0.5, 600.0, "nothing arrived for 0.5 s (the download stalled)"),
+            ("drip", 60.0, 1.0, "it took more than 1 s")):
+        monkeypatch.setattr(multi30k, "DOWNLOAD_STALL_SECONDS", stall)
+        monkeypatch.setattr(multi30k, "DOWNLOAD_DEADLINE_SECONDS", deadline)
         monkeypatch.setenv("CONVS2S_DATA_URL", f"{server}/{path}/")
         start = time.monotonic()
         with pytest.raises(DataError) as err:

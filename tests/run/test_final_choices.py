@@ -220,6 +220,7 @@ def test_score_alphas_gives_evaluates_figures_from_one_search(tmp_path):
     translator = Translator.from_checkpoint(result.final_path)
     pairs = DATA["valid"] + DATA["test"]
     rows = score_alphas(translator, pairs, [0.0, 1.0, 2.0], beam_size=3)
+    assert [row["alpha"] for row in rows] == [0.0, 1.0, 2.0]
     for row in rows:
         m = evaluate(translator, pairs, beam_sizes=[3], length_penalty=row["alpha"])["beam3"]
         assert (row["sacrebleu"], row["chrf"]) == (m["sacrebleu"], m["chrf"])
@@ -288,14 +289,21 @@ def test_translate_and_evaluate_decode_with_the_recorded_length_penalty(tmp_path
 
     result = _run(tmp_path / "run")
     ckpt = Checkpoint.load(result.final_path)
-    ckpt.choices["length_penalty"] = 2.0  # as if validation had chosen 2
+    ckpt.choices["length_penalty"] = 0.0  # as if validation had chosen 0
     path = ckpt.save(tmp_path / "chosen.pt")
     t = Translator.from_checkpoint(path, device="cpu")
-    assert t.length_penalty == 2.0
+    assert t.length_penalty == 0.0
     assert Translator.from_checkpoint(tmp_path / "run" / "best.pt").length_penalty == 1.0
     sources = [s for s, _ in TINY_PAIRS[:6]]
-    assert t.translate(sources, beam_size=3) == t.translate(sources, beam_size=3,
-                                                            length_penalty=2.0)
-    assert evaluate(t, TINY_PAIRS[:4], beam_sizes=[3])["length_penalty"] == 2.0
+    chosen = t.translate(sources, beam_size=3)
+    assert chosen == t.translate(sources, beam_size=3, length_penalty=0.0)
+    # the control: on this model the default α (1) translates otherwise, so the equality above
+    # shows the recorded α was used
+    assert chosen != t.translate(sources, beam_size=3, length_penalty=1.0)
+    assert evaluate(t, TINY_PAIRS[:4], beam_sizes=[3])["length_penalty"] == 0.0
+    scores = [{k: m[k] for k in ("sacrebleu", "chrf")} for m in (
+        evaluate(t, TINY_PAIRS[:6], beam_sizes=[3], length_penalty=a)["beam3"]
+        for a in (None, 0.0, 1.0))]
+    assert scores[0] == scores[1] != scores[2]
     assert evaluate(t, TINY_PAIRS[:4], beam_sizes=[3], length_penalty=0.5)[
         "length_penalty"] == 0.5

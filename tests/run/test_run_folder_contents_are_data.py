@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TINY_PAIRS
-from signal_support import default_signals
+from signal_support import default_signals, wait_until_blocked
 
 from convs2s.model import ConvS2SConfig
 from convs2s.run import train as train_mod
@@ -345,6 +345,7 @@ def test_a_signal_while_the_data_loads_stops_in_one_line_and_removes_the_new_fol
         while proc.stdout.readline().strip() != "loading":
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
         assert (out / LOCK_NAME).exists()
+        wait_until_blocked(proc.pid, "nanosleep", 240)  # in the sleep, not on its way to it
         proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=120)
     finally:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TINY_PAIRS
-from signal_support import default_signals
+from signal_support import default_signals, wait_until_blocked
 
 from convs2s.model import ConvS2SConfig
 from convs2s.run import train as train_mod
@@ -241,6 +241,7 @@ def test_sigterm_saves_last_pt_and_resume_is_exact(tmp_path):
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         assert marker.exists(), proc.communicate(timeout=60)
+        wait_until_blocked(proc.pid, "nanosleep", 240)  # in the sleep, not on its way to it
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=240)
     finally:

@@ -415,6 +415,28 @@ def test_length_penalty_reaches_beam_search(translator):
         translator.translate_tokens(sentences, beam_size=4, length_penalty=1.0)
 
 
+def test_the_translators_own_length_penalty_is_the_one_beam_search_gets(translator,
+                                                                         monkeypatch):
+    """What reaches beam search, not what comes out: an untrained model may translate alike
+    under every α, which would let the comparisons above pass with α ignored."""
+    import convs2s.run.translator as module
+
+    seen = []
+
+    def spy(*args, length_penalty, **kwargs):
+        seen.append(length_penalty)
+        return module_beam_search(*args, length_penalty=length_penalty, **kwargs)
+
+    module_beam_search = module.beam_search
+    monkeypatch.setattr(module, "beam_search", spy)
+    translator.translate_tokens(GOOD[:1], beam_size=2, length_penalty=0.25)
+    translator.translate_tokens(GOOD[:1], beam_size=2)
+    monkeypatch.setattr(translator, "length_penalty", 1.75)  # as a final.pt records its choice
+    translator.translate_tokens(GOOD[:1], beam_size=2)
+    translator.translate_tokens(GOOD[:1], beam_size=2, length_penalty=0.0)
+    assert seen == [0.25, 1.0, 1.75, 0.0]
+
+
 def test_cli_length_penalty_is_used_and_checked(checkpoint, translator, capsys):
     code, out, err = run(["--checkpoint", checkpoint, "--beam-size", 3, "--length-penalty", 0,
                           *GOOD], capsys=capsys)

@@ -155,17 +155,17 @@ def test_make_lab_serves_jupyterlab(tmp_path):
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 url = f"http://127.0.0.1:{port}/lab?token={token}"
-                with urllib.request.urlopen(url, timeout=5) as r:
+                with urllib.request.urlopen(url, timeout=60) as r:
                     assert r.status == 200
                     body = r.read().decode()
                 break
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError):  # not up yet
                 time.sleep(0.5)
         assert body is not None, "JupyterLab did not answer on /lab within 180 s"
         assert "JupyterLab" in body
         # a wrong token must not get in
         with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token=wrong", timeout=5)
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token=wrong", timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)

@@ -125,20 +125,31 @@ def _alive(marker: str) -> list[int]:
 def test_at_the_wall_clock_limit_the_whole_process_tree_is_killed():
     """Children that start sessions of their own and ignore SIGTERM die with the sandbox."""
     marker = f"convs2s-tree-{os.getpid()}-{time.monotonic_ns()}"
+    child = f"{marker}-child"  # only the children's command lines hold it whole
     code = (
         "import os, signal, subprocess, sys, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "for _ in range(3):\n"
-        f"    subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-        f"signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)  # {marker}'], "
-        "start_new_session=True)\n"
+        "    subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        f"signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)  # ' + {marker!r} + "
+        "'-child'], start_new_session=True)\n"
         "print('started', flush=True)\n"
         "while True:\n"
         "    time.sleep(1)\n")
     started = time.monotonic()
-    outcome = sandbox.run([*PY, code], limits=sandbox.Limits(wall_seconds=8))
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(outcome=sandbox.run(
+        [*PY, code], limits=sandbox.Limits(wall_seconds=15))))
+    runner.start()
+    seen = 0  # the children, seen alive while the sandbox runs: the check below finds them dead
+    while runner.is_alive() and seen < 3:
+        seen = max(seen, len(_alive(child)))
+        time.sleep(0.05)
+    runner.join()
+    assert seen == 3, "the children had not started when the sandbox's wall-clock limit came"
+    outcome = result["outcome"]
     assert outcome.timed_out and outcome.returncode is None
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 90
     deadline = time.monotonic() + 30
     while _alive(marker) and time.monotonic() < deadline:  # the kernel ends the namespace
         time.sleep(0.05)

@@ -46,8 +46,8 @@ def test_a_pending_signal_can_be_dropped_by_a_caller_already_stopping(handlers):
     with StopSignals() as stop:
         with stop.deferred(raise_pending=False):
             _sigterm_to_self()
-    # nothing raised, and a later signal is not mistaken for the dropped one
-    assert stop.pending is None
+        # nothing raised, and a later signal is not mistaken for the dropped one
+        assert stop.pending is None
 
 
 def test_without_sigint_only_sigterm_is_taken(handlers):
