@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -223,4 +224,10 @@ def test_each_notebook_runs_alone_from_the_wheel_and_its_widgets_respond(colab, 
     report = json.loads(text.split("WIDGETS ", 1)[1].splitlines()[0])
     assert report["version"] == COLAB_WIDGETS
     assert report["errors"] == [], report
+    # a notebook that builds widgets had some of them found and moved: an empty list would
+    # pass the line after it without moving anything
+    code = "".join("".join(c["source"]) for c in json.loads(notebook.read_text(
+        encoding="utf-8"))["cells"] if c["cell_type"] == "code")
+    if re.search(r"widgets\.(build|IntSlider|FloatSlider|Dropdown|Text)\(", code):
+        assert report["moved"], f"{notebook.name} builds widgets, but none was found to move"
     assert all(redrawn for _, redrawn in report["moved"]), report
