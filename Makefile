@@ -75,11 +75,17 @@ define install_into
 	touch $(3)
 endef
 
+# Each virtual environment this Makefile makes carries a mark, so that `make clean` removes
+# only those: never one a user made (or named with VENV=...) for their own packages.
+MADE_MARK := .convs2s-made
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
+	touch $(VENV)/$(MADE_MARK)
 
 $(LAB_PY):
 	$(PYTHON) -m venv $(LAB_VENV)
+	touch $(LAB_VENV)/$(MADE_MARK)
 
 # Tests, lint, notebooks in CI, screenshots, benchmarks (nbgrader too: the coursework tests).
 $(STAMP): pyproject.toml | $(PY)
@@ -215,4 +221,8 @@ bench-gpu: $(STAMP)
 		--json $(RESULTS)/quality_gpu.json
 
 clean:
-	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .ruff_cache src/*.egg-info
+	@for venv in $(VENV) $(LAB_VENV); do \
+		if [ -f "$$venv/$(MADE_MARK)" ]; then echo "removing $$venv"; rm -rf "$$venv"; \
+		elif [ -e "$$venv" ]; then echo "kept $$venv: this Makefile did not make it (no" \
+			"$$venv/$(MADE_MARK)); remove it yourself if you want it gone"; fi; done
+	rm -rf .pytest_cache .ruff_cache src/*.egg-info
