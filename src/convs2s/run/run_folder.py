@@ -25,7 +25,7 @@ from convs2s.system.atomic_files import remove_stale_temps
 from convs2s.system.folder_locks import FolderInUse, made_and_locked, remove_empty_folders
 
 __all__ = ["CHECKPOINTS", "claim_folder", "describe_os_error", "held", "remove_empty_folders",
-           "remove_killed_runs_temps"]
+           "remove_killed_runs_temps", "start_over"]
 
 CHECKPOINTS = ("last.pt", "best.pt")
 # ".epoch03.pt.<anything>": the snapshot a temporary file was for (atomic_files checks the rest)
@@ -103,6 +103,40 @@ def remove_killed_runs_temps(folder: Path) -> None:
     if snapshots.is_dir() and not snapshots.is_symlink():
         names = {m[1] for p in snapshots.iterdir() if (m := _SNAPSHOT_TEMP.fullmatch(p.name))}
         remove_stale_temps(snapshots, sorted(names), suffixes=(".tmp",))
+
+
+def start_over(folder: str | os.PathLike) -> list[Path]:
+    """Remove the training run in ``folder`` so that a new one can start there: its
+    checkpoints (last.pt, best.pt, final.pt), its epoch snapshots (``snapshots/epochNN.pt``, and
+    the snapshots folder once empty) and the temporary files a killed run left, holding the
+    folder's lock while it does: a run still training there is refused (one-line
+    ``CheckpointError``) and loses nothing. Anything else in the folder (a copy you keep there,
+    your notes, evaluate's metrics) stays. Returns what it removed; nothing for a missing folder.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    removed: list[Path] = []
+    try:
+        with made_and_locked(folder):
+            remove_killed_runs_temps(folder)
+            for name in (*CHECKPOINTS, FINAL):
+                path = folder / name
+                if path.is_file() or path.is_symlink():  # a link goes, never what it points to
+                    path.unlink()
+                    removed.append(path)
+            snapshots = folder / SNAPSHOTS
+            if snapshots.is_dir() and not snapshots.is_symlink():
+                for path in sorted(snapshots.iterdir()):
+                    if SNAPSHOT_NAME.fullmatch(path.name) and (path.is_file()
+                                                              or path.is_symlink()):
+                        path.unlink()
+                        removed.append(path)
+                if not any(snapshots.iterdir()):
+                    snapshots.rmdir()
+    except FolderInUse as e:
+        raise CheckpointError(str(e)) from None
+    return removed
 
 
 def describe_os_error(e: OSError, folder: Path) -> str:
