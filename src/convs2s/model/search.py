@@ -52,6 +52,24 @@ def _inference(model: ConvS2S) -> Iterator[None]:
         model.train(was_training)
 
 
+def check_decoding_inputs(model, src, *, bos_idx, eos_idx, who: str) -> None:
+    """A one-line ``TypeError`` for what a learner may pass by mistake to ``who`` (a decoding
+    function): a Translator (or anything else) for the model, a list for ``src``, a token
+    (a string) or None for an id."""
+    if not all(hasattr(model, name) for name in ("config", "encode", "decode")):
+        inner = getattr(model, "model", None)
+        hint = (": pass its .model (translator.model)" if inner is not None
+                and all(hasattr(inner, name) for name in ("config", "encode", "decode")) else "")
+        raise TypeError(f"{who} takes a ConvS2S model, not {type(model).__name__}{hint}.")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{who} takes src as a tensor of token ids [batch, src_len] (e.g. "
+                        f"torch.tensor([src_vocab.encode(tokens)])), not {type(src).__name__}.")
+    for name, value in (("bos_idx", bos_idx), ("eos_idx", eos_idx)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{who}: {name} must be a token id (an int, e.g. "
+                            f"trg_vocab.{name}), not {value!r}.")
+
+
 def check_max_len(model: ConvS2S, max_len) -> int:
     """``max_len`` if the model can decode that many tokens (1 to its ``max_positions``), else
     ``ValueError`` (one line)."""
@@ -157,6 +175,7 @@ def greedy_loop(model: ConvS2S, src: Tensor,
     gives the step function for one batch (``banned``: the token ids never to output, from
     :func:`never_generated`). The loop keeps the <eos> bookkeeping and stops once every
     sentence has ended. Arguments and result as for :func:`greedy_decode`."""
+    check_decoding_inputs(model, src, bos_idx=bos_idx, eos_idx=eos_idx, who="greedy_decode")
     max_len = check_max_len(model, max_len)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)
     with _inference(model):
@@ -296,6 +315,7 @@ def _beam_finished(model: ConvS2S, src: Tensor, *, beam_size: int, max_len: int,
                    eos_idx: int, pad_idx: int | None) -> list[list[tuple[float, int, list[int]]]]:
     """The search of :func:`beam_search`: per sentence, its finished hypotheses as
     ``(Σ log p, len, tokens)`` in the order they finished (``len`` counts <eos>)."""
+    check_decoding_inputs(model, src, bos_idx=bos_idx, eos_idx=eos_idx, who="beam_search")
     max_len = check_max_len(model, max_len)
     beam_size = check_size(beam_size, "beam_size", MAX_BEAM_SIZE)
     banned = never_generated(model, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx)

@@ -85,6 +85,7 @@ class Checkpoint:
         naming the file and what is wrong). Its tensors are checked through a mapping of the
         file, then copied to ``map_location``: changing them never changes the file, and
         overwriting the file never changes them."""
+        _check_path(path)
         ckpt = cls.from_dict(checkpoint_guard.read(path, FORMAT, VERSION), path=path)
         device = torch.device(map_location if map_location is not None else "cpu")
         moved: dict[tuple[int, int], torch.UntypedStorage] = {}
@@ -165,6 +166,19 @@ class Checkpoint:
     def save(self, path: str | os.PathLike) -> Path:
         """Write this checkpoint to ``path`` atomically (temp file, then rename)."""
         return save_checkpoint(path, self.to_dict())
+
+
+def _check_path(path) -> None:
+    """``TypeError`` (one line) for what is not a file's path: None (a run whose preset writes
+    no final.pt has ``final_path`` None), a train() result, a model."""
+    if path is None:
+        raise TypeError("no checkpoint path (None): a preset that writes no final.pt (quick, "
+                        "cpu, gpu) leaves train()'s result.final_path None; pass "
+                        "result.best_path, or a checkpoint file's path.")
+    if not isinstance(path, str | os.PathLike):
+        hint = (": pass its .final_path or .best_path" if hasattr(path, "best_path") else "")
+        raise TypeError(f"a checkpoint file's path (str or Path) is needed, not "
+                        f"{type(path).__name__}{hint}.")
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:

@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -53,6 +54,7 @@ from convs2s.system.arguments import (
     MAX_BEAM_SIZE,
     MAX_LINE_BYTES,
     OneLineParser,
+    WrongType,
     bounded_int_arg,
     brief,
     check_size,
@@ -99,16 +101,27 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be None (all) or a positive integer, got {limit!r}.")
+    if isinstance(beam_sizes, str) or not isinstance(beam_sizes, Iterable):
+        raise WrongType(f"beam_sizes must be a list of beam sizes such as (1, 5) or [5], not "
+                        f"{beam_sizes!r}.")
     beam_sizes = list(beam_sizes)
     try:
         beam_sizes = [check_size(b, "beam_size", MAX_BEAM_SIZE) for b in beam_sizes]
     except ValueError:
         raise ValueError(f"beam_sizes must be positive integers, at most {MAX_BEAM_SIZE:,}, "
                          f"got {brief(beam_sizes)}.") from None
+    if not isinstance(translator, Translator):
+        raise WrongType(f"evaluate takes a Translator (e.g. Translator.from_checkpoint(path) "
+                        f"or convs2s.pretrained('de-en')), not {type(translator).__name__}.")
     # checked before the work, not after the perplexity; None: the translator's own (final.pt's)
     alpha = translator.length_penalty_for(length_penalty)
-    pairs = list(pairs)[:limit] if limit is not None else list(pairs)
+    pairs = _pairs(pairs)
+    pairs = pairs[:limit] if limit is not None else pairs
     keep = _fitting(translator, pairs)
+    if not keep and pairs:
+        raise ValueError(f"none of the {len(pairs):,} pairs can be translated (each source is "
+                         f"empty or longer than the model's {translator.max_positions} "
+                         "positions): nothing to score.")
     ds = TranslationDataset(keep, translator.src_tokenizer, translator.trg_tokenizer,
                             translator.src_vocab, translator.trg_vocab,
                             max_len=translator.max_positions)
@@ -132,6 +145,21 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
                                  "chrf_signature": scores.chrf_signature, "seconds": seconds,
                                  "sentences_per_s": len(sources) / max(seconds, 1e-9)}
     return result
+
+
+def _pairs(pairs) -> list:
+    """``pairs`` as a list, checked to hold (source, target) sentence pairs (``TypeError``,
+    one line, for a split's dict, a list of sentences or one pair)."""
+    if isinstance(pairs, str | dict) or not isinstance(pairs, Iterable):
+        raise WrongType(f"pairs must be a list of (source, target) sentence pairs, e.g. "
+                        f"data['test'], not {type(pairs).__name__}.")
+    pairs = list(pairs)
+    for pair in pairs:
+        if (isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2
+                or not all(isinstance(side, str) for side in pair)):
+            raise WrongType(f"pairs must be a list of (source, target) sentence pairs, e.g. "
+                            f"data['test'], but it holds {brief(pair)}.")
+    return pairs
 
 
 def _fitting(translator: Translator, pairs) -> list:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -199,13 +199,14 @@ class Translator:
         all the same).
         """
         max_len, alpha = self._settings(beam_size, batch_size, max_len, length_penalty)
-        return self._decode([self._tokens(s) for s in sentences], beam_size, batch_size,
-                            max_len, alpha)
+        return self._decode([self._tokens(s) for s in _sentence_list(sentences)], beam_size,
+                            batch_size, max_len, alpha)
 
     def translate_token_lists(self, token_lists: Sequence[list[str]], *, beam_size: int = 5,
                               max_len: int | None = None, batch_size: int = 64,
                               length_penalty: float | None = None) -> list[list[str]]:
         """:meth:`translate_tokens` for sentences already tokenized (and length-checked)."""
+        _check_token_lists(token_lists)
         max_len, alpha = self._settings(beam_size, batch_size, max_len, length_penalty)
         return self._decode(token_lists, beam_size, batch_size, max_len, alpha)
 
@@ -216,9 +217,9 @@ class Translator:
         list of outputs per α, in that order, from one search (α only re-ranks the finished
         hypotheses; :func:`convs2s.model.search.beam_search_alphas`)."""
         max_len, _ = self._settings(beam_size, batch_size, max_len)
-        alphas = [check_length_penalty(a) for a in alphas]
-        return self._decode_alphas([self._tokens(s) for s in sentences], alphas, beam_size,
-                                   batch_size, max_len)
+        alphas = [check_length_penalty(a) for a in _alpha_list(alphas)]
+        return self._decode_alphas([self._tokens(s) for s in _sentence_list(sentences)], alphas,
+                                   beam_size, batch_size, max_len)
 
     def translate_token_lists_alphas(self, token_lists: Sequence[list[str]], alphas, *,
                                      beam_size: int = 5, max_len: int | None = None,
@@ -226,8 +227,9 @@ class Translator:
         """:meth:`translate_token_lists` with beam search for every length penalty in
         ``alphas`` (one list of outputs per α, in that order), from one search per batch
         (:func:`convs2s.model.search.beam_search_alphas`)."""
+        _check_token_lists(token_lists)
         max_len, _ = self._settings(beam_size, batch_size, max_len)
-        alphas = [check_length_penalty(a) for a in alphas]
+        alphas = [check_length_penalty(a) for a in _alpha_list(alphas)]
         return self._decode_alphas(token_lists, alphas, beam_size, batch_size, max_len)
 
     def _decode(self, token_lists: Sequence[list[str]], beam_size: int, batch_size: int,
@@ -273,6 +275,11 @@ class Translator:
         or a size out of its bounds (:func:`check_sizes`; ``max_len``: 1 to the model's
         ``max_positions``)."""
         single = isinstance(sentences, str)
+        if isinstance(sentences, tuple) and len(sentences) == 2 and all(
+                isinstance(s, str) for s in sentences):  # data["test"][0]: a pair, not a list
+            raise TypeError("translate() takes a str or a list of str, not a tuple of two: a "
+                            "(source, target) pair such as data['test'][0] is translated by "
+                            "translate(pair[0]).")
         if not single and not isinstance(sentences, (list, tuple)):
             raise TypeError(f"translate() takes a str or a list of str, not "
                             f"{type(sentences).__name__}.")
@@ -291,6 +298,9 @@ class Translator:
 
     def translate_with_attention(self, sentence: str, *, max_len: int | None = None) -> Translation:
         """Greedy translation of one sentence with every decoder layer's attention, for plots."""
+        if isinstance(sentence, list | tuple):
+            raise TypeError(f"translate_with_attention() takes one sentence (str), not "
+                            f"{type(sentence).__name__}: call it once per sentence.")
         tokens = self.source_tokens(sentence)
         v = self.trg_vocab
         max_len, _ = self._settings(1, 1, max_len)
@@ -301,3 +311,25 @@ class Translator:
         return Translation(tokens, out, self.detokenize(out), attn[0])
 
 
+def _sentence_list(sentences) -> Sequence[str]:
+    """``sentences`` if it is a list of sentences (not one str, whose characters would each be
+    translated): ``TypeError`` (one line) otherwise."""
+    if isinstance(sentences, str):
+        raise TypeError("this takes a list of sentences, not one str: pass [sentence], or use "
+                        "translate(sentence) for one.")
+    return sentences
+
+
+def _check_token_lists(token_lists) -> None:
+    """``TypeError`` (one line) unless ``token_lists`` holds lists of tokens (not strings)."""
+    if isinstance(token_lists, str) or any(isinstance(t, str) for t in token_lists):
+        raise TypeError("this takes a list of token lists (e.g. [translator.source_tokens(s)]), "
+                        "not sentences (str): for sentences use translate_tokens.")
+
+
+def _alpha_list(alphas):
+    """``alphas`` if it is a list of length penalties: ``TypeError`` (one line) for one number."""
+    if isinstance(alphas, str) or not isinstance(alphas, Iterable):
+        raise TypeError(f"alphas must be a list of length penalties such as [0.5, 1.0], not "
+                        f"{alphas!r}.")
+    return alphas
