@@ -6,14 +6,16 @@ right-padded ``(src, trg)`` LongTensors ``[batch, len]``.
 
 from __future__ import annotations
 
+import numbers
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from convs2s.data.vocab import Vocab
+from convs2s.system.arguments import WrongType, brief
 
 
 def check_length(
@@ -63,6 +65,7 @@ class TranslationDataset(Dataset):
     ):
         if max_len is not None and max_len < 3:
             raise ValueError(f"max_len must be at least 3 (<bos> x <eos>), got {max_len}.")
+        pairs = _sentence_pairs(pairs)
         self.src_vocab, self.trg_vocab = src_vocab, trg_vocab
         self.max_len, self.src_bos_eos = max_len, src_bos_eos
         self.pairs: list[tuple[str, str]] = []
@@ -146,6 +149,38 @@ class TranslationDataset(Dataset):
         )
 
 
+def _is_pair(item: object) -> bool:
+    """Whether ``item`` unpacks into two sides (a tuple or list of two, not a string of two)."""
+    return (not isinstance(item, str | bytes | Mapping) and hasattr(item, "__len__")
+            and len(item) == 2)
+
+
+def _iterable(x: object) -> bool:
+    """Whether ``x`` is a collection of items a loop reads (not a string, not a dict): what
+    ``for`` takes, an ``__iter__`` or (a map-style ``Dataset``) a ``__getitem__``."""
+    return (not isinstance(x, str | bytes | Mapping)
+            and (isinstance(x, Iterable) or hasattr(x, "__getitem__")))
+
+
+def _sentence_pairs(pairs) -> Sequence:
+    """``pairs`` as a sequence, checked before any is tokenized to hold (source, target)
+    pairs: a one-line ``TypeError`` (a ``ValueError`` too) for load_multi30k's dict, a list of
+    sentences or one pair."""
+    example = "pairs must be a list of (source, target) sentence pairs, e.g. data['train']"
+    if isinstance(pairs, Mapping):
+        keys = ", ".join(map(repr, list(pairs)[:4]))
+        raise WrongType(f"{example}, not a {type(pairs).__name__} (keys {keys}).")
+    if not _iterable(pairs):
+        raise WrongType(f"{example}, not {type(pairs).__name__}.")
+    if not isinstance(pairs, Sequence):  # an iterator: read once, here
+        pairs = list(pairs)
+    for i, item in enumerate(pairs):
+        if not _is_pair(item):
+            raise WrongType(f"{example}, not a {type(pairs).__name__} holding "
+                            f"{type(item).__name__} (item {i}: {brief(item)}).")
+    return pairs
+
+
 class _IdPairs(Dataset):
     """Already numericalised ``(src_ids, trg_ids)`` pairs (lists or tensors) as a dataset."""
 
@@ -210,6 +245,14 @@ class BucketBatchSampler(Sampler[list[int]]):
                 "Give exactly one of batch_size (examples per batch) or max_tokens (padded "
                 f"tokens per batch); got batch_size={batch_size}, max_tokens={max_tokens}."
             )
+        if batch_size is not None and (isinstance(batch_size, bool)
+                                       or not isinstance(batch_size, numbers.Integral)):
+            raise WrongType(f"batch_size must be a number of examples (an int), not "
+                            f"{brief(batch_size)}.")
+        if max_tokens is not None and (isinstance(max_tokens, bool)
+                                       or not isinstance(max_tokens, numbers.Real)):
+            raise WrongType(f"max_tokens must be a number of padded tokens (an int), not "
+                            f"{brief(max_tokens)}.")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
         if max_tokens is not None and max_tokens < 1:
@@ -364,7 +407,7 @@ def make_loader(
     For evaluation in corpus order use ``shuffle=False, bucket=False``.
     """
     if not isinstance(dataset, Dataset) or not hasattr(dataset, "src_lengths"):
-        dataset = _IdPairs(dataset)
+        dataset = _IdPairs(_id_pairs(dataset))
     if pad_idx is None:
         if not isinstance(dataset, TranslationDataset):
             raise ValueError("pad_idx is needed when the dataset is not a TranslationDataset.")
@@ -391,6 +434,25 @@ def make_loader(
         num_workers=num_workers,
         pin_memory=pin_memory,
     )
+
+
+def _id_pairs(dataset) -> list:
+    """What :func:`make_loader` takes instead of a dataset, as a list, checked to be pairs of
+    token ids: a one-line ``TypeError`` (a ``ValueError`` too) for text, load_multi30k's dict or
+    anything else, saying to build a :class:`TranslationDataset` first."""
+    what = f"{type(dataset).__name__}"
+    if _iterable(dataset):
+        pairs = list(dataset)
+        bad = next((p for p in pairs if not _is_pair(p)
+                    or any(isinstance(side, str | bytes) for side in p)), None)
+        if bad is None:
+            return pairs
+        text = _is_pair(bad) and all(isinstance(side, str) for side in bad)
+        what = (f"pairs of text such as {brief(bad)}" if text
+                else f"a {what} holding {type(bad).__name__} ({brief(bad)})")
+    raise WrongType(f"make_loader takes a TranslationDataset (or (src_ids, trg_ids) pairs of "
+                    f"token ids), not {what}: build TranslationDataset(pairs, tok_src, tok_trg, "
+                    "src_vocab, trg_vocab) first.")
 
 
 def padding_ratio(batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_idx: int) -> float:

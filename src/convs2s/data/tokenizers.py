@@ -94,11 +94,24 @@ class Tokenizer:
         self.lang, self.lower = lang, lower
 
     def __call__(self, text: str) -> list[str]:
+        if not isinstance(text, str):
+            raise TypeError(_not_a_sentence(text, self.lang))
         tokens = (t.text for t in _spacy_tokenizer(self.lang)(nfc(text)) if not t.is_space)
         return [t.lower() for t in tokens] if self.lower else list(tokens)
 
     def __repr__(self) -> str:
         return f"Tokenizer(lang={self.lang!r}, lower={self.lower})"
+
+
+def _not_a_sentence(text: object, lang: str) -> str:
+    """The one-line message for a tokenizer of ``lang`` called with something other than one
+    sentence: a pair or a list (a split's item, ``data["train"][0]``) gets the loop that
+    tokenizes one side (English is the target side of the course's pairs, the others the
+    source)."""
+    side = "_, en" if lang == "en" else f"{lang}, _"
+    hint = (f": for pairs, tok_{lang}({lang}) for {side} in pairs"
+            if isinstance(text, tuple | list) else "")
+    return f"a tokenizer takes one sentence (str), not {type(text).__name__}{hint}."
 
 
 def make_tokenizer(lang: str, lower: bool = True) -> Tokenizer:

@@ -12,9 +12,12 @@ from pathlib import Path
 import torch
 
 from convs2s.data.multi30k import DataError, _absolute
+from convs2s.system.arguments import brief
 from convs2s.system.atomic_files import write_text_atomic
 
 _VOCAB_FORMAT = "convs2s.Vocab"
+#: How a split's pairs become what :meth:`Vocab.build` takes (in its messages).
+_TOKENIZED = "tok_de(de) for de, _ in pairs"
 
 
 class Vocab:
@@ -59,8 +62,16 @@ class Vocab:
         counts: Counter[str] = Counter()
         for tokens in token_lists:
             if isinstance(tokens, str):
-                raise TypeError("Vocab.build takes lists of tokens, not strings; tokenize first.")
+                raise TypeError("Vocab.build takes lists of tokens, not strings; tokenize first, "
+                                f"e.g. Vocab.build({_TOKENIZED}).")
             counts.update(tokens)
+        # a token with a space in it is a sentence: (source, target) pairs, not token lists
+        sentence = next((t for t in counts if isinstance(t, str) and " " in t and t.strip()),
+                        None)
+        if sentence is not None:
+            raise TypeError(f"Vocab.build takes lists of tokens, not sentences (it got "
+                            f"{brief(sentence)}); tokenize first, e.g. "
+                            f"Vocab.build({_TOKENIZED}).")
         special_set = set(specials)
         kept = sorted(
             (t for t, n in counts.items() if n >= min_freq and t not in special_set),
@@ -88,6 +99,9 @@ class Vocab:
 
     def encode(self, tokens: Iterable[str], *, add_bos_eos: bool = False) -> list[int]:
         """Ids of ``tokens``; unknown tokens become ``unk_idx``. Optionally wrapped in bos/eos."""
+        if isinstance(tokens, str):  # its characters would be tokens, nearly all <unk>
+            raise TypeError("Vocab.encode takes a list of tokens, not a string; tokenize first, "
+                            "e.g. vocab.encode(tok_de(sentence)).")
         ids = [self.stoi.get(t, self.unk_idx) for t in tokens]
         return [self.bos_idx, *ids, self.eos_idx] if add_bos_eos else ids
 

@@ -23,9 +23,10 @@ from convs2s.data.multi30k import LANGUAGE_NAMES, load_lines
 from convs2s.data.subword import SPECIALS, TextPipeline, train_subword
 from convs2s.model.convs2s import ConvS2S
 from convs2s.run.checkpoint_guard import MAX_MODEL_ELEMENTS
-from convs2s.run.presets import Preset
+from convs2s.run.presets import PRESETS, Preset, get_preset
+from convs2s.system.arguments import WrongType
 
-__all__ = ["MAX_MODEL_PARAMETERS", "build_model", "check_model_size", "fingerprint",
+__all__ = ["MAX_MODEL_PARAMETERS", "as_preset", "build_model", "check_model_size", "fingerprint",
            "load_data", "load_extra_sources", "make_optimizer", "make_pipeline",
            "model_parameters", "prepare_data", "read_distilled", "sample_segmentations",
            "segmentation_state", "select_pairs", "set_segmentation", "vocabulary_text",
@@ -40,6 +41,18 @@ __all__ = ["MAX_MODEL_PARAMETERS", "build_model", "check_model_size", "fingerpri
 #: one by one (``--layers`` 64, ``--emb-dim``/``--hid-dim`` 4,096); together they could ask for
 #: 15 billion.
 MAX_MODEL_PARAMETERS = MAX_MODEL_ELEMENTS
+
+
+def as_preset(preset: Preset | str) -> Preset:
+    """``preset`` itself, or the one of :data:`~convs2s.run.presets.PRESETS` it names
+    (:func:`~convs2s.run.presets.get_preset`); a one-line ``TypeError`` (a ``ValueError`` too)
+    for anything else (None, a dict)."""
+    if isinstance(preset, str):
+        return get_preset(preset)
+    if not isinstance(preset, Preset):
+        raise WrongType(f"preset must be a Preset or a name in PRESETS ({', '.join(PRESETS)}), "
+                        f"not {type(preset).__name__}.")
+    return preset
 
 
 def make_optimizer(model: torch.nn.Module, preset: Preset) -> torch.optim.Optimizer:
@@ -79,14 +92,17 @@ def make_pipeline(preset: Preset, train_pairs, extra_sources=()) -> TextPipeline
 
 
 def prepare_data(
-    preset: Preset, data: dict | None = None, vocabs: tuple[Vocab, Vocab] | None = None,
+    preset: Preset | str, data: dict | None = None, vocabs: tuple[Vocab, Vocab] | None = None,
     pipeline: TextPipeline | None = None,
 ):
-    """Tokenize, build (or reuse) the vocabularies and the train/valid datasets for a preset.
+    """Tokenize, build (or reuse) the vocabularies and the train/valid datasets for a preset
+    (or its name in :data:`~convs2s.run.presets.PRESETS`).
 
     ``pipeline`` (default: :func:`make_pipeline`'s, learned on :func:`vocabulary_text`)
     tokenizes; the pipeline used is ``train_ds.pipeline``. ``data``: as :func:`select_pairs`
-    takes it."""
+    takes it. A ``ValueError`` (one line) if the model's ``max_positions`` leaves no training
+    or no validation pair (every one too long)."""
+    preset = as_preset(preset)
     data = load_data(preset) if data is None else data
     train_pairs, valid_pairs = select_pairs(preset, data)
     references, extra_sources = vocabulary_text(preset, data)
@@ -100,6 +116,12 @@ def prepare_data(
     kw = dict(max_len=preset.model.max_positions)
     train_ds = TranslationDataset(train_pairs, tok_src, tok_trg, src_vocab, trg_vocab, **kw)
     valid_ds = TranslationDataset(valid_pairs, tok_src, tok_trg, src_vocab, trg_vocab, **kw)
+    for ds, split in ((train_ds, "training"), (valid_ds, "validation")):
+        if not len(ds):  # nothing to train on, or a validation loss of 0.0 every epoch
+            raise ValueError(
+                f"all {ds.n_dropped:,} {split} pairs are longer than max_positions="
+                f"{preset.model.max_positions} (source, or target with <bos>/<eos>): raise "
+                "max_positions.")
     train_ds.pipeline = valid_ds.pipeline = pipeline
     return train_ds, valid_ds, src_vocab, trg_vocab
 
@@ -303,9 +325,14 @@ def check_model_size(preset: Preset, src_vocab: Vocab | None = None,
     return n
 
 
-def build_model(preset: Preset, src_vocab: Vocab, trg_vocab: Vocab) -> ConvS2S:
-    """The preset's model for these vocabularies (their sizes and padding ids); ``ValueError``
-    first if it would have more than :data:`MAX_MODEL_PARAMETERS` parameters
-    (:func:`check_model_size`)."""
+def build_model(preset: Preset | str, src_vocab: Vocab, trg_vocab: Vocab) -> ConvS2S:
+    """The preset's model (``preset`` or its name in :data:`~convs2s.run.presets.PRESETS`)
+    for these vocabularies (their sizes and padding ids); ``ValueError`` first if it would have
+    more than :data:`MAX_MODEL_PARAMETERS` parameters (:func:`check_model_size`)."""
+    preset = as_preset(preset)
+    for vocab in (src_vocab, trg_vocab):
+        if not isinstance(vocab, Vocab):
+            raise WrongType("build_model takes the source and target Vocab (vocabularies), not "
+                            f"{type(vocab).__name__}: build_model(preset, src_vocab, trg_vocab).")
     check_model_size(preset, src_vocab, trg_vocab)
     return ConvS2S(preset.model.with_vocabularies(src_vocab, trg_vocab))

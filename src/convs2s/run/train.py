@@ -46,7 +46,7 @@ from convs2s.run.checkpoint import Checkpoint, CheckpointError, copy_checkpoint
 from convs2s.run.compiled_training import compile_for_training, compiled_loss
 from convs2s.run.distributed import Distributed
 from convs2s.run.precision import clipped_gradients, mixed_precision, update
-from convs2s.run.presets import PRESETS, Preset, get_preset
+from convs2s.run.presets import PRESETS, Preset
 from convs2s.run.resume import check_train_state, reconcile_best, restore
 from convs2s.run.rng_state import StepRandomState, loader_generator, seed_everything
 from convs2s.system import arguments, environment
@@ -561,7 +561,8 @@ def train(
     not change it). Its time counts as training time: keep it short (copy the weights, score
     them after training).
     """
-    preset = get_preset(preset) if isinstance(preset, str) else preset
+    preset = prepare.as_preset(preset)  # a Preset, or its name in PRESETS
+    _check_arguments(data, log, on_epoch_end)  # before the folder is made and the data read
     if not str(out_dir).strip():  # Path("") is the current folder
         raise ValueError("out_dir (--out) is empty: name the folder for the run's checkpoints.")
     problem = arguments.dangling_link_problem(out_dir, "out_dir (--out)")
@@ -590,6 +591,37 @@ def train(
     finally:
         if dist is not None:
             dist.close()
+
+
+def _check_arguments(data, log, on_epoch_end) -> None:
+    """A one-line ``TypeError`` (a ``ValueError`` too) for what a notebook may pass by mistake to
+    :func:`train`, which would otherwise fail only after the data loaded or the first epoch
+    ended (its checkpoints then written): ``data`` that is neither load_multi30k's dict nor a
+    folder, a ``log`` or ``on_epoch_end`` that cannot be called as train calls it."""
+    import inspect  # here: train.py's first lines are the training itself
+
+    if data is not None and not isinstance(data, dict | str | os.PathLike):
+        raise arguments.WrongType(
+            "data must be load_multi30k()'s dict (train, valid, test) or a folder holding the "
+            f"Multi30k files, not {type(data).__name__}.")
+    for name, value, args, takes in (
+            ("log", log, ("line",), "one line of text (e.g. print)"),
+            ("on_epoch_end", on_epoch_end, ({}, None), "(row, model)")):
+        if name == "on_epoch_end" and value is None:
+            continue
+        if not callable(value):
+            raise arguments.WrongType(f"{name} must be a function taking {takes}, not "
+                                      f"{arguments.brief(value)}.")
+        try:
+            signature = inspect.signature(value)
+        except (TypeError, ValueError):  # a builtin or extension whose signature is not known
+            continue
+        try:
+            signature.bind(*args)
+        except TypeError:
+            raise arguments.WrongType(
+                f"{name} must be a function taking {takes}, not "
+                f"{getattr(value, '__name__', type(value).__name__)}{signature}.") from None
 
 
 def main(argv: list[str] | None = None) -> int:
