@@ -46,10 +46,20 @@ def test_a_tokenizer_given_a_pair_says_to_tokenize_one_side(toks):
     tok_de, tok_en = toks
     with pytest.raises(TypeError) as e:
         tok_de(DATA["train"][0])
-    assert _one_line(e) == ("a tokenizer takes one sentence (str), not tuple: for pairs, "
-                            "tok_de(de) for de, _ in pairs.")
-    with pytest.raises(TypeError, match=r"not list: for pairs, tok_en\(en\) for _, en in pairs"):
+    assert _one_line(e) == ("a tokenizer takes one sentence (str), not tuple: tokenize one "
+                            "side of each pair, e.g. [tok(source) for source, _ in pairs].")
+    with pytest.raises(TypeError, match=r"not list: tokenize one side of each pair"):
         tok_en(list(DATA["train"]))
+
+
+def test_a_subword_tokenizer_given_a_pair_says_the_same(tmp_path):
+    from convs2s.data.subword import SubwordSettings, TextPipeline
+
+    pipeline = TextPipeline.learn(DATA["train"] * 20, "de", "en",
+                                  SubwordSettings(vocab_size=60), cache=tmp_path)
+    with pytest.raises(TypeError) as e:
+        pipeline.src_tokenizer(DATA["train"][0])
+    assert _one_line(e).startswith("a tokenizer takes one sentence (str), not tuple: tokenize")
 
 
 def test_a_tokenizer_given_none_names_it(toks):

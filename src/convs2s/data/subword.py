@@ -53,6 +53,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from convs2s.data import LANGUAGES, Tokenizer, Vocab, check_direction, detokenize, nfc
+from convs2s.data.tokenizers import not_a_sentence
 from convs2s.system.arguments import MAX_VOCAB_SIZE, brief, check_size
 from convs2s.system.atomic_files import atomic_write, remove_stale_temps
 from convs2s.system.local_files import read_small
@@ -171,6 +172,8 @@ class SubwordTokenizer:
         return len(self.pieces)
 
     def __call__(self, text: str) -> list[str]:
+        if not isinstance(text, str):
+            raise TypeError(not_a_sentence(text))
         return self._proc.encode(nfc(text), out_type=str)
 
     def sample(self, text: str, alpha: float) -> list[str]:

@@ -95,7 +95,7 @@ class Tokenizer:
 
     def __call__(self, text: str) -> list[str]:
         if not isinstance(text, str):
-            raise TypeError(_not_a_sentence(text, self.lang))
+            raise TypeError(not_a_sentence(text))
         tokens = (t.text for t in _spacy_tokenizer(self.lang)(nfc(text)) if not t.is_space)
         return [t.lower() for t in tokens] if self.lower else list(tokens)
 
@@ -103,13 +103,10 @@ class Tokenizer:
         return f"Tokenizer(lang={self.lang!r}, lower={self.lower})"
 
 
-def _not_a_sentence(text: object, lang: str) -> str:
-    """The one-line message for a tokenizer of ``lang`` called with something other than one
-    sentence: a pair or a list (a split's item, ``data["train"][0]``) gets the loop that
-    tokenizes one side (English is the target side of the course's pairs, the others the
-    source)."""
-    side = "_, en" if lang == "en" else f"{lang}, _"
-    hint = (f": for pairs, tok_{lang}({lang}) for {side} in pairs"
+def not_a_sentence(text: object) -> str:
+    """The one-line message for a tokenizer called with something other than one sentence: a
+    pair or a list (a split's item, ``data["train"][0]``) is told to tokenize one side."""
+    hint = (": tokenize one side of each pair, e.g. [tok(source) for source, _ in pairs]"
             if isinstance(text, tuple | list) else "")
     return f"a tokenizer takes one sentence (str), not {type(text).__name__}{hint}."
 
