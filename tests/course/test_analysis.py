@@ -402,6 +402,67 @@ def test_convs2s_checkpoint_names_the_model_instead_of_the_search(tmp_path, monk
     assert analysis.find_checkpoint(True, root=tmp_path) == tmp_path / "05_quick_subword/final.pt"
 
 
+def _maps(*peaks: float) -> list:
+    """One recorded epoch's attention, [layers, 2, 3], whose largest weight in layer i is
+    ``peaks[i]`` (each row sums to 1)."""
+    return [[[p, (1 - p) / 2, (1 - p) / 2], [(1 - p) / 2, p, (1 - p) / 2]] for p in peaks]
+
+
+def test_the_attention_epoch_line_names_each_records_epoch():
+    """Notebook 05's widget line under the figure: each layer's largest weight after the
+    chosen record and after the first, labelled with the epochs that recorded them; a run that
+    recorded every epoch gives the notebook's line (epoch n is record n - 1)."""
+    history = [{"epoch": e, "valid_loss": 5.0 - e, "attention": _maps(*peaks)}
+               for e, peaks in ((1, (0.5, 0.6)), (2, (0.7, 0.8)), (3, (0.9, 0.95)))]
+    recorded = analysis.attention_by_epoch(history)
+    assert analysis.attention_epoch_line(recorded, 2) == (
+        "epoch 3: largest weight per layer 0.90, 0.95 (epoch 1: 0.50, 0.60)")
+    assert analysis.attention_epoch_line(recorded, 0) == (
+        "epoch 1: largest weight per layer 0.50, 0.60 (epoch 1: 0.50, 0.60)")
+    # a run that recorded epochs 2, 5 and 9 only: the line says 5 and 2, not 2 and 1, as the
+    # figure's title does
+    gaps = [{"epoch": e, "valid_loss": 4.0, **({"attention": _maps(p, p)} if p else {})}
+            for e, p in ((1, None), (2, 0.5), (3, None), (5, 0.75), (9, 0.875))]
+    recorded = analysis.attention_by_epoch(gaps)
+    assert [e for e, _ in recorded] == [2, 5, 9]
+    assert analysis.attention_epoch_line(recorded, 1) == (
+        "epoch 5: largest weight per layer 0.75, 0.75 (epoch 2: 0.50, 0.50)")
+    fig = analysis.plot_attention_epoch(gaps, {"src": list("abc"), "trg": list("xy")}, 1)
+    assert fig.get_suptitle().startswith("epoch 5 of 9:")
+    plt.close(fig)
+    for index in (-1, 3):
+        with pytest.raises(ValueError, match="index must be from 0 to 2"):
+            analysis.attention_epoch_line(recorded, index)
+    with pytest.raises(ValueError, match="records no attention"):
+        analysis.attention_epoch_line([], 0)
+
+
+def test_the_conv_costs_chart_draws_the_packages_numbers_and_title():
+    """Notebook 08's widget: conv_costs for d -> 2d channels as two bars, titled with
+    costs_title (which live.js writes too: tests/site_and_tools/test_site.py)."""
+    from convs2s.model.variants import conv_costs, costs_title
+
+    assert costs_title(conv_costs(256, 512, 3), 3) == (
+        "k = 3: 2.97x fewer parameters, 2.98x fewer FLOPs")
+    assert costs_title({"parameter_ratio": 7.004, "flop_ratio": 7.0}, 7) == (
+        "k = 7: 7.00x fewer parameters, 7.00x fewer FLOPs")
+    for channels, k in ((256, 3), (32, 15)):
+        costs = conv_costs(channels, 2 * channels, k)
+        fig = analysis.plot_conv_costs(channels, k)
+        try:
+            [ax] = fig.axes
+            assert ax.get_title() == costs_title(costs, k)
+            assert [t.get_text() for t in ax.get_yticklabels()] == ["standard",
+                                                                    "depthwise-separable"]
+            assert [bar.get_width() for bar in ax.patches] == [
+                costs["standard_parameters"], costs["separable_parameters"]]
+            assert ax.get_xlabel() == (f"parameters of one conv, {channels} -> "
+                                       f"{2 * channels} channels")
+            assert tuple(fig.get_size_inches()) == (5.5, 2.6) and fig.dpi == 100
+        finally:
+            plt.close(fig)
+
+
 def test_attention_by_epoch_figure_keeps_titles_clear_of_the_labels_above():
     """Notebook 05's widget with a long sentence stacks one heatmap per row: each layer's
     title must not overlap the x labels of the heatmap above, however small the figure the

@@ -13,8 +13,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from convs2s.course.attention_maps import attention_entropy, plot_attention_grid  # noqa: E402
+from convs2s.course import figure_data  # noqa: E402
+from convs2s.course.attention_maps import (  # noqa: E402
+    attention_entropy,
+    entropy_titles,
+    plot_attention_grid,
+    plot_sentence_attention,
+)
 from convs2s.model import ConvS2S  # noqa: E402
+from convs2s.run.translator import Translation  # noqa: E402
 
 PAD = 0
 
@@ -100,3 +107,36 @@ def test_attention_grid_uses_fonts_of_at_least_9_points():
              if t.get_visible() and t.get_text()]
     assert min(sizes) >= 9
     plt.close(fig)
+
+
+def test_entropy_titles_number_the_layers_with_their_entropy():
+    a = torch.zeros(3, 2, 4)
+    a[0] = 0.25  # uniform over 4 tokens: log 4 = 1.386...
+    a[1, :, 0] = 1.0  # one token: 0
+    a[2, :, :2] = 0.5  # two tokens: log 2 = 0.693...
+    assert entropy_titles(a) == ["layer 1: H = 1.39", "layer 2: H = 0.00", "layer 3: H = 0.69"]
+    assert entropy_titles(a[2]) == ["layer 1: H = 0.69"]  # one layer, [trg_len, src_len]
+
+
+def test_plot_sentence_attention_is_notebook_04s_figure():
+    """Notebook 04's widget: every layer in one row, each titled with its entropy, under the
+    translation and its reference; the figure carries those numbers (the site's phone drawing
+    reads them from the stored output)."""
+    a = torch.softmax(torch.randn(4, 3, 5), dim=-1)
+    t = Translation(["▁ein", "▁hund", "▁läuft", ".", "<eos>"], ["▁a", "▁dog", "<eos>"],
+                    "a dog", a)
+    fig = plot_sentence_attention(t, "A dog runs.")
+    try:
+        heatmaps = [ax for ax in fig.axes if ax.images]
+        assert [ax.get_title() for ax in heatmaps] == entropy_titles(a)
+        assert len({round(ax.get_position().y0, 3) for ax in heatmaps}) == 1, "one row"
+        assert fig.get_suptitle() == "a dog\n(reference: A dog runs.)"
+        assert fig._suptitle.get_fontsize() == 9 and fig._suptitle.get_position()[1] == 1.06
+        # cell=0.22 inches per token: 4 panels of max(2.5, 0.22·5 + 1.2) = 2.5 inches
+        assert tuple(fig.get_size_inches()) == pytest.approx((10.0, 2.0))
+        stored = figure_data.payload(fig)
+        assert stored["titles"] == entropy_titles(a) and stored["title"] == fig.get_suptitle()
+        assert stored["src_tokens"] == t.source_tokens and stored["trg_tokens"] == t.tokens
+        fig.canvas.draw()
+    finally:
+        plt.close(fig)

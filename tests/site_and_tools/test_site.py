@@ -1366,11 +1366,11 @@ def test_moving_each_control_redraws_the_packages_map_and_line(tab, width):
 
 
 def _title(d, k):
-    from convs2s.model.variants import conv_costs
+    """The title notebook 08's chart has (analysis.plot_conv_costs) for ``d`` channels and width
+    ``k``: the package's, not typed here again."""
+    from convs2s.model.variants import conv_costs, costs_title
 
-    c = conv_costs(d, 2 * d, k)
-    return (f"k = {k}: {c['parameter_ratio']:.2f}x fewer parameters, "
-            f"{c['flop_ratio']:.2f}x fewer FLOPs")  # the notebook's title
+    return costs_title(conv_costs(d, 2 * d, k), k)
 
 
 @pytest.mark.browser

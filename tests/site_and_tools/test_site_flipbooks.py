@@ -128,14 +128,16 @@ def _stored_widget_text(name: str) -> str:
 
 def test_the_05_data_are_the_run_the_notebook_shows():
     """The committed JSON gives what notebook 05 printed: its widget's line for the last epoch
-    (the saved widget's output), the watched sentence and the number of epochs."""
+    (the saved widget's output, which the package's analysis.attention_epoch_line writes), the
+    watched sentence and the number of epochs."""
     from convs2s.course import analysis
 
     data = flipbooks.read_json(flipbooks.EPOCHS_05)
     recorded = analysis.attention_by_epoch(data["history"])
     last = len(recorded)
     assert data["epochs"] == last == LAST_EPOCH
-    assert flipbooks.epoch_line(recorded, last) == _stored_widget_text(
+    assert [e for e, _ in recorded] == list(range(1, last + 1)), "every epoch recorded"
+    assert analysis.attention_epoch_line(recorded, last - 1) == _stored_widget_text(
         "05_training_on_multi30k").strip()
     nb = _notebook("05_training_on_multi30k")
     assert flipbooks.stored_output(nb, r"^watched sentence: (.*)$").group(1) == " ".join(
@@ -144,8 +146,65 @@ def test_the_05_data_are_the_run_the_notebook_shows():
     # a wrong record would not give the stored line
     wrong = [(e, a.clone()) for e, a in recorded]
     wrong[-1][1][0, 0, 0] = 0.9
-    assert flipbooks.epoch_line(wrong, last) != _stored_widget_text(
+    assert analysis.attention_epoch_line(wrong, last - 1) != _stored_widget_text(
         "05_training_on_multi30k").strip()
+
+
+def test_the_05_frames_are_the_slider_values_and_name_the_recorded_epochs():
+    """One frame per record, at the slider's value (1, 2, ...: the notebook's show_epoch draws
+    record value - 1), with the package's line and the epoch that recorded it, in a run that
+    recorded only some epochs."""
+    from convs2s.course import analysis
+
+    def maps(p):  # [2 layers, 2 target, 3 source tokens]
+        return [[[p, 1 - p, 0.0], [0.0, p, 1 - p]]] * 2
+
+    history = [{"epoch": e, "valid_loss": 5.0 - e / 4, **({"attention": maps(p)} if p else {})}
+               for e, p in ((1, None), (2, 0.5), (3, None), (5, 0.75), (9, 0.875))]
+    data = {"history": history, "watched": {"src": ["▁ein", "▁hund", "."], "trg": ["▁a", "."]}}
+    recorded = analysis.attention_by_epoch(history)
+    frames = flipbooks.epoch_frames(data)
+    assert [f.value for f in frames] == [1, 2, 3]
+    assert [f.text for f in frames] == [analysis.attention_epoch_line(recorded, i)
+                                        for i in range(3)]
+    assert frames[1].text.startswith("epoch 5: ") and "(epoch 2: " in frames[1].text
+    assert "after epoch 5 of 9 (validation loss 3.750)" in frames[1].alt
+    assert frames[1].caption.startswith("epoch 5 of 9: ")
+
+
+def test_the_04_figure_is_the_one_the_notebooks_widget_stored():
+    """Notebook 04's widget figure is the package's attention_maps.plot_sentence_attention (which
+    the site's frames draw too): drawn from the numbers the saved widget's figure carries (its
+    attention, to 4 decimals, and tokens) with the translation and reference the notebook
+    printed for that sentence, it has the stored figure's layer titles, title and size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    from convs2s.course import attention_maps, figure_data
+    from convs2s.run.translator import Translation
+
+    nb = _notebook("04_multi_step_attention")
+    state = nb["metadata"]["widgets"][site.WIDGET_STATE]["state"]
+    [output] = [out for m in state.values() for out in m.get("state", {}).get("outputs", []) or []
+                if figure_data.numbers(out, "attention")]
+    stored = figure_data.numbers(output, "attention")
+    english, text = (flipbooks.stored_output(nb, rf"^{w}:\s+(.*)$").group(1)
+                     for w in ("reference", "translation"))
+    for attention, same in ((torch.tensor(stored["attention"]), True),
+                            (torch.softmax(torch.zeros_like(torch.tensor(stored["attention"])),
+                                           dim=-1), False)):  # another attention: not the same
+        fig = attention_maps.plot_sentence_attention(
+            Translation(stored["src_tokens"], stored["trg_tokens"], text, attention), english)
+        try:
+            drawn = figure_data.payload(fig)
+            assert (drawn["titles"] == stored["titles"]) is same
+            assert drawn["title"] == stored["title"]
+            assert repr(fig) == "".join(output["data"]["text/plain"])  # <Figure size 1448x342 ...
+        finally:
+            plt.close(fig)
 
 
 def test_the_05_data_equal_a_new_export_of_the_run_where_it_exists():

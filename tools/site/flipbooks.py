@@ -12,12 +12,14 @@ build, with the package and the notebooks' own code, and ``static/flipbook.js`` 
   the ``tiny_model`` it calls are the notebook's own cells' code, run here (:func:`notebook_code`),
   with the vocabulary sizes the notebook printed (its model needs only their sizes);
 - notebook 04's attention maps (``show_attention``): one PNG per validation sentence of
-  ``data/04_validation_sentences.json``, drawn with the notebook's plotting call. The model
+  ``data/04_validation_sentences.json``, drawn as the notebook draws it. The model
   the notebook trains (3 epochs, in a temporary folder) is not available to the build, so the
   frames come from the course's shipped translator (``convs2s.pretrained("de-en")``, notebook
-  06's model), as the note above the widget says;
-- notebook 05's attention by epoch (``show_epoch``): one PNG per epoch with
-  ``analysis.plot_attention_epoch`` and the line the widget prints, from
+  06's model), as the note above the widget says; the figure is the notebook's
+  (``attention_maps.plot_sentence_attention``);
+- notebook 05's attention by epoch (``show_epoch``): one PNG per recorded epoch with
+  ``analysis.plot_attention_epoch`` and the line the widget prints
+  (``analysis.attention_epoch_line``), from
   ``data/05_attention_by_epoch.json``, the records of the training run that produced the
   notebook's stored outputs (``python -m tools.site.flipbook_data`` writes both JSON files).
 
@@ -301,22 +303,9 @@ def attention_frame(translator, german: str, english: str) -> tuple[bytes, str, 
     from convs2s.course import attention_maps
 
     t = translator.translate_with_attention(german)
-    h = attention_maps.attention_entropy(t.attention)  # h = [layers]
-    layers = t.attention.shape[0]  # the notebook's L: its model's decoder layers
-    titles = [f"layer {i + 1}: H = {h[i]:.2f}" for i in range(layers)]
-    fig = attention_maps.plot_attention_grid(t.attention, t.source_tokens, t.tokens,
-                                             ncols=layers, titles=titles, cell=0.22)
-    fig.suptitle(f"{t.text}\n(reference: {english})", y=1.06, fontsize=9)
+    fig = attention_maps.plot_sentence_attention(t, english)  # the notebook's figure
+    titles = attention_maps.entropy_titles(t.attention)  # its layers' titles, for a phone
     return _png(fig), t.text, layer_svgs(t.attention, t.source_tokens, t.tokens, titles)
-
-
-def epoch_line(recorded: list, epoch: int) -> str:
-    """The line notebook 05's ``show_epoch`` prints under its figure."""
-    first, now = recorded[0][1], recorded[epoch - 1][1]
-    return (f"epoch {epoch}: largest weight per layer "
-            + ", ".join(f"{w:.2f}" for w in now.amax(dim=(1, 2)).tolist())
-            + " (epoch 1: " + ", ".join(f"{w:.2f}" for w in first.amax(dim=(1, 2)).tolist())
-            + ")")
 
 
 @dataclass
@@ -362,19 +351,19 @@ def epoch_frames(data: dict) -> list[Frame]:
     history, watched = data["history"], data["watched"]
     recorded = analysis.attention_by_epoch(history)
     frames = []
-    for epoch in range(1, len(recorded) + 1):
-        fig = analysis.plot_attention_epoch(history, watched, epoch - 1)
+    for index, (epoch, maps) in enumerate(recorded):
+        value = index + 1  # the slider's: the notebook's show_epoch draws record value - 1
+        fig = analysis.plot_attention_epoch(history, watched, index)
         title = fig._suptitle.get_text()  # matplotlib keeps it there (no public getter)
         png = _png(fig)
-        maps = recorded[epoch - 1][1]
-        loss = next(r["valid_loss"] for r in history if r["epoch"] == recorded[epoch - 1][0])
-        about = (f"on the watched validation sentence after epoch {epoch} of {len(recorded)} "
-                 f"(validation loss {loss:.3f})")
+        loss = next(r["valid_loss"] for r in history if r["epoch"] == epoch)
+        about = (f"on the watched validation sentence after epoch {epoch} of "
+                 f"{recorded[-1][0]} (validation loss {loss:.3f})")
         layers = layer_svgs(maps, watched["src"], watched["trg"],
                             [f"layer {i + 1}" for i in range(maps.shape[0])])
         frames.append(Frame(
-            epoch, f"05_epoch_{epoch:02d}.png", f"Attention of each decoder layer {about}",
-            epoch_line(recorded, epoch), png, title,
+            value, f"05_epoch_{value:02d}.png", f"Attention of each decoder layer {about}",
+            analysis.attention_epoch_line(recorded, index), png, title,
             tuple(f"Attention of decoder layer {i + 1} of {len(layers)} {about}"
                   for i in range(len(layers))), layers))
     return frames

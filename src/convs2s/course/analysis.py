@@ -1,12 +1,15 @@
 """Measuring a trained translator: the helpers behind notebooks 05 and 06.
 
-Used by notebooks 05 and 06; 07 and 08 use its timing (:func:`time_call`) and 07
-:func:`forced_attention`.
+Used by notebooks 05 and 06; 07 and 08 use its timing (:func:`time_call`), 07
+:func:`forced_attention` and 08 :func:`plot_conv_costs`.
 
 - where the course keeps its runs: :func:`run_dir`, :func:`find_best_checkpoint`;
+- how attention formed during training (notebook 05's widget): :func:`attention_by_epoch`,
+  :func:`plot_attention_epoch` and the line under it, :func:`attention_epoch_line`;
 - what a model is made of: :func:`parameter_groups`, :func:`plot_parameter_groups`;
 - how training went: :func:`perplexity`, :func:`plot_history`;
-- how fast something runs: :func:`time_call`;
+- how fast something runs: :func:`time_call`; what a separable convolution saves (notebook
+  08's widget): :func:`plot_conv_costs`;
 - what a translation scores and why: :func:`sequence_logprob`, :func:`unknown_rate`,
   :func:`sentence_bleu`, :func:`bleu_by_group`, :func:`bleu_by_length`, :func:`plot_bleu_groups`;
 - the interactive translator of notebook 06: :func:`forced_attention`,
@@ -47,6 +50,10 @@ __all__ = [
     "find_checkpoint",
     "StudiedModel",
     "studied_model",
+    "attention_by_epoch",
+    "plot_attention_epoch",
+    "attention_epoch_line",
+    "plot_conv_costs",
     "display_path",
     "parameter_group",
     "parameter_groups",
@@ -264,6 +271,49 @@ def plot_attention_epoch(history: Sequence[dict], watched: dict, index: int, *, 
     fig = plot_attention_grid(maps, watched["src"], watched["trg"], fig=fig, ncols=ncols,
                               titles=[f"layer {i + 1}" for i in range(layers)])
     fig.suptitle(f"epoch {epoch} of {epochs[-1][0]}: validation loss {row['valid_loss']:.3f}")
+    return fig
+
+
+def attention_epoch_line(recorded: Sequence[tuple[int, torch.Tensor]], index: int) -> str:
+    """The line notebook 05's widget prints under :func:`plot_attention_epoch`'s figure: each
+    decoder layer's largest attention weight after the ``index``-th recorded epoch (0-based, as
+    :func:`plot_attention_epoch`), then after the first recorded one, each labelled with the
+    number of the epoch that recorded it (not its place in ``recorded``: a run may record only
+    some epochs). ``recorded``: :func:`attention_by_epoch`'s list. Pure.
+
+    ``"epoch 15: largest weight per layer 0.81, 1.00, 0.99, 1.00 (epoch 1: 0.83, 0.84, 0.96,
+    1.00)"``."""
+    if not recorded:
+        raise ValueError("this run's history records no attention (trained before convs2s "
+                         "recorded it); train again to watch attention learn.")
+    if not 0 <= index < len(recorded):
+        raise ValueError(f"index must be from 0 to {len(recorded) - 1}, not {index!r}.")
+
+    def largest(maps) -> str:  # [layers, trg_len, src_len] -> "0.81, 1.00, ..."
+        peaks = torch.as_tensor(maps).amax(dim=(1, 2)).tolist()
+        return ", ".join(f"{w:.2f}" for w in peaks)
+
+    (first_epoch, first), (epoch, now) = recorded[0], recorded[index]
+    return (f"epoch {epoch}: largest weight per layer {largest(now)} "
+            f"(epoch {first_epoch}: {largest(first)})")
+
+
+def plot_conv_costs(channels: int, kernel_size: int):
+    """Notebook 08's widget: the parameters of one convolution from ``channels`` to
+    ``2 * channels`` channels of width ``kernel_size``, standard against depthwise-separable
+    (:func:`convs2s.model.variants.conv_costs`), as two horizontal bars, titled with both
+    ratios (:func:`convs2s.model.variants.costs_title`). Returns the new figure."""
+    import matplotlib.pyplot as plt
+
+    from convs2s.model.variants import conv_costs, costs_title
+
+    costs = conv_costs(channels, 2 * channels, kernel_size)
+    fig, ax = plt.subplots(figsize=(5.5, 2.6), dpi=100)
+    ax.barh(["standard", "depthwise-separable"],
+            [costs["standard_parameters"], costs["separable_parameters"]], color=["C0", "C2"])
+    ax.set_xlabel(f"parameters of one conv, {channels} -> {2 * channels} channels")
+    ax.set_title(costs_title(costs, kernel_size), fontsize=10)
+    fig.tight_layout()
     return fig
 
 

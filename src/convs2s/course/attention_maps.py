@@ -6,6 +6,8 @@ Used by notebooks 04, 06 and 07 (and by :mod:`convs2s.course.analysis`):
   measures it per layer of a trained model, 07 compares ConvS2S with the recurrent baseline).
 - :func:`plot_attention_grid`: one heatmap per decoder layer with token labels and one shared
   colour scale.
+- :func:`plot_sentence_attention`: notebook 04's widget, one translation's grid titled with each
+  layer's entropy (:func:`entropy_titles`), the translation and its reference.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from torch import Tensor
 
 from convs2s.course import figure_data
 
-__all__ = ["attention_entropy", "plot_attention_grid"]
+__all__ = ["attention_entropy", "entropy_titles", "plot_attention_grid",
+           "plot_sentence_attention"]
 
 
 def attention_entropy(attention: Tensor, *, per_row: bool = False) -> Tensor:
@@ -136,4 +139,29 @@ def plot_attention_grid(
         figure_data.attach(fig, "attention", attention=a.tolist(), src_tokens=list(src_tokens),
                            trg_tokens=list(trg_tokens),
                            titles=[ax.get_title() for ax in axes[:n_layers]])
+    return fig
+
+
+def entropy_titles(attention: Tensor) -> list[str]:
+    """Each decoder layer's title in notebook 04's attention maps: its number and its
+    :func:`attention_entropy` (``"layer 1: H = 1.76"``). ``attention``: ``[layers, trg_len,
+    src_len]``. Pure."""
+    h = attention_entropy(attention)
+    if h.dim() == 0:  # one layer given as [trg_len, src_len]
+        h = h.unsqueeze(0)
+    return [f"layer {i + 1}: H = {float(v):.2f}" for i, v in enumerate(h)]
+
+
+def plot_sentence_attention(translation, reference: str):
+    """Notebook 04's widget: every decoder layer's attention behind one translation, side by
+    side (:func:`plot_attention_grid`, titled by :func:`entropy_titles`), under the translation
+    and its ``reference``. ``translation``: what ``Translator.translate_with_attention`` gives
+    (its ``attention``, ``source_tokens``, ``tokens`` and ``text``). Returns the new figure (the
+    numbers it draws go with it, as :func:`plot_attention_grid`'s)."""
+    attention = translation.attention
+    a = torch.as_tensor(attention)
+    layers = a.shape[0] if a.dim() == 3 else 1  # side by side: one row of every layer
+    fig = plot_attention_grid(attention, translation.source_tokens, translation.tokens,
+                              ncols=layers, titles=entropy_titles(attention), cell=0.22)
+    fig.suptitle(f"{translation.text}\n(reference: {reference})", y=1.06, fontsize=9)
     return fig

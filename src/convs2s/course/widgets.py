@@ -187,12 +187,15 @@ WIDGETS: dict[str, Widget] = {w.name: w for w in (
     Widget("attention-by-sentence", "04_multi_step_attention", (
         # the notebook gives value and max: its sentence, and the split's last index
         Control("sentence", "validation sentence", min=0, step=1),),
-        ("convs2s.course.attention_maps.attention_entropy",
+        ("convs2s.course.attention_maps.plot_sentence_attention",
+         "convs2s.course.attention_maps.entropy_titles",
+         "convs2s.course.attention_maps.attention_entropy",
          "convs2s.course.attention_maps.plot_attention_grid"), "flipbook"),
     Widget("attention-by-epoch", "05_training_on_multi30k", (
         # the notebook gives value and max: the epochs its training recorded
         Control("epoch", "epoch", min=1, step=1),),
-        ("convs2s.course.analysis.plot_attention_epoch",), "flipbook", "60px"),
+        ("convs2s.course.analysis.plot_attention_epoch",
+         "convs2s.course.analysis.attention_epoch_line"), "flipbook", "60px"),
     Widget("translator", "06_inference_beam_search_bleu", (
         # the notebook gives the menu: the direction of the model it studies, then every
         # shipped one (analysis.widget_directions)
@@ -206,7 +209,8 @@ WIDGETS: dict[str, Widget] = {w.name: w for w in (
     Widget("conv-costs", "08_beyond_convs2s", (
         Control("channels", "channels d", value=256, min=32, max=1024, step=32),
         Control("kernel_size", "kernel k", value=3, min=1, max=15, step=2)),
-        ("convs2s.model.variants.conv_costs",), "live"),
+        ("convs2s.model.variants.conv_costs", "convs2s.model.variants.costs_title",
+         "convs2s.course.analysis.plot_conv_costs"), "live"),
 )}
 
 

@@ -19,7 +19,8 @@ them), so the module sits in the model layer: it imports only the model's module
   subclass of :class:`convs2s.model.convs2s.ConvS2S`: the same call contract, ``config`` (so
   ``VariantConvS2S(**model.config)`` rebuilds it), greedy/beam decoding, training losses.
 - :func:`conv1d_parameters`, :func:`separable_conv1d_parameters`, :func:`conv1d_flops`,
-  :func:`separable_conv1d_flops`, :func:`conv_costs`: the counts as formulas.
+  :func:`separable_conv1d_flops`, :func:`conv_costs`: the counts as formulas;
+  :func:`costs_title`: what they save, in words (notebook 08's widget's title).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ __all__ = [
     "conv1d_flops",
     "separable_conv1d_flops",
     "conv_costs",
+    "costs_title",
 ]
 
 CONVS = ("standard", "depthwise")
@@ -111,6 +113,15 @@ def conv_costs(in_channels: int, out_channels: int, kernel_size: int, length: in
     return {"standard_parameters": std_p, "separable_parameters": sep_p,
             "parameter_ratio": std_p / sep_p, "standard_flops": std_f, "separable_flops": sep_f,
             "flop_ratio": std_f / sep_f}
+
+
+def costs_title(costs: dict, kernel_size: int) -> str:
+    """What a separable convolution of width ``kernel_size`` saves, from :func:`conv_costs`'s
+    ``costs``, in words (notebook 08's widget titles its chart with it; the course's website
+    writes the same): ``"k = 3: 2.97x fewer parameters, 2.98x fewer FLOPs"`` for 256 -> 512
+    channels. Pure."""
+    return (f"k = {kernel_size}: {costs['parameter_ratio']:.2f}x fewer parameters, "
+            f"{costs['flop_ratio']:.2f}x fewer FLOPs")
 
 
 # --------------------------------------------------------------------------------------------

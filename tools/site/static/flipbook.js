@@ -3,8 +3,9 @@
    Mirrors no computation: every number and picture is the package's, computed by the site's
    build (tools/site/flipbooks.py: decoder_numbers with convs2s.course.dependency.
    visible_positions and perturbation_effect; the frames drawn with convs2s.course.
-   attention_maps.plot_attention_grid, titled with its attention_entropy, and convs2s.course.
-   analysis.plot_attention_epoch). It
+   attention_maps.plot_sentence_attention (plot_attention_grid, titled by entropy_titles with
+   its attention_entropy), and convs2s.course.analysis.plot_attention_epoch, with the line
+   attention_epoch_line writes under it). It
    draws them as convs2s.course.dependency.plot_visible_positions and plot_perturbation draw
    theirs (tests/site_and_tools/test_site_flipbooks.py compares every setting). The controls
    are the ones the package declares (convs2s.course.widgets), with the ranges the notebook

@@ -7,7 +7,8 @@
      receptiveField: convs2s.course.receptive_field.receptive_field;
    - describe and line: convs2s.course.dependency.dependency_summary, describe_dependency and
      draw_dependency_explorer's text line;
-   - convCosts and costsTitle: convs2s.model.variants.conv_costs, and notebook 08's title.
+   - convCosts and costsTitle: convs2s.model.variants.conv_costs and costs_title (the title
+     of notebook 08's chart, convs2s.course.analysis.plot_conv_costs).
 
    Each widget's controls (names, labels, ranges, starting values) are not written here: the
    site gives them, as the package declares them (convs2s.course.widgets), in the element's
