@@ -121,3 +121,27 @@ def test_none_or_a_train_result_for_a_checkpoint_path(tiny_ckpt):
         assert "not _Result: pass its .final_path or .best_path" in _one_line(e)
     assert isinstance(Checkpoint.load(_Result(best_path=tiny_ckpt).best_path), Checkpoint)
     assert torch.is_tensor(next(iter(Checkpoint.load(str(tiny_ckpt)).state_dict.values())))
+
+
+def test_the_model_where_a_translator_was_given_and_decode_without_the_encoders_output(
+        translator):
+    from convs2s.course import analysis
+
+    src, kw = _decoding_args(translator)
+    for call, who in ((lambda: analysis.parameter_groups(translator), "parameter_groups"),
+                      (lambda: analysis.forced_attention(translator, src, [4, 5],
+                                                         bos_idx=kw["bos_idx"]),
+                       "forced_attention")):
+        with pytest.raises(TypeError) as e:
+            call()
+        assert f"{who} takes the model (a ConvS2S), not Translator: pass its .model" in \
+            _one_line(e)
+    model = translator.model
+    trg_in = torch.full((1, 2), kw["bos_idx"])
+    with pytest.raises(TypeError) as e:
+        model.decode(trg_in, src)
+    assert "the decoder takes the encoder's output, model.encode(src) (an EncoderOut), not " \
+        "Tensor" in _one_line(e)
+    logits, _ = model.decode(trg_in, model.encode(src))  # the right call
+    assert logits.shape[:2] == (1, 2)
+    assert sum(analysis.parameter_groups(model).values()) > 0

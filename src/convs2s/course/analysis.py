@@ -365,6 +365,15 @@ def parameter_group(name: str) -> str:
     return "other"
 
 
+def _check_model(model, who: str) -> None:
+    """``TypeError`` (one line) unless ``model`` is a torch module: a Translator names its
+    ``.model``."""
+    if not isinstance(model, nn.Module):
+        hint = (": pass its .model (translator.model)"
+                if isinstance(getattr(model, "model", None), nn.Module) else "")
+        raise TypeError(f"{who} takes the model (a ConvS2S), not {type(model).__name__}{hint}.")
+
+
 def parameter_groups(model: nn.Module, trainable_only: bool = True) -> dict[str, int]:
     """Parameter counts of a ``ConvS2S`` by component, in :data:`PARAMETER_GROUPS` order.
 
@@ -372,6 +381,7 @@ def parameter_groups(model: nn.Module, trainable_only: bool = True) -> dict[str,
     their direction ``v`` and their gain ``g``. A group ``"other"`` appears only if some
     parameter fits none of the groups.
     """
+    _check_model(model, "parameter_groups")
     counts = {group: 0 for group, _ in PARAMETER_GROUPS}
     for name, p in model.named_parameters():
         if trainable_only and not p.requires_grad:
@@ -655,6 +665,7 @@ def forced_attention(model, src: torch.Tensor, tokens: Sequence[int], *,
     the attention recorded during decoding (``greedy_decode(..., return_attention=True)``) for
     the same output, so it shows the attention behind *any* output, e.g. a beam search result.
     """
+    _check_model(model, "forced_attention")
     tokens = [int(t) for t in tokens]
     # Row i needs only <bos> and the tokens before token i: an output as long as the model's
     # max_positions still fits (the last token is never an input).

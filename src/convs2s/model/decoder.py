@@ -193,6 +193,10 @@ class Decoder(nn.Module):
         ids outside the vocabulary, another batch size than the encoder output's, incremental
         decoding with ``padding="same"``, or more positions than ``max_positions``."""
         check_tokens(trg_in, "trg_in", self.vocab_size)
+        if not isinstance(encoder_out, EncoderOut):
+            raise TypeError(f"the decoder takes the encoder's output, model.encode(src) (an "
+                            f"EncoderOut), not {type(encoder_out).__name__}: decode(trg_in, "
+                            "model.encode(src)).")
         if trg_in.size(0) != encoder_out.src_mask.size(0):
             raise ValueError(
                 f"trg_in has batch size {trg_in.size(0)} but the encoder output has "
