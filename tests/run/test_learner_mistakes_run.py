@@ -57,9 +57,10 @@ def test_evaluate_names_what_it_takes(translator, tiny_ckpt, tiny_pairs):
     with pytest.raises(TypeError) as e:
         evaluate(tiny_ckpt, tiny_pairs)
     assert "evaluate takes a Translator" in _one_line(e) and "not PosixPath" in str(e.value)
-    for pairs, shown in (({"test": tiny_pairs}, "not dict"), ("Ein Hund.", "not str"),
-                         (["Ein Hund."], "but it holds 'Ein Hund.'"),
-                         ([tiny_pairs[0], ("a", "b", "c")], "but it holds ('a', 'b', 'c')")):
+    for pairs, shown in (({"test": tiny_pairs}, "not a dict (keys 'test')"),
+                         ("Ein Hund.", "not str"),
+                         (["Ein Hund."], "holding str (item 0: 'Ein Hund.')"),
+                         ([tiny_pairs[0], ("a", "b", "c")], "(item 1: ('a', 'b', 'c'))")):
         with pytest.raises(TypeError) as e:
             evaluate(translator, pairs, beam_sizes=[1])
         assert "pairs must be a list of (source, target) sentence pairs" in _one_line(e)

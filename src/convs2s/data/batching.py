@@ -65,7 +65,7 @@ class TranslationDataset(Dataset):
     ):
         if max_len is not None and max_len < 3:
             raise ValueError(f"max_len must be at least 3 (<bos> x <eos>), got {max_len}.")
-        pairs = _sentence_pairs(pairs)
+        pairs = sentence_pairs(pairs)
         self.src_vocab, self.trg_vocab = src_vocab, trg_vocab
         self.max_len, self.src_bos_eos = max_len, src_bos_eos
         self.pairs: list[tuple[str, str]] = []
@@ -162,7 +162,7 @@ def _iterable(x: object) -> bool:
             and (isinstance(x, Iterable) or hasattr(x, "__getitem__")))
 
 
-def _sentence_pairs(pairs) -> Sequence:
+def sentence_pairs(pairs) -> Sequence:
     """``pairs`` as a sequence, checked before any is tokenized to hold (source, target)
     pairs: a one-line ``TypeError`` (a ``ValueError`` too) for load_multi30k's dict, a list of
     sentences or one pair."""

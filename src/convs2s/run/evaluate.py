@@ -40,11 +40,12 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
 from convs2s.data import TranslationDataset, load_multi30k, make_loader, nfc
+from convs2s.data.batching import sentence_pairs
 from convs2s.model.loss import evaluate_loss
 from convs2s.run.metrics import corpus_bleu
 from convs2s.run.translate_cli import add_model_choice, chosen_translator, device_arg
@@ -115,7 +116,7 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
                         f"or convs2s.pretrained('de-en')), not {type(translator).__name__}.")
     # checked before the work, not after the perplexity; None: the translator's own (final.pt's)
     alpha = translator.length_penalty_for(length_penalty)
-    pairs = _pairs(pairs)
+    pairs = list(sentence_pairs(pairs))  # checked: (source, target) pairs
     pairs = pairs[:limit] if limit is not None else pairs
     keep = _fitting(translator, pairs)
     if not keep and pairs:
@@ -145,21 +146,6 @@ def evaluate(translator: Translator, pairs, *, beam_sizes=(1, 5), limit: int | N
                                  "chrf_signature": scores.chrf_signature, "seconds": seconds,
                                  "sentences_per_s": len(sources) / max(seconds, 1e-9)}
     return result
-
-
-def _pairs(pairs) -> list:
-    """``pairs`` as a list, checked to hold (source, target) sentence pairs (``TypeError``,
-    one line, for a split's dict, a list of sentences or one pair)."""
-    if isinstance(pairs, str | dict) or not isinstance(pairs, Iterable):
-        raise WrongType(f"pairs must be a list of (source, target) sentence pairs, e.g. "
-                        f"data['test'], not {type(pairs).__name__}.")
-    pairs = list(pairs)
-    for pair in pairs:
-        if (isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2
-                or not all(isinstance(side, str) for side in pair)):
-            raise WrongType(f"pairs must be a list of (source, target) sentence pairs, e.g. "
-                            f"data['test'], but it holds {brief(pair)}.")
-    return pairs
 
 
 def _fitting(translator: Translator, pairs) -> list:
