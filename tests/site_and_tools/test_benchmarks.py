@@ -149,7 +149,7 @@ def test_speed_reports_both_models_and_their_arithmetic(on_tiny_corpus, monkeypa
         assert r["decoding"][label]["convs2s"]["sentences"] == 2
 
 
-def _tiny_checkpoint(path, src="de", trg="en", seed=0):
+def _tiny_checkpoint(path, src="de", trg="en", seed=0, dog="hund"):
     """A one-layer word model of ``src``→``trg``, saved at ``path`` (random weights)."""
     import torch
 
@@ -159,7 +159,7 @@ def _tiny_checkpoint(path, src="de", trg="en", seed=0):
     from convs2s.run.checkpoint import Checkpoint
 
     specials = ["<unk>", "<pad>", "<bos>", "<eos>"]
-    vocab = Vocab(specials + ["ein", "hund", "a", "dog", "."], specials)
+    vocab = Vocab(specials + ["ein", dog, "a", "dog", "."], specials)
     torch.manual_seed(seed)
     model = ConvS2S(len(vocab), len(vocab), emb_dim=8, hid_dim=8, enc_layers=1, dec_layers=1,
                     src_pad_idx=vocab.pad_idx, trg_pad_idx=vocab.pad_idx,
@@ -203,6 +203,87 @@ def test_alpha_grid_refuses_bad_input_in_one_line(on_tiny_corpus, monkeypatch, t
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and words in err, err
     assert not (tmp_path / "grid.json").exists()
+
+
+def test_greedy_soup_adds_an_ingredient_only_when_the_score_rises():
+    """Wortsman et al.'s recipe: best single model first, then each in order of its own
+    score, kept only if the soup scores higher with it (a tie keeps the smaller soup)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from weight_soup import greedy_soup
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    singles = {"a": 40.0, "b": 41.0, "c": 39.0, "d": 38.0}
+    soups = {("b", "a"): 41.0, ("b", "c"): 41.5, ("b", "c", "d"): 41.2}
+    tried = []
+
+    def score_of(members):
+        tried.append(tuple(members))
+        return soups[tuple(members)]
+
+    soup, score, steps = greedy_soup(list(singles), singles, score_of)
+    assert tried == [("b", "a"), ("b", "c"), ("b", "c", "d")]  # a tie (41.0) is not kept
+    assert (soup, score) == (["b", "c"], 41.5)
+    assert [s["kept"] for s in steps] == [True, False, True, False]
+
+
+def test_weight_soup_scores_the_mean_of_the_models_it_names(on_tiny_corpus, monkeypatch,
+                                                            tmp_path, capsys):
+    from convs2s.data import load_multi30k
+    from convs2s.run.checkpoint import Checkpoint
+    from convs2s.run.evaluate import evaluate
+    from convs2s.run.final_choices import ALPHAS
+    from convs2s.run.translator import Translator
+
+    run = _script("weight_soup", monkeypatch)
+    paths = [_tiny_checkpoint(tmp_path / f"{i}.pt", seed=i) for i in range(3)]
+    report = tmp_path / "soup.json"
+    assert run(*[a for p in paths for a in ("--checkpoint", str(p))], "--beam", "2",
+               "--json", str(report)) == 0
+    r = json.loads(report.read_text())
+    assert (r["benchmark"], r["split"], r["direction"], r["sentences"]) == (
+        "weight_soup", "valid", "de-en", 2)
+    assert list(r["ingredients"]) == [str(p) for p in paths]
+    assert len(r["greedy_soup_steps"]) == 3
+    uniform = r["results"]["uniform soup"]
+    assert uniform["ingredients"] == [str(p) for p in paths]
+    for row in r["results"].values():
+        assert [b["alpha"] for b in row["beam"]] == list(ALPHAS)
+        assert row["valid_sacrebleu_beam"] == max(b["sacrebleu"] for b in row["beam"])
+    # the uniform soup's greedy figure is that of the models' mean, computed here on its own
+    ckpts = [Checkpoint.load(p) for p in paths]
+    mean = {k: sum(c.state_dict[k] for c in ckpts) / 3 for k in ckpts[0].state_dict}
+    translator = Translator.from_checkpoint(ckpts[0], device="cpu")
+    translator.model.load_state_dict(mean)
+    translator.model.eval()
+    valid = load_multi30k()["valid"]
+    expected = evaluate(translator, valid, beam_sizes=[1])["beam1"]["sacrebleu"]
+    assert uniform["valid_sacrebleu_greedy"] == pytest.approx(expected)
+    assert "greedy soup (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, words", [
+    ((), "give two or more models"),
+    (("--other-direction",), "translates en-de, the first model de-en"),
+    (("--other-vocabulary",), "has other vocabularies than the first model"),
+    (("--twice",), "a checkpoint is named twice"),
+])
+def test_weight_soup_refuses_models_it_cannot_average_in_one_line(
+        on_tiny_corpus, monkeypatch, tmp_path, capsys, args, words):
+    run = _script("weight_soup", monkeypatch)
+    a = _tiny_checkpoint(tmp_path / "a.pt")
+    if args == ("--other-direction",):
+        args = (str(_tiny_checkpoint(tmp_path / "b.pt", src="en", trg="de")),)
+    elif args == ("--other-vocabulary",):
+        args = (str(_tiny_checkpoint(tmp_path / "b.pt", dog="katze")),)
+    elif args == ("--twice",):
+        args = (str(a),)
+    argv = ("--checkpoint", str(a), *(a for p in args for a in ("--checkpoint", p)))
+    with pytest.raises(SystemExit) as exit_:
+        run(*argv, "--json", str(tmp_path / "soup.json"))
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and words in err, err
+    assert not (tmp_path / "soup.json").exists()
 
 
 @pytest.mark.parametrize("students", ["0", "201", "x"])
