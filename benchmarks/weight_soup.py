@@ -14,7 +14,8 @@ whether that helps, with the rules a run's final choices follow, on validation o
    score, best first; each is added if the soup's greedy score rises with it (a tie keeps the
    smaller soup, as a run's own choice keeps fewer epochs).
 3. Beam search (``--beam``, default 5) over the length penalties of the final choices
-   (α = 0, 0.5, 1, 1.5, 2) for the best single model, the uniform soup and the greedy soup.
+   (α = 0, 0.5, 1, 1.5, 2) for the single model with the best greedy score, the uniform soup
+   and the greedy soup.
 
 The models must translate the same direction with the same vocabularies and the same model
 settings; anything else is refused in one line before any scoring. Nothing is written but
@@ -94,6 +95,9 @@ def main(argv=None) -> int:
         device = environment.check_device(args.device)
     except ValueError as e:
         parser.error(str(e))
+    names = [str(p) for p in args.checkpoint]
+    if len(set(names)) < len(names):
+        parser.error("a checkpoint is named twice; give each model once")
     checkpoints: list[Checkpoint] = []
     for path in args.checkpoint:  # every file read and checked before the first is scored
         try:
@@ -105,9 +109,6 @@ def main(argv=None) -> int:
         if why:
             parser.error(f"{path} {why}; average models of one run's family")
         checkpoints.append(ckpt)
-    names = [str(p) for p in args.checkpoint]
-    if len(set(names)) < len(names):
-        parser.error("a checkpoint is named twice; give each model once")
 
     first = checkpoints[0]
     src, trg = first.pipeline.src_lang, first.pipeline.trg_lang
@@ -140,7 +141,7 @@ def main(argv=None) -> int:
             f"α {r['alpha']:g} {r['sacrebleu']:.2f}" for r in rows), flush=True)
         return rows
 
-    beamed = {"best single model": {"ingredients": [best_single],
+    beamed = {"best single model by greedy": {"ingredients": [best_single],
                                     "valid_sacrebleu_greedy": singles[best_single]},
               "uniform soup": {"ingredients": names, "valid_sacrebleu_greedy": uniform},
               "greedy soup": {"ingredients": soup, "valid_sacrebleu_greedy": soup_score}}
