@@ -229,36 +229,40 @@ def test_greedy_soup_adds_an_ingredient_only_when_the_score_rises():
 
 def test_weight_soup_scores_the_mean_of_the_models_it_names(on_tiny_corpus, monkeypatch,
                                                             tmp_path, capsys):
-    from convs2s.data import load_multi30k
+    """Random tiny models score 0 BLEU whatever their weights, so the score here is read off
+    the weights the translator holds when it is scored: the uniform soup's must be those of the
+    models' mean, computed here on its own, and each single model's its own."""
     from convs2s.run.checkpoint import Checkpoint
-    from convs2s.run.evaluate import evaluate
     from convs2s.run.final_choices import ALPHAS
-    from convs2s.run.translator import Translator
 
     run = _script("weight_soup", monkeypatch)
+    module = sys.modules["weight_soup"]
     paths = [_tiny_checkpoint(tmp_path / f"{i}.pt", seed=i) for i in range(3)]
+    ckpts = [Checkpoint.load(p) for p in paths]
+    key = next(k for k, v in ckpts[0].state_dict.items() if v.is_floating_point())
+
+    def weights_score(translator, pairs, beam_sizes):  # a score only the weights decide
+        return {"beam1": {"sacrebleu": float(translator.model.state_dict()[key].sum())}}
+
+    monkeypatch.setattr(module, "evaluate", weights_score)
     report = tmp_path / "soup.json"
     assert run(*[a for p in paths for a in ("--checkpoint", str(p))], "--beam", "2",
                "--json", str(report)) == 0
     r = json.loads(report.read_text())
     assert (r["benchmark"], r["split"], r["direction"], r["sentences"]) == (
         "weight_soup", "valid", "de-en", 2)
-    assert list(r["ingredients"]) == [str(p) for p in paths]
-    assert len(r["greedy_soup_steps"]) == 3
+    singles = [float(c.state_dict[key].sum()) for c in ckpts]
+    assert [r["ingredients"][str(p)]["valid_sacrebleu_greedy"] for p in paths] == \
+        pytest.approx(singles)
+    assert len(set(singles)) == 3  # three different models
+    mean = float((sum(c.state_dict[key] for c in ckpts) / 3).sum())
     uniform = r["results"]["uniform soup"]
     assert uniform["ingredients"] == [str(p) for p in paths]
+    assert uniform["valid_sacrebleu_greedy"] == pytest.approx(mean, abs=1e-5)
+    assert len(r["greedy_soup_steps"]) == 3
     for row in r["results"].values():
         assert [b["alpha"] for b in row["beam"]] == list(ALPHAS)
         assert row["valid_sacrebleu_beam"] == max(b["sacrebleu"] for b in row["beam"])
-    # the uniform soup's greedy figure is that of the models' mean, computed here on its own
-    ckpts = [Checkpoint.load(p) for p in paths]
-    mean = {k: sum(c.state_dict[k] for c in ckpts) / 3 for k in ckpts[0].state_dict}
-    translator = Translator.from_checkpoint(ckpts[0], device="cpu")
-    translator.model.load_state_dict(mean)
-    translator.model.eval()
-    valid = load_multi30k()["valid"]
-    expected = evaluate(translator, valid, beam_sizes=[1])["beam1"]["sacrebleu"]
-    assert uniform["valid_sacrebleu_greedy"] == pytest.approx(expected)
     assert "greedy soup (" in capsys.readouterr().out
 
 
@@ -278,7 +282,7 @@ def test_weight_soup_refuses_models_it_cannot_average_in_one_line(
         args = (str(_tiny_checkpoint(tmp_path / "b.pt", dog="katze")),)
     elif args == ("--twice",):
         args = (str(a),)
-    argv = ("--checkpoint", str(a), *(a for p in args for a in ("--checkpoint", p)))
+    argv = ("--checkpoint", str(a), *(x for p in args for x in ("--checkpoint", p)))
     with pytest.raises(SystemExit) as exit_:
         run(*argv, "--json", str(tmp_path / "soup.json"))
     err = capsys.readouterr().err
